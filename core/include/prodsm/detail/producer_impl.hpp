@@ -1,0 +1,928 @@
+// SPDX-License-Identifier: Apache-2.0
+#pragma once
+/// @file producer_impl.hpp
+/// The definition of Producer<Policy>. Every state transition of the core lives in this
+/// file (h11 style); grep a clause ID to find where it is implemented.
+/// Included by the .cpp files that instantiate Producer for the shipped policies, and
+/// by users who write a policy of their own.
+
+#include <algorithm>
+#include <cstring>
+#include <deque>
+#include <new>
+#include <utility>
+
+#include "prodsm/detail/batch.hpp"
+#include "prodsm/producer.hpp"
+
+namespace prodsm {
+
+template <class Policy>
+struct Producer<Policy>::Impl {
+  using Batch = detail::Batch<Policy>;
+  using BatchState = detail::BatchState;
+  using ParkReason = detail::ParkReason;
+
+  struct PendingBarrier {
+    std::uint64_t id;
+    std::uint64_t cutoff;  ///< covers tickets < cutoff (F1, F2)
+  };
+
+  explicit Impl(Config c)
+      : config{std::move(c)},
+        policy{config.protocol},
+        ring(config.max_unacked_batches),
+        rng{config.retry.jitter_seed} {
+    pool_limit = static_cast<std::size_t>(config.max_in_flight) + 2;
+    pool.reserve(pool_limit);
+    actions.reserve(static_cast<std::size_t>(config.max_in_flight) * 2 + 16);
+  }
+
+  // ---- state --------------------------------------------------------------------
+  Config config;
+  Policy policy;
+  std::vector<Batch> ring;    ///< batches in seal order; capacity max_unacked_batches (R3)
+  std::uint32_t head = 0;     ///< ring index of the oldest batch
+  std::uint32_t size = 0;     ///< batches in the ring
+  std::uint32_t send_scan = 0;  ///< batches before this index are in_flight or acked
+  std::uint32_t in_flight = 0;
+  std::uint32_t backoff_count = 0;
+  std::uint64_t next_batch_id = 0;
+  std::uint64_t next_ticket = 0;
+  std::uint64_t completed_tickets = 0;  ///< every ticket below this has completed (P3)
+  std::uint64_t unacked_bytes = 0;      ///< R1
+  std::vector<detail::BatchBuffers> pool;
+  std::size_t pool_limit = 0;
+  std::deque<PendingBarrier> barriers;
+  std::uint64_t next_barrier_id = 0;
+  std::optional<Error> failed;                     ///< sticky terminal error (E1)
+  std::optional<std::uint64_t> first_failed_ticket;  ///< for F5
+  bool closing = false;
+  bool closed = false;
+  std::optional<tl::expected<void, Error>> close_result;
+  bool capacity_wanted = false;  ///< a would_block was reported (R1)
+  bool claim_pending = false;    ///< S5: one batch in flight until the claim is acked
+  std::uint64_t claim_batch_id = 0;
+  std::optional<Ack> last_completed_ack;  ///< E5 order check, when the policy has positions
+  std::vector<ActionType> actions;
+  std::size_t action_read = 0;
+  detail::SplitMix64 rng;
+  ProducerStats stats;
+  Instant last_now{};
+
+  // ---- helpers ------------------------------------------------------------------
+  Batch& at(std::uint32_t index) {
+    std::size_t slot = static_cast<std::size_t>(head) + index;
+    if (slot >= ring.size()) slot -= ring.size();
+    return ring[slot];
+  }
+  const Batch& at(std::uint32_t index) const {
+    std::size_t slot = static_cast<std::size_t>(head) + index;
+    if (slot >= ring.size()) slot -= ring.size();
+    return ring[slot];
+  }
+  std::uint32_t index_of(const Batch& b) const {
+    return static_cast<std::uint32_t>(b.id - at(0).id);
+  }
+  Batch* open_batch() {
+    if (size == 0) return nullptr;
+    Batch& last = at(size - 1);
+    return last.state == BatchState::open ? &last : nullptr;
+  }
+  const Batch* open_batch() const {
+    if (size == 0) return nullptr;
+    const Batch& last = at(size - 1);
+    return last.state == BatchState::open ? &last : nullptr;
+  }
+  bool live() const { return !failed && !closed; }
+
+  /// Time never goes backwards inside the core: a smaller `now` is read as the last one.
+  Instant observe(Instant now) {
+    if (now > last_now) last_now = now;
+    return last_now;
+  }
+
+  void emit(ActionType action) { actions.push_back(std::move(action)); }
+
+  static Certainty certainty_of(const Batch& b) {
+    // E2, C5: a batch may have been appended iff an attempt is outstanding or some
+    // attempt ended ambiguously.
+    return (b.ambiguous || b.state == BatchState::in_flight) ? Certainty::indefinite
+                                                              : Certainty::definite;
+  }
+
+  static tl::unexpected<Rejection> reject(RejectReason reason, std::string_view detail) {
+    return tl::unexpected(Rejection{reason, detail, std::nullopt});
+  }
+  tl::unexpected<Rejection> reject_failed() const {
+    return tl::unexpected(
+        Rejection{RejectReason::failed, "the producer failed with a terminal error", failed});
+  }
+
+  // ---- buffers ------------------------------------------------------------------
+  detail::BatchBuffers take_buffers() {
+    if (pool.empty()) return {};
+    detail::BatchBuffers b = std::move(pool.back());
+    pool.pop_back();
+    return b;
+  }
+  void give_buffers(detail::BatchBuffers& b) {
+    b.body.clear();
+    b.record_ends.clear();
+    if (pool.size() < pool_limit && b.body.capacity() <= 2 * config.max_batch_bytes + 64) {
+      pool.push_back(std::move(b));
+    }
+    b = {};
+  }
+
+  // ---- batch lifecycle ------------------------------------------------------------
+  Batch& start_batch(Instant now) {
+    Batch& b = at(size);
+    b.id = next_batch_id++;
+    b.first_ticket = next_ticket;
+    b.count = 0;
+    b.body_bytes = policy.batch_overhead_bytes();
+    b.metered_bytes = 0;
+    b.first_submit = now;
+    b.state = BatchState::open;
+    b.attempt = 0;
+    b.superseded_attempt = 0;
+    b.retries = 0;
+    b.ambiguous = false;
+    b.sent_with_predecessors = false;
+    b.parked = ParkReason::none;
+    b.parked_server_epoch = 0;
+    b.retry_at = Instant{};
+    b.stamp = Stamp{};
+    b.ack.reset();
+    b.buffers = take_buffers();
+    ++size;
+    return b;
+  }
+
+  /// B1, S1, S2: the body is completed once and the sequencing stamps are fixed.
+  void seal(Batch& b) {
+    policy.frame_seal(b.buffers.body);
+    b.stamp = policy.stamp(b.count);
+    b.state = BatchState::queued;
+    ++stats.batches_sealed;
+    note_sendable(index_of(b));
+  }
+
+  void note_sendable(std::uint32_t index) { send_scan = std::min(send_scan, index); }
+
+  void release(Batch& b) {
+    unacked_bytes -= b.metered_bytes;
+    give_buffers(b.buffers);
+    b.ack.reset();
+    b.state = BatchState::empty;
+  }
+
+  void pop_head() {
+    head = static_cast<std::uint32_t>((static_cast<std::size_t>(head) + 1) % ring.size());
+    --size;
+    send_scan = send_scan > 0 ? send_scan - 1 : 0;
+  }
+
+  // ---- sending (R1, S5) -------------------------------------------------------------
+  /// Sends queued batches in order while in-flight slots are free. Never sends past a
+  /// batch that waits (open, backoff, parked), so resends keep batch order (E4, S4).
+  void pump() {
+    if (!live()) return;
+    const std::uint32_t limit = claim_pending ? 1U : config.max_in_flight;
+    std::uint32_t i = send_scan;
+    while (i < size) {
+      Batch& b = at(i);
+      if (b.state == BatchState::queued) {
+        if (in_flight >= limit) break;
+        send(b, i);
+      } else if (b.state != BatchState::in_flight && b.state != BatchState::acked) {
+        break;
+      }
+      ++i;
+    }
+    send_scan = i;
+  }
+
+  void send(Batch& b, std::uint32_t index) {
+    ++b.attempt;
+    b.state = BatchState::in_flight;
+    b.sent_with_predecessors = index > 0;  // S4: an earlier batch is still unacked
+    ++in_flight;
+    ++stats.sends;
+    SendBatch<Policy> action;
+    action.batch = BatchId{b.id};
+    action.attempt = b.attempt;
+    action.first_ticket = Ticket{b.first_ticket};
+    action.record_count = b.count;
+    action.body = std::span<const std::byte>(b.buffers.body);
+    if constexpr (Policy::kKeepsRecordEnds) {
+      action.record_ends = std::span<const std::uint32_t>(b.buffers.record_ends);
+    }
+    action.stamp = b.stamp;
+    emit(std::move(action));
+  }
+
+  // ---- completion in order (P3, F1–F5, C1) -----------------------------------------
+  void complete_barriers() {
+    while (!barriers.empty() && barriers.front().cutoff <= completed_tickets) {
+      const PendingBarrier bar = barriers.front();
+      barriers.pop_front();
+      emit_barrier(bar.id, bar.cutoff);
+    }
+  }
+
+  /// F5: a barrier fails iff a record it covers failed, and then with the sticky error.
+  void emit_barrier(std::uint64_t id, std::uint64_t cutoff) {
+    ++stats.barriers_completed;
+    if (first_failed_ticket && cutoff > *first_failed_ticket) {
+      emit(BarrierCompleted{BarrierId{id}, tl::unexpected(*failed)});
+    } else {
+      emit(BarrierCompleted{BarrierId{id}, {}});
+    }
+  }
+
+  void complete_success(Batch& b) {
+    if constexpr (Policy::kChecksOrder) last_completed_ack = *b.ack;
+    stats.records_succeeded += b.count;
+    emit(TicketsCompleted<Policy>{BatchId{b.id}, Ticket{b.first_ticket},
+                                  Ticket{b.first_ticket + b.count - 1}, std::move(*b.ack)});
+  }
+
+  /// Completes acknowledged batches at the head, in order, then what that unblocks.
+  void advance_head() {
+    bool freed = false;
+    while (size > 0 && at(0).state == BatchState::acked) {
+      Batch& b = at(0);
+      if constexpr (Policy::kChecksOrder) {
+        if (last_completed_ack) {
+          if (auto why = Policy::check_order(*last_completed_ack, *b.ack)) {  // E5
+            b.state = BatchState::queued;
+            b.ambiguous = true;
+            fail_terminal(make_error(ErrorCode::invalid_ack, Certainty::indefinite, false,
+                                     "batch " + std::to_string(b.id) + ": " + *why),
+                          &b);
+            return;
+          }
+        }
+      }
+      if (claim_pending && b.id == claim_batch_id) claim_pending = false;  // S5
+      complete_success(b);
+      completed_tickets = b.first_ticket + b.count;
+      release(b);
+      pop_head();
+      freed = true;
+      complete_barriers();
+    }
+    complete_barriers();
+    if (size > 0 && at(0).state == BatchState::parked) unpark(at(0));
+    if (freed && capacity_wanted) {  // R1
+      capacity_wanted = false;
+      emit(CapacityAvailable{});
+    }
+    maybe_finish_close();
+  }
+
+  void maybe_finish_close() {
+    if (!closing || closed || size != 0 || !barriers.empty()) return;
+    closed = true;  // C1: Closed is the last action, emitted once
+    if (failed) {
+      close_result = tl::expected<void, Error>(tl::unexpected(*failed));
+    } else {
+      close_result = tl::expected<void, Error>{};
+    }
+    emit(Closed{*close_result});
+  }
+
+  /// E1, C5: the first terminal error wins; acks already received are applied first;
+  /// every other unresolved ticket, barrier and close fails with the same error, each
+  /// ticket range marked definite or indefinite.
+  void fail_terminal(Error cause, const Batch* culprit) {
+    if (failed) return;
+    Certainty overall = culprit != nullptr ? certainty_of(*culprit) : Certainty::definite;
+    for (std::uint32_t i = 0; i < size; ++i) {
+      const Batch& b = at(i);
+      if (b.state != BatchState::acked && certainty_of(b) == Certainty::indefinite) {
+        overall = Certainty::indefinite;
+      }
+    }
+    cause.certainty = overall;
+    failed = cause;
+    while (size > 0) {
+      Batch& b = at(0);
+      if (b.state == BatchState::acked) {
+        complete_success(b);
+      } else {
+        Error range = cause;
+        range.certainty = certainty_of(b);
+        if (!first_failed_ticket) first_failed_ticket = b.first_ticket;
+        stats.records_failed += b.count;
+        emit(TicketsCompleted<Policy>{BatchId{b.id}, Ticket{b.first_ticket},
+                                      Ticket{b.first_ticket + b.count - 1},
+                                      tl::unexpected(std::move(range))});
+      }
+      completed_tickets = b.first_ticket + b.count;
+      release(b);
+      pop_head();
+      complete_barriers();
+    }
+    complete_barriers();
+    in_flight = 0;
+    backoff_count = 0;
+    send_scan = 0;
+    claim_pending = false;
+    if (capacity_wanted) {
+      capacity_wanted = false;
+      emit(CapacityAvailable{});
+    }
+    maybe_finish_close();
+  }
+
+  // ---- failures: retry (E4), gap (S4), epoch claim (S5) ----------------------------
+  Duration backoff_for(std::uint32_t retry_number, const Error& e) {
+    const auto initial = static_cast<std::uint64_t>(config.retry.backoff_initial_ns.count());
+    const auto cap = static_cast<std::uint64_t>(config.retry.backoff_max_ns.count());
+    std::uint64_t base = initial;
+    for (std::uint32_t i = 1; i < retry_number && base < cap; ++i) base *= 2;
+    base = std::min(base, cap);
+    const std::uint64_t half = base / 2;
+    std::uint64_t delay = half + rng.uniform_inclusive(base - half);
+    if (e.retry_after_ns && e.retry_after_ns->count() > 0) {
+      delay = std::max(delay, static_cast<std::uint64_t>(e.retry_after_ns->count()));
+    }
+    return Duration{static_cast<Duration::rep>(std::min<std::uint64_t>(delay, INT64_MAX))};
+  }
+
+  void park(Batch& b, ParkReason why, std::uint64_t server_epoch) {
+    b.state = BatchState::parked;
+    b.parked = why;
+    b.parked_server_epoch = server_epoch;
+    note_sendable(index_of(b));
+  }
+
+  /// A parked batch became the oldest: every earlier batch completed.
+  void unpark(Batch& b) {
+    const ParkReason why = b.parked;
+    b.parked = ParkReason::none;
+    if (why == ParkReason::stale_epoch) {
+      claim_epoch(b.parked_server_epoch);
+      return;
+    }
+    b.state = BatchState::queued;  // S4: the lower seqs are acknowledged; resend
+    ++stats.gap_resends;
+    note_sendable(0);
+  }
+
+  /// S5: claim server epoch + 1 and renumber every unacked sealed batch, in order, from
+  /// seq 0. Attempts still outstanding under the old epoch are superseded; their
+  /// outcomes are ignored. One batch is in flight until the claim is acknowledged.
+  void claim_epoch(std::uint64_t server_epoch) {
+    Batch& first = at(0);
+    if (auto why = policy.claim_epoch(server_epoch)) {
+      Error e = make_error(ErrorCode::stale_epoch, Certainty::definite, false, *why);
+      e.server_epoch = server_epoch;
+      fail_terminal(std::move(e), &first);
+      return;
+    }
+    ++first.retries;
+    ++stats.epoch_claims;
+    for (std::uint32_t i = 0; i < size; ++i) {
+      Batch& b = at(i);
+      if (b.state == BatchState::open || b.state == BatchState::acked) continue;
+      if (b.state == BatchState::in_flight) {
+        --in_flight;
+        b.superseded_attempt = b.attempt;
+      }
+      if (b.state == BatchState::backoff) --backoff_count;
+      b.parked = ParkReason::none;
+      b.state = BatchState::queued;
+      b.stamp = policy.stamp(b.count);
+    }
+    claim_pending = true;
+    claim_batch_id = first.id;
+    send_scan = 0;
+  }
+
+  /// Finds the batch an outcome is for. Returns nullptr when the outcome is stale
+  /// (ignored) or invalid (the Producer then failed with invalid_ack, E5).
+  Batch* find_outcome_target(BatchId id, std::uint32_t attempt, const char* what) {
+    if (id.value >= next_batch_id) {
+      fail_invalid(std::string(what) + " for batch " + std::to_string(id.value) +
+                   ", which was never sent");
+      return nullptr;
+    }
+    if (size == 0 || id.value < at(0).id) {
+      ++stats.stale_outcomes;  // the batch already completed
+      return nullptr;
+    }
+    Batch& b = at(static_cast<std::uint32_t>(id.value - at(0).id));
+    if (b.attempt == 0 || attempt == 0 || attempt > b.attempt) {
+      fail_invalid(std::string(what) + " for attempt " + std::to_string(attempt) + " of batch " +
+                   std::to_string(id.value) + ", which was never sent");
+      return nullptr;
+    }
+    if (attempt < b.attempt ||
+        (b.state != BatchState::in_flight && attempt == b.superseded_attempt)) {
+      ++stats.stale_outcomes;  // superseded by a resend or an epoch claim
+      return nullptr;
+    }
+    if (b.state != BatchState::in_flight) {
+      fail_invalid(std::string("second ") + what + " for attempt " + std::to_string(attempt) +
+                   " of batch " + std::to_string(id.value));
+      return nullptr;
+    }
+    return &b;
+  }
+
+  void fail_invalid(std::string message) {
+    fail_terminal(make_error(ErrorCode::invalid_ack, Certainty::indefinite, false,
+                             std::move(message)),
+                  nullptr);
+  }
+
+  void on_failure(Instant now, Batch& b, Error e) {
+    --in_flight;
+    b.state = BatchState::queued;  // not in flight any more; the cases below decide
+    if (e.certainty == Certainty::indefinite) b.ambiguous = true;
+    const std::uint32_t index = index_of(b);
+    const bool budget_left = b.retries + 1 < config.retry.max_attempts;
+    switch (e.code) {
+      case ErrorCode::sequence_gap: {  // S4
+        const auto seq = Policy::sequence_of(b.stamp);
+        if (seq && e.expected_seq < *seq && b.sent_with_predecessors) {
+          if (index == 0) {
+            ++stats.gap_resends;  // the lower seqs were acknowledged meanwhile
+            note_sendable(0);
+          } else {
+            park(b, ParkReason::sequence_gap, 0);
+          }
+          return;
+        }
+        fail_terminal(std::move(e), &b);
+        return;
+      }
+      case ErrorCode::stale_epoch: {  // S5
+        if (policy.can_claim_epoch() && !b.ambiguous && budget_left) {
+          if (index == 0) {
+            claim_epoch(e.server_epoch);
+          } else {
+            park(b, ParkReason::stale_epoch, e.server_epoch);
+          }
+          return;
+        }
+        fail_terminal(std::move(e), &b);
+        return;
+      }
+      default:
+        break;
+    }
+    // E4: retry what is retryable when a resend is safe; everything else is terminal
+    // (E3 condition failures, S6 stream closed, rejections, protocol errors).
+    const bool safe = e.certainty == Certainty::definite ||
+                      (config.retry.mode == RetryMode::all && policy.resend_is_safe());
+    if (e.retryable && safe && budget_left) {
+      ++b.retries;
+      ++stats.retries;
+      b.retry_at = saturating_add(now, backoff_for(b.retries, e));
+      b.state = BatchState::backoff;
+      ++backoff_count;
+      note_sendable(index);
+      return;
+    }
+    if (e.retryable && safe && !budget_left) {
+      e.message += (e.message.empty() ? "" : "; ") + std::string("gave up after ") +
+                   std::to_string(b.attempt) + " attempts";
+    }
+    fail_terminal(std::move(e), &b);
+  }
+
+  // ---- inputs -----------------------------------------------------------------------
+  tl::expected<Ticket, Rejection> submit(Instant now, std::span<const std::byte> record) {
+    auto result = accept(now, record);
+    if (!result) ++stats.records_rejected;
+    return result;
+  }
+
+  tl::expected<Ticket, Rejection> accept(Instant now, std::span<const std::byte> record) {
+    now = observe(now);
+    if (closing || closed) return reject(RejectReason::closed, "the producer is closed");  // C2
+    if (failed) return reject_failed();                                                   // E1
+    if (auto why = policy.check_record(record)) return reject(RejectReason::invalid_record, *why);
+    const std::uint64_t meter = policy.metered_bytes(record.size());
+    if (meter + policy.batch_overhead_bytes() > config.max_batch_bytes) {  // B4
+      return reject(RejectReason::record_too_large, "record exceeds max_batch_bytes");
+    }
+    Batch* open = open_batch();
+    const bool fits = open != nullptr && open->count < config.max_batch_records &&
+                      open->body_bytes + meter <= config.max_batch_bytes;
+    const bool bytes_full = unacked_bytes + meter > config.max_unacked_bytes;
+    const bool batches_full = !fits && size == ring.size();
+    if (bytes_full || batches_full) {  // R1
+      if (open != nullptr) {           // R2: linger never holds capacity hostage
+        seal(*open);
+        pump();
+      }
+      capacity_wanted = true;
+      ++stats.would_blocks;
+      return reject(RejectReason::would_block, bytes_full ? "max_unacked_bytes reached"
+                                                          : "max_unacked_batches reached");
+    }
+    if (!fits) {  // B1: the record that would overflow starts the next batch
+      if (open != nullptr) seal(*open);
+      open = &start_batch(now);
+    }
+    policy.frame_record(open->buffers.body, record, open->count);
+    if constexpr (Policy::kKeepsRecordEnds) {
+      open->buffers.record_ends.push_back(static_cast<std::uint32_t>(open->buffers.body.size()));
+    }
+    ++open->count;
+    open->body_bytes += meter;
+    open->metered_bytes += meter;
+    unacked_bytes += meter;
+    ++stats.records_accepted;
+    stats.metered_bytes_accepted += meter;
+    const Ticket ticket{next_ticket++};
+    if (open->count == config.max_batch_records ||  // B1: full
+        open->body_bytes + policy.min_record_bytes() > config.max_batch_bytes) {
+      seal(*open);
+    }
+    pump();
+    return ticket;
+  }
+
+  tl::expected<BarrierId, Rejection> flush(Instant now) {
+    observe(now);
+    if (closing || closed) return reject(RejectReason::closed, "the producer is closed");  // C2
+    if (failed) return reject_failed();                                                   // E1
+    if (barriers.size() >= config.max_pending_barriers) {                                 // R3
+      capacity_wanted = true;
+      ++stats.would_blocks;
+      return reject(RejectReason::would_block, "max_pending_barriers reached");
+    }
+    if (Batch* open = open_batch()) seal(*open);  // F1: no linger wait; B5: no batch spans it
+    const std::uint64_t id = next_barrier_id++;
+    const std::uint64_t cutoff = next_ticket;  // P1: covers everything submitted before it
+    if (cutoff <= completed_tickets) {
+      emit_barrier(id, cutoff);  // F3: nothing before it; sends nothing
+    } else {
+      barriers.push_back(PendingBarrier{id, cutoff});
+    }
+    pump();
+    return BarrierId{id};
+  }
+
+  std::optional<tl::expected<void, Error>> close(Instant now) {
+    observe(now);
+    if (closed) return close_result;  // C1: a second close returns the same result
+    if (closing) return std::nullopt;
+    closing = true;
+    if (!failed) {
+      if (Batch* open = open_batch()) seal(*open);
+      pump();
+    }
+    maybe_finish_close();
+    return std::nullopt;
+  }
+
+  void abort(Instant now) {
+    observe(now);
+    if (closed) return;
+    if (!failed) {
+      fail_terminal(make_error(ErrorCode::aborted, Certainty::definite, false,
+                               "the producer was aborted before its records completed"),
+                    nullptr);
+    }
+    closing = true;
+    maybe_finish_close();
+  }
+
+  void handle_ack(Instant now, BatchId id, std::uint32_t attempt, Ack ack) {
+    observe(now);
+    if (!live()) {
+      ++stats.stale_outcomes;
+      return;
+    }
+    Batch* b = find_outcome_target(id, attempt, "ack");
+    if (b == nullptr) return;
+    if (auto why = policy.check_ack(b->stamp, b->count, ack)) {  // E5
+      --in_flight;
+      b->state = BatchState::queued;
+      b->ambiguous = true;
+      fail_terminal(make_error(ErrorCode::invalid_ack, Certainty::indefinite, false,
+                               "batch " + std::to_string(b->id) + ": " + *why),
+                    b);
+      return;
+    }
+    --in_flight;
+    b->state = BatchState::acked;
+    ++stats.batches_acked;
+    if (Policy::is_duplicate(ack)) ++stats.duplicates;  // S3
+    b->ack = std::move(ack);
+    advance_head();
+    pump();
+  }
+
+  void handle_failure(Instant now, BatchId id, std::uint32_t attempt, Error failure) {
+    now = observe(now);
+    if (!live()) {
+      ++stats.stale_outcomes;
+      return;
+    }
+    Batch* b = find_outcome_target(id, attempt, "failure");
+    if (b == nullptr) return;
+    on_failure(now, *b, std::move(failure));
+    pump();
+  }
+
+  void handle_timeout(Instant now) {
+    now = observe(now);
+    if (!live()) return;
+    if (size > 0) {  // E6: the oldest batch has the earliest delivery deadline
+      Batch& oldest = at(0);
+      if (now >= saturating_add(oldest.first_submit, config.delivery_timeout_ns)) {
+        fail_terminal(make_error(ErrorCode::delivery_timeout, Certainty::definite, false,
+                                 "record not acknowledged within delivery_timeout_ns"),
+                      &oldest);
+        return;
+      }
+    }
+    if (Batch* open = open_batch(); open != nullptr && !config.linger.is_disabled() &&
+                                    now >= saturating_add(open->first_submit,
+                                                          config.linger.duration_ns())) {
+      seal(*open);  // B1: linger elapsed since the first record
+    }
+    if (backoff_count > 0) {  // E4: backoff over
+      for (std::uint32_t i = 0; i < size; ++i) {
+        Batch& b = at(i);
+        if (b.state == BatchState::backoff && now >= b.retry_at) {
+          b.state = BatchState::queued;
+          --backoff_count;
+          note_sendable(i);
+        }
+      }
+    }
+    pump();
+  }
+
+  std::optional<Instant> next_deadline() const {
+    if (!live()) return std::nullopt;
+    Instant when = kInstantMax;
+    if (size > 0) {
+      when = std::min(when, saturating_add(at(0).first_submit, config.delivery_timeout_ns));
+    }
+    if (const Batch* open = open_batch(); open != nullptr && !config.linger.is_disabled()) {
+      when = std::min(when, saturating_add(open->first_submit, config.linger.duration_ns()));
+    }
+    if (backoff_count > 0) {
+      for (std::uint32_t i = 0; i < size; ++i) {
+        const Batch& b = at(i);
+        if (b.state == BatchState::backoff) when = std::min(when, b.retry_at);
+      }
+    }
+    if (when == kInstantMax) return std::nullopt;
+    return when;
+  }
+
+  std::optional<ActionType> poll_action() {
+    if (action_read >= actions.size()) return std::nullopt;
+    std::optional<ActionType> out{std::move(actions[action_read])};
+    ++action_read;
+    if (action_read == actions.size()) {
+      actions.clear();
+      action_read = 0;
+    }
+    return out;
+  }
+
+  /// D4: an exception inside the core (only std::bad_alloc can occur) becomes the
+  /// terminal error `internal`; nothing propagates to the caller.
+  void on_internal_error() noexcept {
+    try {
+      fail_terminal(make_error(ErrorCode::internal, Certainty::indefinite, false,
+                               "allocation failed inside the producer"),
+                    nullptr);
+    } catch (...) {
+      if (!failed) failed.emplace();
+      size = 0;
+      in_flight = 0;
+    }
+  }
+};
+
+// ---- Producer: thin, exception-free forwarding to Impl ---------------------------------
+
+template <class Policy>
+std::optional<ConfigError> Producer<Policy>::validate(const Config& c) {
+  auto bad = [](std::string field, std::string reason) {
+    return std::optional<ConfigError>(ConfigError{std::move(field), std::move(reason)});
+  };
+  auto range = [](auto lo, auto hi, auto got) {
+    return "must be in " + std::to_string(lo) + ".." + std::to_string(hi) + " (got " +
+           std::to_string(got) + ")";
+  };
+  if (!c.linger.is_disabled() &&
+      (c.linger.duration_ns().count() < 0 || c.linger.duration_ns() > Linger::kMaxLinger)) {
+    return bad("linger", "must be 0.." + std::to_string(Linger::kMaxLinger.count()) +
+                             " ns or Linger::disabled() (got " +
+                             std::to_string(c.linger.duration_ns().count()) + " ns)");
+  }
+  if (c.max_batch_records < 1 || c.max_batch_records > Policy::kMaxBatchRecordsCap) {
+    return bad("max_batch_records", range(1U, Policy::kMaxBatchRecordsCap, c.max_batch_records));
+  }
+  if (c.max_batch_bytes < Policy::kMinBatchBytes || c.max_batch_bytes > Policy::kMaxBatchBytesCap) {
+    return bad("max_batch_bytes",
+               range(Policy::kMinBatchBytes, Policy::kMaxBatchBytesCap, c.max_batch_bytes));
+  }
+  if (c.max_unacked_bytes < c.max_batch_bytes ||
+      c.max_unacked_bytes > Bounds::kMaxUnackedBytesCap) {
+    return bad("max_unacked_bytes",
+               range(c.max_batch_bytes, Bounds::kMaxUnackedBytesCap, c.max_unacked_bytes) +
+                   "; it must be at least max_batch_bytes");
+  }
+  if (c.max_in_flight < 1 || c.max_in_flight > Bounds::kMaxInFlightCap) {
+    return bad("max_in_flight", range(1U, Bounds::kMaxInFlightCap, c.max_in_flight));
+  }
+  if (c.max_unacked_batches < c.max_in_flight ||
+      c.max_unacked_batches > Bounds::kMaxUnackedBatchesCap) {
+    return bad("max_unacked_batches",
+               range(c.max_in_flight, Bounds::kMaxUnackedBatchesCap, c.max_unacked_batches) +
+                   "; it must be at least max_in_flight");
+  }
+  if (c.max_pending_barriers < 1 || c.max_pending_barriers > Bounds::kMaxPendingBarriersCap) {
+    return bad("max_pending_barriers",
+               range(1U, Bounds::kMaxPendingBarriersCap, c.max_pending_barriers));
+  }
+  const Duration min_delivery = c.linger.is_disabled() ? Duration{0} : c.linger.duration_ns();
+  if (c.delivery_timeout_ns <= min_delivery || c.delivery_timeout_ns > Bounds::kMaxDeliveryTimeout) {
+    return bad("delivery_timeout_ns",
+               "must be above the linger (" + std::to_string(min_delivery.count()) +
+                   " ns) and at most " + std::to_string(Bounds::kMaxDeliveryTimeout.count()) +
+                   " ns (got " + std::to_string(c.delivery_timeout_ns.count()) + " ns)");
+  }
+  if (c.retry.max_attempts < 1 || c.retry.max_attempts > Bounds::kMaxAttemptsCap) {
+    return bad("retry.max_attempts", range(1U, Bounds::kMaxAttemptsCap, c.retry.max_attempts));
+  }
+  if (c.retry.backoff_max_ns.count() < 0 || c.retry.backoff_max_ns > Bounds::kMaxBackoff) {
+    return bad("retry.backoff_max_ns",
+               range(0LL, static_cast<long long>(Bounds::kMaxBackoff.count()),
+                     static_cast<long long>(c.retry.backoff_max_ns.count())));
+  }
+  if (c.retry.backoff_initial_ns.count() < 0 || c.retry.backoff_initial_ns > c.retry.backoff_max_ns) {
+    return bad("retry.backoff_initial_ns",
+               range(0LL, static_cast<long long>(c.retry.backoff_max_ns.count()),
+                     static_cast<long long>(c.retry.backoff_initial_ns.count())) +
+                   "; it must not exceed retry.backoff_max_ns");
+  }
+  if (c.retry.mode != RetryMode::all && c.retry.mode != RetryMode::no_side_effects) {
+    return bad("retry.mode", "must be RetryMode::all or RetryMode::no_side_effects");
+  }
+  return Policy::validate(c.protocol);
+}
+
+template <class Policy>
+tl::expected<Producer<Policy>, ConfigError> Producer<Policy>::create(Config config) {
+  if (auto error = validate(config)) return tl::unexpected(std::move(*error));
+  try {
+    return Producer(std::make_unique<Impl>(std::move(config)));
+  } catch (const std::bad_alloc&) {
+    return tl::unexpected(ConfigError{"max_unacked_batches", "allocation failed"});
+  }
+}
+
+template <class Policy>
+Producer<Policy>::Producer(std::unique_ptr<Impl> impl) noexcept : impl_{std::move(impl)} {}
+template <class Policy>
+Producer<Policy>::Producer(Producer&&) noexcept = default;
+template <class Policy>
+Producer<Policy>& Producer<Policy>::operator=(Producer&&) noexcept = default;
+template <class Policy>
+Producer<Policy>::~Producer() = default;
+
+template <class Policy>
+tl::expected<Ticket, Rejection> Producer<Policy>::submit(Instant now,
+                                                         std::span<const std::byte> record) {
+  try {
+    return impl_->submit(now, record);
+  } catch (...) {
+    impl_->on_internal_error();
+    return impl_->reject_failed();
+  }
+}
+
+template <class Policy>
+tl::expected<Ticket, Rejection> Producer<Policy>::submit(Instant now, std::string_view record) {
+  return submit(now, std::as_bytes(std::span<const char>(record.data(), record.size())));
+}
+
+template <class Policy>
+tl::expected<BarrierId, Rejection> Producer<Policy>::flush(Instant now) {
+  try {
+    return impl_->flush(now);
+  } catch (...) {
+    impl_->on_internal_error();
+    return impl_->reject_failed();
+  }
+}
+
+template <class Policy>
+std::optional<tl::expected<void, Error>> Producer<Policy>::close(Instant now) {
+  try {
+    return impl_->close(now);
+  } catch (...) {
+    impl_->on_internal_error();
+    return std::nullopt;
+  }
+}
+
+template <class Policy>
+void Producer<Policy>::abort(Instant now) {
+  try {
+    impl_->abort(now);
+  } catch (...) {
+    impl_->on_internal_error();
+  }
+}
+
+template <class Policy>
+void Producer<Policy>::handle_ack(Instant now, BatchId batch, std::uint32_t attempt, Ack ack) {
+  try {
+    impl_->handle_ack(now, batch, attempt, std::move(ack));
+  } catch (...) {
+    impl_->on_internal_error();
+  }
+}
+
+template <class Policy>
+void Producer<Policy>::handle_failure(Instant now, BatchId batch, std::uint32_t attempt,
+                                      Error failure) {
+  try {
+    impl_->handle_failure(now, batch, attempt, std::move(failure));
+  } catch (...) {
+    impl_->on_internal_error();
+  }
+}
+
+template <class Policy>
+void Producer<Policy>::handle_timeout(Instant now) {
+  try {
+    impl_->handle_timeout(now);
+  } catch (...) {
+    impl_->on_internal_error();
+  }
+}
+
+template <class Policy>
+std::optional<typename Producer<Policy>::ActionType> Producer<Policy>::poll_action() {
+  try {
+    return impl_->poll_action();
+  } catch (...) {
+    impl_->on_internal_error();
+    return std::nullopt;
+  }
+}
+
+template <class Policy>
+std::optional<Instant> Producer<Policy>::next_deadline() const {
+  return impl_->next_deadline();
+}
+template <class Policy>
+ProducerState Producer<Policy>::state() const noexcept {
+  if (impl_->closed) return ProducerState::closed;
+  if (impl_->failed) return ProducerState::failed;
+  if (impl_->closing) return ProducerState::closing;
+  return ProducerState::open;
+}
+template <class Policy>
+const std::optional<Error>& Producer<Policy>::terminal_error() const noexcept {
+  return impl_->failed;
+}
+template <class Policy>
+std::uint64_t Producer<Policy>::unacked_bytes() const noexcept {
+  return impl_->unacked_bytes;
+}
+template <class Policy>
+std::uint32_t Producer<Policy>::in_flight() const noexcept {
+  return impl_->in_flight;
+}
+template <class Policy>
+std::uint32_t Producer<Policy>::unacked_batches() const noexcept {
+  return impl_->size;
+}
+template <class Policy>
+std::size_t Producer<Policy>::pending_actions() const noexcept {
+  return impl_->actions.size() - impl_->action_read;
+}
+template <class Policy>
+const ProducerStats& Producer<Policy>::stats() const noexcept {
+  return impl_->stats;
+}
+template <class Policy>
+const typename Producer<Policy>::Config& Producer<Policy>::config() const noexcept {
+  return impl_->config;
+}
+template <class Policy>
+const Policy& Producer<Policy>::policy() const noexcept {
+  return impl_->policy;
+}
+
+}  // namespace prodsm

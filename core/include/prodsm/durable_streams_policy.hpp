@@ -1,0 +1,156 @@
+// SPDX-License-Identifier: Apache-2.0
+#pragma once
+/// @file durable_streams_policy.hpp
+/// The Durable Streams protocol policy of the Producer core: how a record is metered,
+/// how a batch body is framed (bytes: concatenation; JSON: `[a,b,c]`), and how batches
+/// are sequenced by the idempotent producer (producer id, epoch, seq; S2, S5).
+/// Source: PROTOCOL.md of durable-streams/durable-streams, "Appending" and
+/// "Idempotent producers".
+
+#include <cstddef>
+#include <cstdint>
+#include <optional>
+#include <span>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "prodsm/config.hpp"
+
+namespace prodsm {
+
+/// Durable Streams policy for Producer<DurableStreamsPolicy>.
+class DurableStreamsPolicy {
+ public:
+  /// How records are framed into one append body.
+  enum class BodyFormat : std::uint8_t {
+    bytes,  ///< records concatenated as they are (byte streams)
+    json,   ///< each record is one JSON value; the body is `[r0,r1,...]` and the server
+            ///< flattens that one array level (application/json streams)
+  };
+
+  /// Idempotent producer identity (S2, S5). Seq is per batch (per request).
+  struct IdempotentOptions {
+    /// Stable producer id sent as Producer-Id: 1..256 visible ASCII bytes (0x21-0x7e).
+    std::string producer_id;
+    /// First Producer-Epoch, 0..2^53-1.
+    std::uint64_t epoch = 0;
+    /// On 403 stale epoch, claim server epoch + 1 and renumber the unacked batches
+    /// from seq 0 instead of failing (S5).
+    bool auto_claim = false;
+    friend bool operator==(const IdempotentOptions&, const IdempotentOptions&) = default;
+  };
+
+  /// The `protocol` part of ProducerConfig<DurableStreamsPolicy>.
+  struct Options {
+    /// Body format; must match the stream's content type. Default bytes.
+    BodyFormat body_format = BodyFormat::bytes;
+    /// JSON mode: reject at submit a record that is not exactly one JSON value, so one
+    /// bad record can never poison a batch (400). Default true.
+    bool validate_json = true;
+    /// Present: stamp Producer-Id/Epoch/Seq on every batch (S2). Absent: plain appends.
+    std::optional<IdempotentOptions> idempotent;
+    friend bool operator==(const Options&, const Options&) = default;
+  };
+
+  /// Sequencing stamps of one batch, fixed at seal; renumbered only by an epoch claim (S5).
+  struct Stamp {
+    bool sequenced = false;   ///< false: plain append, no producer headers
+    std::uint64_t epoch = 0;  ///< Producer-Epoch
+    std::uint64_t seq = 0;    ///< Producer-Seq: +1 per batch within an epoch, from 0
+    friend bool operator==(const Stamp&, const Stamp&) = default;
+  };
+
+  /// A successful append acknowledgement (P4, S3).
+  struct Ack {
+    /// Stream-Next-Offset after the batch: opaque, compared only for equality.
+    /// Empty only on a duplicate (204 on a producer append carries no offset).
+    std::string next_offset;
+    /// True when the server reported the batch as an already-applied duplicate (S3).
+    bool duplicate = false;
+    friend bool operator==(const Ack&, const Ack&) = default;
+  };
+
+  /// Short protocol name, used in messages and the conformance table.
+  static constexpr std::string_view kName = "durable_streams";
+  /// Default and cap of max_batch_records (the protocol itself counts bytes only).
+  static constexpr std::uint32_t kDefaultMaxBatchRecords = 100'000;
+  static constexpr std::uint32_t kMaxBatchRecordsCap = 1'000'000;
+  /// Default (1 MiB, as the TypeScript IdempotentProducer) and cap (64 MiB) of max_batch_bytes.
+  static constexpr std::uint64_t kDefaultMaxBatchBytes = 1ULL << 20;
+  static constexpr std::uint64_t kMaxBatchBytesCap = 64ULL << 20;
+  /// Smallest accepted max_batch_bytes: one 1-byte record in JSON framing, `[0]`.
+  static constexpr std::uint64_t kMinBatchBytes = 3;
+  /// Durable Streams bodies need no per-record index.
+  static constexpr bool kKeepsRecordEnds = false;
+  /// Offsets are opaque: there is no position order to check between acks (E5).
+  static constexpr bool kChecksOrder = false;
+  /// Largest Producer-Epoch / Producer-Seq the protocol allows: 2^53 - 1.
+  static constexpr std::uint64_t kMaxSequenceValue = (1ULL << 53) - 1;
+
+  /// Validates the protocol options; the error names the field ("protocol.producer_id").
+  static std::optional<ConfigError> validate(const Options& options);
+
+  explicit DurableStreamsPolicy(const Options& options);
+
+  /// Why `record` cannot be accepted (empty record; invalid JSON in JSON mode), or
+  /// nullopt when it can. The text is static.
+  [[nodiscard]] std::optional<std::string_view> check_record(
+      std::span<const std::byte> record) const;
+  /// Bytes the record adds to a batch body: its size, +1 in JSON mode for `,` or `]`.
+  [[nodiscard]] std::uint64_t metered_bytes(std::size_t record_size) const noexcept {
+    return record_size + (json() ? 1 : 0);
+  }
+  /// Bytes a batch body has beyond its records' metered bytes: 1 (`[`) in JSON mode.
+  [[nodiscard]] std::uint64_t batch_overhead_bytes() const noexcept { return json() ? 1 : 0; }
+  /// Metered bytes of the smallest acceptable record (decides when a batch is full).
+  [[nodiscard]] std::uint64_t min_record_bytes() const noexcept { return json() ? 2 : 1; }
+  /// Appends `record` to the body being framed; `index` is its index in the batch.
+  void frame_record(std::vector<std::byte>& body, std::span<const std::byte> record,
+                    std::uint32_t index) const;
+  /// Completes the body at seal (`]` in JSON mode).
+  void frame_seal(std::vector<std::byte>& body) const;
+  /// Stamps a batch at seal: the next seq of the current epoch (S2).
+  Stamp stamp(std::uint32_t record_count);
+  /// True when an indefinite failure may be resent without duplicating (idempotent).
+  [[nodiscard]] bool resend_is_safe() const noexcept { return options_.idempotent.has_value(); }
+  /// True when a 403 stale epoch may be answered with an epoch claim (S5).
+  [[nodiscard]] bool can_claim_epoch() const noexcept {
+    return options_.idempotent.has_value() && options_.idempotent->auto_claim;
+  }
+  /// Starts epoch server_epoch + 1 at seq 0 (S5). Error text when the claim is
+  /// impossible: the server epoch is not above ours, or the new epoch passes 2^53 - 1.
+  std::optional<std::string> claim_epoch(std::uint64_t server_epoch);
+  /// The batch's sequence number when sequenced, for the S4 gap rule.
+  [[nodiscard]] static std::optional<std::uint64_t> sequence_of(const Stamp& stamp) noexcept {
+    if (!stamp.sequenced) return std::nullopt;
+    return stamp.seq;
+  }
+  /// Why `ack` cannot acknowledge a batch stamped `stamp` with `record_count` records
+  /// (E5), or nullopt when it can.
+  [[nodiscard]] std::optional<std::string> check_ack(const Stamp& stamp,
+                                                     std::uint32_t record_count,
+                                                     const Ack& ack) const;
+  /// Why `next` cannot follow `previous` (E5). Offsets are opaque, so never.
+  [[nodiscard]] static std::optional<std::string> check_order(const Ack& previous,
+                                                              const Ack& next) {
+    (void)previous;
+    (void)next;
+    return std::nullopt;
+  }
+  /// True when the ack reports a duplicate (S3).
+  [[nodiscard]] static bool is_duplicate(const Ack& ack) noexcept { return ack.duplicate; }
+
+  /// The current epoch and the seq the next sealed batch gets.
+  [[nodiscard]] std::uint64_t epoch() const noexcept { return epoch_; }
+  [[nodiscard]] std::uint64_t next_seq() const noexcept { return next_seq_; }
+  [[nodiscard]] const Options& options() const noexcept { return options_; }
+
+ private:
+  [[nodiscard]] bool json() const noexcept { return options_.body_format == BodyFormat::json; }
+  Options options_;
+  std::uint64_t epoch_ = 0;
+  std::uint64_t next_seq_ = 0;
+};
+
+}  // namespace prodsm

@@ -1,0 +1,89 @@
+// SPDX-License-Identifier: Apache-2.0
+#pragma once
+/// @file error.hpp
+/// Errors as values (D4). One type serves two roles:
+///  - the classified outcome of one failed attempt, as reported by a codec or an
+///    adapter through `Producer::handle_failure` (E2, E3, E4, S3–S7), and
+///  - the sticky terminal error the Producer reports on tickets, barriers and close (E1).
+
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <string_view>
+
+#include "prodsm/time.hpp"
+
+namespace prodsm {
+
+/// What went wrong. Codes marked "local" are raised by the Producer itself; the others
+/// are classified from the remote side (server response or transport) by a codec or an
+/// adapter (h11 style: local vs remote).
+enum class ErrorCode : std::uint8_t {
+  closed,            ///< local: the Producer is closed (C2).
+  aborted,           ///< local: abort() or destruction without close (C5).
+  delivery_timeout,  ///< local: a record was not acknowledged within delivery_timeout_ns (E6).
+  invalid_ack,       ///< local: an acknowledgement broke the protocol: wrong count, positions
+                     ///< going backwards, unknown batch or attempt (E5).
+  internal,          ///< local: an allocation failed or an invariant broke inside the core (D4).
+  unavailable,       ///< remote: 429, 5xx or a refused connection; nothing appended (retryable).
+  connection_lost,   ///< remote: transport failure or request timeout after sending; the
+                     ///< attempt may have been appended (indefinite, E4).
+  condition_failed,  ///< remote: S2 match_seq_num or fencing-token mismatch (E3).
+  conflict,          ///< remote: Durable Streams 409 without producer or close headers:
+                     ///< content-type or Stream-Seq conflict (E3).
+  sequence_gap,      ///< remote: Durable Streams 409 with Producer-Expected-Seq (S4).
+  stale_epoch,       ///< remote: Durable Streams 403 with the server's Producer-Epoch (S5).
+  stream_closed,     ///< remote: the stream is closed (S6); final_offset set when known.
+  not_found,         ///< remote: the stream does not exist (404) or is gone (410).
+  rejected,          ///< remote: the request was refused (400, 401, 413, other 4xx).
+  protocol_error,    ///< remote: a malformed or unexpected response (S7, E5).
+};
+
+/// Whether the records concerned may have been appended (E2).
+enum class Certainty : std::uint8_t {
+  definite,    ///< nothing was appended: safe to resubmit the records.
+  indefinite,  ///< the records may have been appended: resubmitting may duplicate them.
+};
+
+/// The stable snake_case name of a code, e.g. "stream_closed". Never empty.
+std::string_view to_string(ErrorCode code) noexcept;
+/// "definite" or "indefinite".
+std::string_view to_string(Certainty certainty) noexcept;
+
+/// An error value. Fields beyond code/certainty/retryable are set only for the codes
+/// that document them; all others stay at their zero values.
+struct Error {
+  /// What went wrong.
+  ErrorCode code = ErrorCode::internal;
+  /// Whether the records concerned may have been appended (E2). On a ticket
+  /// completion it is the certainty for that ticket range (C5); on handle_failure it is
+  /// the codec's view of that one attempt.
+  Certainty certainty = Certainty::definite;
+  /// Whether the cause is of a retryable kind (429, 5xx, transport). A terminal error
+  /// may still say retryable=true: the retry budget or the delivery deadline ran out.
+  bool retryable = false;
+  /// Human-readable detail, e.g. "HTTP 503 after 10 attempts". May be empty.
+  std::string message;
+  /// sequence_gap: the server's Producer-Expected-Seq (S4).
+  std::uint64_t expected_seq = 0;
+  /// sequence_gap: the server's Producer-Received-Seq (S4).
+  std::uint64_t received_seq = 0;
+  /// stale_epoch: the server's current Producer-Epoch (S5).
+  std::uint64_t server_epoch = 0;
+  /// stream_closed: the stream's final offset (opaque, S6); empty when unknown.
+  std::string final_offset;
+  /// unavailable: the server's Retry-After (ns), when it sent one.
+  std::optional<Duration> retry_after_ns;
+  /// HTTP status when the error came from a response (0 otherwise).
+  std::uint16_t http_status = 0;
+
+  /// A one-line description: "<code> (<certainty>[, retryable]): <message>".
+  [[nodiscard]] std::string describe() const;
+
+  friend bool operator==(const Error&, const Error&) = default;
+};
+
+/// Shorthand constructor for an Error with code, certainty, retryability and message.
+Error make_error(ErrorCode code, Certainty certainty, bool retryable, std::string message);
+
+}  // namespace prodsm

@@ -1,0 +1,188 @@
+// SPDX-License-Identifier: Apache-2.0
+#pragma once
+/// @file producer.hpp
+/// The sans-IO Producer state machine (BRIEF §3: P, B, F, C, E, R, S, D).
+///
+/// A pure, deterministic object. Inputs carry `now`; outputs are polled:
+///  - inputs:  submit, flush, close, abort, handle_ack, handle_failure, handle_timeout
+///  - outputs: poll_action() (SendBatch, TicketsCompleted, BarrierCompleted, Closed,
+///             CapacityAvailable) and next_deadline()
+/// Drive rule: after every input, drain poll_action() until it returns nullopt, then
+/// arm one timer at next_deadline() and call handle_timeout when it fires.
+/// It performs no I/O, reads no clock, starts no thread, takes no lock and calls no
+/// user code (D1); equal inputs give equal outputs (D2); no exception escapes (D4).
+/// Not thread-safe: one driver owns it.
+///
+/// `Policy` supplies what differs per wire protocol (DurableStreamsPolicy, S2Policy):
+/// record metering, body framing, sequencing stamps, ack validation.
+
+#include <cstddef>
+#include <cstdint>
+#include <memory>
+#include <optional>
+#include <span>
+#include <string_view>
+#include <vector>
+
+#include <tl/expected.hpp>
+
+#include "prodsm/action.hpp"
+#include "prodsm/config.hpp"
+#include "prodsm/error.hpp"
+#include "prodsm/ids.hpp"
+#include "prodsm/time.hpp"
+
+namespace prodsm {
+
+/// Why a submit or flush was refused synchronously (A4: a refused submit gets no
+/// ticket and no completion, P2).
+enum class RejectReason : std::uint8_t {
+  closed,            ///< close() or abort() was called (C2)
+  failed,            ///< the Producer failed; `terminal` holds the sticky error (E1)
+  record_too_large,  ///< the record alone exceeds max_batch_bytes (B4)
+  invalid_record,    ///< the protocol cannot carry the record (empty, invalid JSON)
+  would_block,       ///< max_unacked_bytes / max_unacked_batches / max_pending_barriers
+                     ///< reached; wait for CapacityAvailable (R1)
+};
+
+/// "closed", "failed", "record_too_large", "invalid_record", "would_block".
+std::string_view to_string(RejectReason reason) noexcept;
+
+/// A synchronous refusal.
+struct Rejection {
+  RejectReason reason = RejectReason::closed;
+  /// Static text naming what was wrong, e.g. "record exceeds max_batch_bytes".
+  std::string_view detail;
+  /// The sticky terminal error when reason == failed.
+  std::optional<Error> terminal;
+};
+
+/// Lifecycle of a Producer.
+enum class ProducerState : std::uint8_t {
+  open,     ///< accepting submits and flushes
+  closing,  ///< close() called; draining
+  failed,   ///< a terminal error happened; close() or abort() still emits Closed
+  closed,   ///< Closed was emitted; nothing more will happen
+};
+
+/// Counters since construction (monotonic, never reset).
+struct ProducerStats {
+  std::uint64_t records_accepted = 0;   ///< submits that got a ticket
+  std::uint64_t records_rejected = 0;   ///< submits refused synchronously
+  std::uint64_t metered_bytes_accepted = 0;
+  std::uint64_t records_succeeded = 0;  ///< tickets completed successfully
+  std::uint64_t records_failed = 0;     ///< tickets completed with an error
+  std::uint64_t batches_sealed = 0;
+  std::uint64_t batches_acked = 0;
+  std::uint64_t duplicates = 0;         ///< batches acknowledged as duplicates (S3)
+  std::uint64_t sends = 0;              ///< SendBatch actions, first attempts included
+  std::uint64_t retries = 0;            ///< resends after a retryable failure (E4)
+  std::uint64_t gap_resends = 0;        ///< resends after a sequence gap (S4)
+  std::uint64_t epoch_claims = 0;       ///< auto-claims (S5)
+  std::uint64_t would_blocks = 0;       ///< refusals with would_block (R1)
+  std::uint64_t stale_outcomes = 0;     ///< outcomes for superseded attempts or completed
+                                        ///< batches, ignored
+  std::uint64_t barriers_completed = 0;
+};
+
+/// The Producer state machine for one stream. Movable, not copyable.
+template <class Policy>
+class Producer {
+ public:
+  using Config = ProducerConfig<Policy>;
+  using Stamp = typename Policy::Stamp;
+  using Ack = typename Policy::Ack;
+  using ActionType = Action<Policy>;
+
+  /// Checks every field (B2, B3, R1, R3, E6) and the protocol options; the first
+  /// invalid field is reported by name. Nothing is clamped.
+  static std::optional<ConfigError> validate(const Config& config);
+
+  /// Validates `config` and builds a Producer, or returns the ConfigError.
+  static tl::expected<Producer, ConfigError> create(Config config);
+
+  Producer(Producer&&) noexcept;
+  Producer& operator=(Producer&&) noexcept;
+  Producer(const Producer&) = delete;
+  Producer& operator=(const Producer&) = delete;
+  ~Producer();
+
+  /// Accepts one record (bytes copied; the caller keeps nothing alive) and returns its
+  /// ticket, or refuses it (P1, P2, B1, B4, R1, R2, C2, E1). The ticket completes
+  /// exactly once through a TicketsCompleted action.
+  tl::expected<Ticket, Rejection> submit(Instant now, std::span<const std::byte> record);
+  /// Same, for text records.
+  tl::expected<Ticket, Rejection> submit(Instant now, std::string_view record);
+
+  /// Places a flush barrier after every record submitted so far (F1–F5): seals the
+  /// partial batch at once; the BarrierCompleted action arrives when every covered
+  /// record completed (at once when none is pending, F3). Refused when closed (C2),
+  /// failed (E1), or with max_pending_barriers barriers pending (would_block).
+  tl::expected<BarrierId, Rejection> flush(Instant now);
+
+  /// Starts close: seals the partial batch, drains every record, then emits Closed
+  /// with success or the terminal error (C1, E1). Idempotent: returns the final result
+  /// when Closed was already emitted, else nullopt (the Closed action brings it).
+  std::optional<tl::expected<void, Error>> close(Instant now);
+
+  /// Fails every unresolved ticket, barrier and close with `aborted` (each ticket range
+  /// marked definite if never sent, indefinite if it may have been appended) and emits
+  /// Closed (C5). An earlier terminal error stays the reported one (E1).
+  void abort(Instant now);
+
+  /// Reports that attempt `attempt` of `batch` was acknowledged (P4, S3). Outcomes for
+  /// superseded attempts or completed batches are ignored; an ack that breaks the
+  /// protocol fails the Producer with invalid_ack (E5).
+  void handle_ack(Instant now, BatchId batch, std::uint32_t attempt, Ack ack);
+
+  /// Reports that attempt `attempt` of `batch` failed, classified by the codec/adapter
+  /// (E2–E4, S4–S7). Retries when retryable and safe; parks on a resolvable sequence
+  /// gap (S4); claims a new epoch on stale epoch with auto_claim (S5); otherwise fails
+  /// the Producer with this error (E1).
+  void handle_failure(Instant now, BatchId batch, std::uint32_t attempt, Error failure);
+
+  /// Processes every deadline that is due at `now`: delivery timeout (E6), linger (B1),
+  /// backoff (E4). Deadlines never fire early and a spurious call is a no-op (D3).
+  void handle_timeout(Instant now);
+
+  /// The next output, or nullopt when there is none. Spans inside a SendBatch stay
+  /// valid until that batch's TicketsCompleted was polled.
+  std::optional<ActionType> poll_action();
+
+  /// The earliest instant handle_timeout has work to do, or nullopt (D3).
+  [[nodiscard]] std::optional<Instant> next_deadline() const;
+
+  /// Lifecycle state.
+  [[nodiscard]] ProducerState state() const noexcept;
+  /// The sticky terminal error, once there is one (E1).
+  [[nodiscard]] const std::optional<Error>& terminal_error() const noexcept;
+  /// Metered bytes accepted and not yet completed (R1).
+  [[nodiscard]] std::uint64_t unacked_bytes() const noexcept;
+  /// Batches with an attempt outstanding (R1).
+  [[nodiscard]] std::uint32_t in_flight() const noexcept;
+  /// Batches accepted and not yet completed, partial batch included (R3).
+  [[nodiscard]] std::uint32_t unacked_batches() const noexcept;
+  /// Actions waiting to be polled.
+  [[nodiscard]] std::size_t pending_actions() const noexcept;
+  /// Counters.
+  [[nodiscard]] const ProducerStats& stats() const noexcept;
+  /// The validated configuration.
+  [[nodiscard]] const Config& config() const noexcept;
+  /// The protocol policy (current epoch / next match_seq_num, options).
+  [[nodiscard]] const Policy& policy() const noexcept;
+
+ private:
+  struct Impl;
+  explicit Producer(std::unique_ptr<Impl> impl) noexcept;
+  std::unique_ptr<Impl> impl_;  // a moved-from Producer may only be destroyed or assigned
+};
+
+/// The index of `ticket` inside a completed range (P4): ticket - first. The record's
+/// position on S2 is ack.start_seq_num + index.
+template <class Policy>
+constexpr std::uint64_t index_in_batch(const TicketsCompleted<Policy>& done,
+                                       Ticket ticket) noexcept {
+  return ticket.value - done.first.value;
+}
+
+}  // namespace prodsm

@@ -1,0 +1,128 @@
+// SPDX-License-Identifier: Apache-2.0
+#pragma once
+/// @file s2_policy.hpp
+/// The S2 protocol policy of the Producer core: records metered as S2 meters them
+/// (8 bytes + body), batches of 1..1000 records and at most 1 MiB, sequenced with
+/// `match_seq_num` advancing by the record count and a fixed fencing token (S1).
+/// Source: S2 API, "append" (AppendInput: records, match_seq_num, fencing_token;
+/// AppendAck: start/end seq_num).
+
+#include <array>
+#include <cstddef>
+#include <cstdint>
+#include <optional>
+#include <span>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "prodsm/config.hpp"
+
+namespace prodsm {
+
+/// S2 policy for Producer<S2Policy>. The body is the records' bytes concatenated; the
+/// S2 codec builds the wire message from body + record_ends.
+class S2Policy {
+ public:
+  /// Longest fencing token S2 accepts, in bytes.
+  static constexpr std::size_t kMaxFencingTokenBytes = 36;
+
+  /// The `protocol` part of ProducerConfig<S2Policy>.
+  struct Options {
+    /// Present: stamp match_seq_num on every batch, starting here and advancing by the
+    /// batch's record count (S1). Absent: no condition on position.
+    std::optional<std::uint64_t> match_seq_num;
+    /// Present: the same fencing token on every batch (S1); at most 36 bytes.
+    std::optional<std::string> fencing_token;
+    friend bool operator==(const Options&, const Options&) = default;
+  };
+
+  /// Sequencing stamps of one batch, fixed at seal (S1).
+  struct Stamp {
+    std::optional<std::uint64_t> match_seq_num;
+    bool fenced = false;                             ///< fencing token present
+    std::array<char, kMaxFencingTokenBytes> token{};  ///< fencing token bytes
+    std::uint8_t token_size = 0;                     ///< bytes used in `token`
+    /// The fencing token as a view into this stamp.
+    [[nodiscard]] std::string_view fencing_token() const noexcept {
+      return {token.data(), token_size};
+    }
+    friend bool operator==(const Stamp&, const Stamp&) = default;
+  };
+
+  /// An S2 append acknowledgement: the batch occupies seq_nums [start, end) (P4).
+  struct Ack {
+    std::uint64_t start_seq_num = 0;
+    std::uint64_t end_seq_num = 0;
+    friend bool operator==(const Ack&, const Ack&) = default;
+  };
+
+  static constexpr std::string_view kName = "s2";
+  static constexpr std::uint32_t kDefaultMaxBatchRecords = 1000;
+  static constexpr std::uint32_t kMaxBatchRecordsCap = 1000;
+  static constexpr std::uint64_t kDefaultMaxBatchBytes = 1ULL << 20;
+  static constexpr std::uint64_t kMaxBatchBytesCap = 1ULL << 20;
+  static constexpr std::uint64_t kMinBatchBytes = 8;
+  static constexpr bool kKeepsRecordEnds = true;
+  /// Positions must not go backwards from one ack to the next (E5).
+  static constexpr bool kChecksOrder = true;
+
+  /// Validates the protocol options; the error names the field.
+  static std::optional<ConfigError> validate(const Options& options);
+
+  explicit S2Policy(const Options& options);
+
+  /// S2 accepts any record body (an empty body is metered 8 bytes).
+  [[nodiscard]] static std::optional<std::string_view> check_record(
+      std::span<const std::byte> record) noexcept {
+    (void)record;
+    return std::nullopt;
+  }
+  /// S2 metering: 8 bytes + body (no headers in this version).
+  [[nodiscard]] static std::uint64_t metered_bytes(std::size_t record_size) noexcept {
+    return 8 + record_size;
+  }
+  [[nodiscard]] static std::uint64_t batch_overhead_bytes() noexcept { return 0; }
+  [[nodiscard]] static std::uint64_t min_record_bytes() noexcept { return 8; }
+  static void frame_record(std::vector<std::byte>& body, std::span<const std::byte> record,
+                           std::uint32_t index);
+  static void frame_seal(std::vector<std::byte>& body) { (void)body; }
+  /// Stamps match_seq_num (then advances it by record_count) and the token (S1).
+  Stamp stamp(std::uint32_t record_count);
+  /// A resend is safe only with match_seq_num: a duplicate would fail its condition.
+  [[nodiscard]] bool resend_is_safe() const noexcept { return next_match_.has_value(); }
+  /// S2 has no epochs.
+  [[nodiscard]] static bool can_claim_epoch() noexcept { return false; }
+  static std::optional<std::string> claim_epoch(std::uint64_t server_epoch) {
+    (void)server_epoch;
+    return std::string{"S2 has no producer epochs"};
+  }
+  /// S2 has no per-batch sequence gaps (S4 does not apply).
+  [[nodiscard]] static std::optional<std::uint64_t> sequence_of(const Stamp& stamp) noexcept {
+    (void)stamp;
+    return std::nullopt;
+  }
+  /// Count and position checks (E5): end - start == record_count; start ==
+  /// match_seq_num when stamped.
+  [[nodiscard]] static std::optional<std::string> check_ack(const Stamp& stamp,
+                                                            std::uint32_t record_count,
+                                                            const Ack& ack);
+  /// Positions never go backwards (E5): next.start >= previous.end.
+  [[nodiscard]] static std::optional<std::string> check_order(const Ack& previous,
+                                                              const Ack& next);
+  [[nodiscard]] static bool is_duplicate(const Ack& ack) noexcept {
+    (void)ack;
+    return false;
+  }
+  [[nodiscard]] const Options& options() const noexcept { return options_; }
+  /// The match_seq_num the next sealed batch gets, when sequenced.
+  [[nodiscard]] std::optional<std::uint64_t> next_match_seq_num() const noexcept {
+    return next_match_;
+  }
+
+ private:
+  Options options_;
+  std::optional<std::uint64_t> next_match_;
+};
+
+}  // namespace prodsm

@@ -1,0 +1,34 @@
+// SPDX-License-Identifier: Apache-2.0
+#pragma once
+/// @file time.hpp
+/// Time as the core sees it (D1, D3): a monotonic instant passed in by the caller.
+/// The core never reads a clock; adapters pass `std::chrono::steady_clock::now()`,
+/// tests and the conformance harness pass virtual instants.
+
+#include <chrono>
+#include <cstdint>
+
+namespace prodsm {
+
+/// A span of time in nanoseconds (ns). Every duration in prodsm's API has this type.
+using Duration = std::chrono::nanoseconds;
+
+/// A monotonic instant (ns resolution) on the steady clock's time line.
+/// Only differences between instants are meaningful. The core reads no clock (D1):
+/// every input carries the caller's `now`.
+using Instant = std::chrono::time_point<std::chrono::steady_clock, Duration>;
+
+/// The largest instant; used as "never" internally.
+inline constexpr Instant kInstantMax = Instant::max();
+
+/// `at + d`, saturating at kInstantMax instead of overflowing (no UB on huge durations).
+/// @param at an instant; @param d a non-negative duration (negative is treated as 0).
+constexpr Instant saturating_add(Instant at, Duration d) noexcept {
+  if (d.count() <= 0) return at;
+  if (at.time_since_epoch().count() > kInstantMax.time_since_epoch().count() - d.count()) {
+    return kInstantMax;
+  }
+  return at + d;
+}
+
+}  // namespace prodsm

@@ -1,0 +1,350 @@
+// SPDX-License-Identifier: Apache-2.0
+// E1–E6: sticky terminal errors, classification, condition failures, safe retries,
+// invalid acknowledgements, delivery timeout.
+#include "harness.hpp"
+
+namespace prodsm::test {
+namespace {
+
+DurableStreamsConfig one_record_batches(DurableStreamsConfig c) {
+  c.max_batch_records = 1;
+  return c;
+}
+
+// E1: the first terminal error wins; acks already received are applied first; every
+// unresolved ticket, barrier and close fails with that same error; later calls too.
+TEST(E1, FirstTerminalErrorIsStickyAcrossTicketsBarrierCloseAndLaterCalls) {
+  DsHarness h(one_record_batches(ds_config(Linger::after(1h))));
+  for (int i = 0; i < 4; ++i) h.submit("r");
+  h.flush();
+  auto sends = h.take_all_sends();
+  ASSERT_EQ(sends.size(), 4U);
+  h.ack(sends[2], offset("o3"));  // received before the failure
+  h.fail(sends[1], stream_closed("final-7"));
+  h.fail(sends[3], failure(ErrorCode::rejected, Certainty::definite, false));  // ignored
+  const Error sticky = *h.producer().terminal_error();
+  EXPECT_EQ(sticky.code, ErrorCode::stream_closed);
+  EXPECT_EQ(sticky.final_offset, "final-7");
+  ASSERT_EQ(h.completions().size(), 4U);
+  EXPECT_EQ(h.completions()[0].error->code, ErrorCode::stream_closed);
+  EXPECT_EQ(h.completions()[1].error->code, ErrorCode::stream_closed);
+  EXPECT_TRUE(h.completions()[2].ok()) << "acked before the error: applied";
+  EXPECT_EQ(h.completions()[3].error->code, ErrorCode::stream_closed);
+  EXPECT_EQ(h.barriers()[0].error->code, ErrorCode::stream_closed);
+  auto s = h.try_submit("x");
+  ASSERT_FALSE(s.has_value());
+  EXPECT_EQ(s.error().reason, RejectReason::failed);
+  EXPECT_EQ(s.error().terminal->code, ErrorCode::stream_closed);
+  auto f = h.try_flush();
+  EXPECT_EQ(f.error().terminal->code, ErrorCode::stream_closed);
+  h.close();
+  EXPECT_EQ(h.closed()->error().code, ErrorCode::stream_closed);
+}
+
+// E2: every failure is classified definite/indefinite and retryable or not.
+TEST(E2, FailuresCarryCertaintyAndRetryability) {
+  auto c = ds_config(Linger::after(1h));
+  c.retry.max_attempts = 1;  // no retries: the first failure is terminal
+  DsHarness h(c);
+  h.submit("a");
+  h.flush();
+  h.fail(h.take_send(), unavailable());
+  ASSERT_EQ(h.completions().size(), 1U);
+  const Error& e = *h.completions()[0].error;
+  EXPECT_EQ(e.code, ErrorCode::unavailable);
+  EXPECT_EQ(e.certainty, Certainty::definite);
+  EXPECT_TRUE(e.retryable);
+  EXPECT_NE(e.message.find("gave up after 1 attempts"), std::string::npos) << e.message;
+}
+
+// E3: a condition failure is terminal and definite.
+TEST(E3, ConditionFailureIsTerminalAndDefinite) {
+  auto c = s2_config(Linger::after(1h));
+  c.protocol.match_seq_num = 5;
+  S2Harness h(c);
+  h.submit("a");
+  h.flush();
+  h.fail(h.take_send(), failure(ErrorCode::condition_failed, Certainty::definite, false));
+  EXPECT_EQ(h.producer().state(), ProducerState::failed);
+  EXPECT_EQ(h.completions()[0].error->certainty, Certainty::definite);
+  EXPECT_TRUE(h.outbox().empty()) << "never retried";
+}
+
+// E3: after an ambiguous resend the condition failure is indefinite (the first attempt
+// may have been appended and the resend then failed its own condition).
+TEST(E3, ConditionFailureAfterAmbiguousResendIsIndefinite) {
+  auto c = s2_config(Linger::after(1h));
+  c.protocol.match_seq_num = 5;  // makes an indefinite failure safe to resend
+  c.retry.backoff_initial_ns = 10ms;
+  S2Harness h(c);
+  h.submit("a");
+  h.flush();
+  h.fail(h.take_send(), connection_lost());
+  h.advance(10ms);
+  auto resend = h.take_send();
+  EXPECT_EQ(resend.attempt, 2U);
+  h.fail(resend, failure(ErrorCode::condition_failed, Certainty::definite, false));
+  EXPECT_EQ(h.completions()[0].error->code, ErrorCode::condition_failed);
+  EXPECT_EQ(h.completions()[0].error->certainty, Certainty::indefinite);
+}
+
+// E3: a Durable Streams 409 conflict (content type) is terminal and definite.
+TEST(E3, DurableStreamsConflictIsTerminalDefinite) {
+  DsHarness h(ds_idempotent(Linger::after(1h)));
+  h.submit("a");
+  h.flush();
+  h.fail(h.take_send(), failure(ErrorCode::conflict, Certainty::definite, false));
+  EXPECT_EQ(h.completions()[0].error->code, ErrorCode::conflict);
+  EXPECT_EQ(h.completions()[0].error->certainty, Certainty::definite);
+}
+
+// E4: a lost connection with sequencing is retried after backoff, byte-identical.
+TEST(E4, ConnectionLostIsRetriedWhenSequencingMakesItSafe) {
+  auto c = ds_idempotent(Linger::after(1h));
+  c.retry.backoff_initial_ns = 100ms;
+  DsHarness h(c);
+  h.submit("a");
+  h.submit("b");
+  h.flush();
+  auto first = h.take_send();
+  h.fail(first, connection_lost());
+  EXPECT_TRUE(h.outbox().empty()) << "backoff before the retry";
+  const auto deadline = h.producer().next_deadline();
+  ASSERT_TRUE(deadline.has_value());
+  EXPECT_GE(*deadline, h.now() + 50ms) << "jittered into [half, full]";
+  EXPECT_LE(*deadline, h.now() + 100ms);
+  h.fire_next_deadline();
+  auto second = h.take_send();
+  EXPECT_EQ(second.attempt, 2U);
+  EXPECT_EQ(second.body, first.body);
+  EXPECT_EQ(second.stamp, first.stamp) << "S2: same epoch and seq on a resend";
+  h.ack(second, offset("o"));
+  EXPECT_TRUE(h.completions()[0].ok());
+  EXPECT_EQ(h.producer().stats().retries, 1U);
+}
+
+// E4: without sequencing a lost connection is terminal and indefinite.
+TEST(E4, ConnectionLostWithoutSequencingIsTerminalIndefinite) {
+  DsHarness h(ds_config(Linger::after(1h)));
+  h.submit("a");
+  h.flush();
+  h.fail(h.take_send(), connection_lost());
+  EXPECT_EQ(h.producer().state(), ProducerState::failed);
+  EXPECT_EQ(h.completions()[0].error->code, ErrorCode::connection_lost);
+  EXPECT_EQ(h.completions()[0].error->certainty, Certainty::indefinite);
+}
+
+// E4: RetryMode::no_side_effects never resends an indefinite failure, even when
+// sequencing would make it safe; it still retries definite ones.
+TEST(E4, NoSideEffectsModeRetriesOnlyDefiniteFailures) {
+  auto c = ds_idempotent(Linger::after(1h));
+  c.retry.mode = RetryMode::no_side_effects;
+  c.retry.backoff_initial_ns = 0ms;
+  c.retry.backoff_max_ns = 0ms;
+  DsHarness h(c);
+  h.submit("a");
+  h.flush();
+  h.fail(h.take_send(), unavailable());
+  h.advance(0ms);
+  auto retry = h.take_send();
+  EXPECT_EQ(retry.attempt, 2U);
+  h.fail(retry, connection_lost());
+  EXPECT_EQ(h.producer().state(), ProducerState::failed);
+  EXPECT_EQ(h.completions()[0].error->certainty, Certainty::indefinite);
+}
+
+// E4/R3: retries are bounded by max_attempts; Retry-After is honoured as a minimum.
+TEST(E4, RetriesAreBoundedAndHonourRetryAfter) {
+  auto c = ds_config(Linger::after(1h));
+  c.retry.max_attempts = 3;
+  c.retry.backoff_initial_ns = 1ms;
+  c.retry.backoff_max_ns = 1ms;
+  DsHarness h(c);
+  h.submit("a");
+  h.flush();
+  Error busy = unavailable();
+  busy.retry_after_ns = 2s;
+  h.fail(h.take_send(), busy);
+  EXPECT_EQ(h.producer().next_deadline(), h.now() + 2s);
+  h.advance(1999ms);
+  EXPECT_TRUE(h.outbox().empty()) << "D3: never early";
+  h.advance(1ms);
+  h.fail(h.take_send(), unavailable());
+  h.fire_next_deadline();
+  h.fail(h.take_send(), unavailable());
+  EXPECT_EQ(h.producer().state(), ProducerState::failed);
+  EXPECT_EQ(h.all_sends().size(), 3U);
+}
+
+// E4: a resend never overtakes: later batches wait behind a batch in backoff.
+TEST(E4, LaterBatchesWaitBehindABatchInBackoff) {
+  auto c = one_record_batches(ds_idempotent(Linger::after(1h)));
+  c.max_in_flight = 1;
+  c.retry.backoff_initial_ns = 10ms;
+  c.retry.backoff_max_ns = 10ms;
+  DsHarness h(c);
+  h.submit("a");
+  h.submit("b");
+  h.fail(h.take_send(), unavailable());
+  EXPECT_TRUE(h.outbox().empty()) << "b must not be sent before a's retry";
+  h.advance(10ms);
+  auto retry = h.take_send();
+  EXPECT_EQ(retry.body, "a");
+  h.ack(retry, offset("o1"));
+  EXPECT_EQ(h.take_send().body, "b");
+}
+
+// E5: an ack for a batch that was never issued is a terminal protocol error.
+TEST(E5, AckForUnknownBatchIsTerminalInvalidAck) {
+  DsHarness h(ds_config(Linger::after(1h)));
+  h.submit("a");
+  h.flush();
+  h.producer().handle_ack(h.now(), BatchId{99}, 1, offset("o"));
+  h.drain();
+  EXPECT_EQ(h.producer().terminal_error()->code, ErrorCode::invalid_ack);
+  EXPECT_EQ(h.completions()[0].error->code, ErrorCode::invalid_ack);
+}
+
+// E5: an ack for an attempt never sent, and a second ack for the same attempt.
+TEST(E5, AckForUnsentAttemptOrSecondAckIsInvalid) {
+  {
+    DsHarness h(ds_config(Linger::after(1h)));
+    h.submit("a");
+    h.flush();
+    auto s = h.take_send();
+    h.producer().handle_ack(h.now(), s.batch, 2, offset("o"));
+    h.drain();
+    EXPECT_EQ(h.producer().terminal_error()->code, ErrorCode::invalid_ack);
+  }
+  {
+    auto c = one_record_batches(ds_config(Linger::after(1h)));
+    DsHarness h(c);
+    h.submit("a");
+    h.submit("b");
+    auto sends = h.take_all_sends();
+    h.ack(sends[1], offset("o2"));
+    h.ack(sends[1], offset("o2"));  // second ack while batch 0 still pending
+    EXPECT_EQ(h.producer().terminal_error()->code, ErrorCode::invalid_ack);
+  }
+}
+
+// E5: an S2 ack with the wrong record count is a terminal protocol error.
+TEST(E5, S2AckWithWrongCountIsInvalid) {
+  S2Harness h(s2_config(Linger::after(1h)));
+  h.submit("a");
+  h.submit("b");
+  h.flush();
+  h.ack(h.take_send(), positions(0, 3));
+  EXPECT_EQ(h.producer().terminal_error()->code, ErrorCode::invalid_ack);
+  EXPECT_EQ(h.completions()[0].error->certainty, Certainty::indefinite);
+}
+
+// E5: S2 positions going backwards are a terminal protocol error.
+TEST(E5, S2PositionsGoingBackwardsAreInvalid) {
+  auto c = s2_config(Linger::after(1h));
+  c.max_batch_records = 1;
+  S2Harness h(c);
+  h.submit("a");
+  h.submit("b");
+  auto sends = h.take_all_sends();
+  h.ack(sends[0], positions(10, 11));
+  h.ack(sends[1], positions(5, 6));
+  EXPECT_EQ(h.producer().terminal_error()->code, ErrorCode::invalid_ack);
+  EXPECT_TRUE(h.completions()[0].ok());
+  EXPECT_FALSE(h.completions()[1].ok());
+}
+
+// E5: an S2 ack that contradicts the stamped match_seq_num is invalid.
+TEST(E5, S2AckNotAtMatchSeqNumIsInvalid) {
+  auto c = s2_config(Linger::after(1h));
+  c.protocol.match_seq_num = 7;
+  S2Harness h(c);
+  h.submit("a");
+  h.flush();
+  h.ack(h.take_send(), positions(8, 9));
+  EXPECT_EQ(h.producer().terminal_error()->code, ErrorCode::invalid_ack);
+}
+
+// E5: a Durable Streams ack without offset (not a duplicate), and a duplicate for a
+// plain append, are invalid.
+TEST(E5, DurableStreamsAckWithoutOffsetIsInvalid) {
+  {
+    DsHarness h(ds_config(Linger::after(1h)));
+    h.submit("a");
+    h.flush();
+    h.ack(h.take_send(), offset(""));
+    EXPECT_EQ(h.producer().terminal_error()->code, ErrorCode::invalid_ack);
+  }
+  {
+    DsHarness h(ds_config(Linger::after(1h)));
+    h.submit("a");
+    h.flush();
+    h.ack(h.take_send(), duplicate());
+    EXPECT_EQ(h.producer().terminal_error()->code, ErrorCode::invalid_ack);
+  }
+}
+
+// E5: a late ack for a batch that already completed is ignored, not fatal.
+TEST(E5, LateOutcomeForSupersededAttemptIsIgnored) {
+  auto c = ds_idempotent(Linger::after(1h));
+  c.retry.backoff_initial_ns = 0ms;
+  c.retry.backoff_max_ns = 0ms;
+  DsHarness h(c);
+  h.submit("a");
+  h.flush();
+  auto first = h.take_send();
+  h.fail(first, connection_lost());
+  h.advance(0ms);
+  auto second = h.take_send();
+  h.ack(first, offset("o-old"));  // superseded attempt
+  EXPECT_EQ(h.producer().state(), ProducerState::open);
+  h.ack(second, offset("o"));
+  h.ack(second, offset("o"));  // batch completed: stale
+  EXPECT_EQ(h.producer().state(), ProducerState::open);
+  EXPECT_EQ(h.producer().stats().stale_outcomes, 2U);
+}
+
+// E6: every record completes within the delivery deadline or fails with a timeout.
+TEST(E6, DeliveryTimeoutFailsUnackedRecords) {
+  auto c = one_record_batches(ds_config(Linger::after(1h)));
+  c.linger = Linger::after(1ms);
+  c.delivery_timeout_ns = 2s;
+  c.max_in_flight = 1;
+  DsHarness h(c);
+  h.submit("a");  // sent
+  h.advance(500ms);
+  h.submit("b");  // waits for the slot
+  EXPECT_EQ(h.producer().next_deadline(), at_ms(2000));
+  h.advance(1499ms);
+  EXPECT_TRUE(h.completions().empty()) << "D3: never early";
+  h.advance(1ms);
+  ASSERT_EQ(h.completions().size(), 2U);
+  EXPECT_EQ(h.completions()[0].error->code, ErrorCode::delivery_timeout);
+  EXPECT_EQ(h.completions()[0].error->certainty, Certainty::indefinite) << "was in flight";
+  EXPECT_EQ(h.completions()[1].error->certainty, Certainty::definite) << "never sent";
+}
+
+// E6: a record stuck in backoff also times out.
+TEST(E6, DeliveryTimeoutBoundsRetries) {
+  auto c = ds_config(Linger::after(1h));
+  c.delivery_timeout_ns = 2h;
+  c.retry.max_attempts = 1000;
+  c.retry.backoff_initial_ns = 10min;
+  c.retry.backoff_max_ns = 10min;
+  DsHarness h(c);
+  h.submit("a");
+  h.flush();
+  int sends = 0;
+  while (h.producer().state() == ProducerState::open && sends < 100) {
+    auto s = h.take_send();
+    ++sends;
+    h.fail(s, unavailable());
+    h.fire_next_deadline();
+  }
+  EXPECT_EQ(h.producer().state(), ProducerState::failed);
+  EXPECT_EQ(h.completions()[0].error->code, ErrorCode::delivery_timeout);
+  EXPECT_LE(h.now(), Instant{} + 2h + 10min);
+}
+
+}  // namespace
+}  // namespace prodsm::test

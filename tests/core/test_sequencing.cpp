@@ -1,0 +1,269 @@
+// SPDX-License-Identifier: Apache-2.0
+// S1–S6: sequencing. (S7, classification by status and headers, is the HTTP codec's
+// and is tested with it.)
+#include "harness.hpp"
+
+namespace prodsm::test {
+namespace {
+
+// S1: match_seq_num is stamped at seal and advances by the record count; the fencing
+// token is the same on every batch.
+TEST(S1, MatchSeqNumAdvancesByRecordCountAndFencingTokenIsConstant) {
+  auto c = s2_config(Linger::after(1h));
+  c.protocol.match_seq_num = 10;
+  c.protocol.fencing_token = "tok-1";
+  S2Harness h(c);
+  h.submit("a");
+  h.submit("b");
+  h.submit("c");
+  h.flush();
+  h.submit("d");
+  h.flush();
+  h.submit("e");
+  h.submit("f");
+  h.flush();
+  auto sends = h.take_all_sends();
+  ASSERT_EQ(sends.size(), 3U);
+  EXPECT_EQ(sends[0].stamp.match_seq_num, 10U);
+  EXPECT_EQ(sends[1].stamp.match_seq_num, 13U);
+  EXPECT_EQ(sends[2].stamp.match_seq_num, 14U);
+  for (const auto& s : sends) {
+    EXPECT_TRUE(s.stamp.fenced);
+    EXPECT_EQ(s.stamp.fencing_token(), "tok-1");
+  }
+  EXPECT_EQ(sends[0].record_ends, (std::vector<std::uint32_t>{1, 2, 3}));
+  EXPECT_EQ(h.producer().policy().next_match_seq_num(), 16U);
+}
+
+// S1: a resend keeps its match_seq_num (stamped at seal, not at send).
+TEST(S1, ResendKeepsItsMatchSeqNum) {
+  auto c = s2_config(Linger::after(1h));
+  c.protocol.match_seq_num = 0;
+  c.retry.backoff_initial_ns = 0ms;
+  c.retry.backoff_max_ns = 0ms;
+  S2Harness h(c);
+  h.submit("a");
+  h.flush();
+  auto first = h.take_send();
+  h.fail(first, unavailable());
+  h.advance(0ms);
+  auto second = h.take_send();
+  EXPECT_EQ(second.stamp, first.stamp);
+  EXPECT_EQ(second.body, first.body);
+}
+
+// S2: (producer id, epoch, seq) stamped at seal, seq +1 per batch; a resend is
+// byte-identical.
+TEST(S2, DurableStreamsSeqAdvancesPerBatchAndResendIsByteIdentical) {
+  auto c = ds_idempotent(Linger::after(1h));
+  c.protocol.body_format = DurableStreamsPolicy::BodyFormat::json;
+  c.retry.backoff_initial_ns = 0ms;
+  c.retry.backoff_max_ns = 0ms;
+  DsHarness h(c);
+  h.submit("1");
+  h.submit("2");
+  h.flush();
+  h.submit("{\"k\":3}");
+  h.flush();
+  auto sends = h.take_all_sends();
+  ASSERT_EQ(sends.size(), 2U);
+  EXPECT_EQ(sends[0].stamp, (DurableStreamsPolicy::Stamp{true, 0, 0}));
+  EXPECT_EQ(sends[1].stamp, (DurableStreamsPolicy::Stamp{true, 0, 1}));
+  EXPECT_EQ(sends[0].body, "[1,2]");
+  EXPECT_EQ(sends[1].body, "[{\"k\":3}]");
+  h.fail(sends[0], connection_lost());
+  h.advance(0ms);
+  auto resend = h.take_send();
+  EXPECT_EQ(resend.body, sends[0].body);
+  EXPECT_EQ(resend.stamp, sends[0].stamp);
+  EXPECT_EQ(resend.attempt, 2U);
+}
+
+// S3: a duplicate acknowledgement is a success, flagged duplicate.
+TEST(S3, DuplicateIsASuccessfulAckFlaggedDuplicate) {
+  DsHarness h(ds_idempotent(Linger::after(1h)));
+  h.submit("a");
+  h.flush();
+  h.ack(h.take_send(), duplicate());
+  ASSERT_EQ(h.completions().size(), 1U);
+  ASSERT_TRUE(h.completions()[0].ok());
+  EXPECT_TRUE(h.completions()[0].ack->duplicate);
+  EXPECT_TRUE(h.barriers()[0].ok());
+  EXPECT_EQ(h.producer().stats().duplicates, 1U);
+}
+
+// S4: a gap (expected < our seq) while lower seqs are in flight: wait for them, then
+// resend the same bytes — event-driven, no resend before the lower seqs are acked.
+TEST(S4, GapWhileLowerSeqsInFlightWaitsThenResends) {
+  auto c = ds_idempotent(Linger::after(1h));
+  c.max_batch_records = 1;
+  DsHarness h(c);
+  h.submit("a");
+  h.submit("b");
+  h.submit("c");
+  auto sends = h.take_all_sends();
+  ASSERT_EQ(sends.size(), 3U);
+  h.fail(sends[2], gap(0, 2));  // seq 2 arrived before 0 and 1
+  h.fail(sends[1], gap(0, 1));
+  EXPECT_TRUE(h.outbox().empty()) << "parked: no resend, no hot loop";
+  EXPECT_EQ(h.producer().next_deadline(), Instant{} + c.delivery_timeout_ns)
+      << "no timer but the delivery deadline";
+  h.ack(sends[0], offset("o1"));
+  auto resend1 = h.take_send();
+  EXPECT_EQ(resend1.batch, sends[1].batch);
+  EXPECT_EQ(resend1.body, "b");
+  EXPECT_EQ(resend1.stamp.seq, 1U);
+  EXPECT_TRUE(h.outbox().empty()) << "seq 2 waits for seq 1";
+  h.ack(resend1, offset("o2"));
+  auto resend2 = h.take_send();
+  EXPECT_EQ(resend2.stamp.seq, 2U);
+  h.ack(resend2, offset("o3"));
+  ASSERT_EQ(h.completions().size(), 3U);
+  for (const auto& d : h.completions()) EXPECT_TRUE(d.ok());
+  EXPECT_EQ(h.producer().stats().gap_resends, 2U);
+}
+
+// S4: a gap with no lower seq outstanding is a terminal sequence gap.
+TEST(S4, GapWithNothingInFlightBelowIsTerminal) {
+  DsHarness h(ds_idempotent(Linger::after(1h)));
+  h.submit("a");
+  h.flush();
+  h.fail(h.take_send(), gap(3, 0));
+  EXPECT_EQ(h.producer().terminal_error()->code, ErrorCode::sequence_gap);
+  EXPECT_EQ(h.producer().terminal_error()->expected_seq, 3U);
+}
+
+// S4: bounded — after the wait-and-resend, a second gap is terminal (never a loop).
+TEST(S4, SecondGapAfterResendIsTerminal) {
+  auto c = ds_idempotent(Linger::after(1h));
+  c.max_batch_records = 1;
+  DsHarness h(c);
+  h.submit("a");
+  h.submit("b");
+  auto sends = h.take_all_sends();
+  h.fail(sends[1], gap(0, 1));
+  h.ack(sends[0], offset("o1"));
+  auto resend = h.take_send();
+  h.fail(resend, gap(0, 1));  // the server lost seq 0?
+  EXPECT_EQ(h.producer().terminal_error()->code, ErrorCode::sequence_gap);
+  EXPECT_EQ(h.all_sends().size(), 3U);
+}
+
+// S4: a gap that arrives after the lower seqs were acked resends at once (the 409
+// was produced while they were still in flight).
+TEST(S4, GapAfterLowerSeqsAckedResendsAtOnce) {
+  auto c = ds_idempotent(Linger::after(1h));
+  c.max_batch_records = 1;
+  DsHarness h(c);
+  h.submit("a");
+  h.submit("b");
+  auto sends = h.take_all_sends();
+  h.ack(sends[0], offset("o1"));
+  h.fail(sends[1], gap(0, 1));
+  auto resend = h.take_send();
+  EXPECT_EQ(resend.stamp.seq, 1U);
+  h.ack(resend, offset("o2"));
+  EXPECT_TRUE(h.completions()[1].ok());
+}
+
+// S5: 403 stale epoch without auto-claim is terminal.
+TEST(S5, StaleEpochWithoutAutoClaimIsTerminal) {
+  DsHarness h(ds_idempotent(Linger::after(1h), false));
+  h.submit("a");
+  h.flush();
+  h.fail(h.take_send(), stale_epoch(4));
+  EXPECT_EQ(h.producer().terminal_error()->code, ErrorCode::stale_epoch);
+  EXPECT_EQ(h.producer().terminal_error()->server_epoch, 4U);
+  EXPECT_EQ(h.completions()[0].error->certainty, Certainty::definite);
+}
+
+// S5: auto-claim with three batches in flight claims server epoch + 1, renumbers every
+// unacked batch from seq 0 in order, keeps one batch in flight until the claim is
+// acknowledged; no record is lost or reported as a duplicate.
+TEST(S5, AutoClaimRenumbersThreeInFlightBatchesWithoutLossOrFalseDuplicate) {
+  auto c = ds_idempotent(Linger::after(1h), true);
+  c.max_batch_records = 1;
+  DsHarness h(c);
+  h.submit("a");
+  h.submit("b");
+  h.submit("c");
+  auto old = h.take_all_sends();
+  ASSERT_EQ(old.size(), 3U);
+  for (std::uint64_t i = 0; i < 3; ++i) {
+    EXPECT_EQ(old[i].stamp, (DurableStreamsPolicy::Stamp{true, 0, i}));
+  }
+  h.fail(old[1], stale_epoch(5));  // not the oldest: parked until batch 0 resolves
+  EXPECT_TRUE(h.outbox().empty());
+  h.fail(old[0], stale_epoch(5));  // the oldest: claim epoch 6
+  EXPECT_EQ(h.producer().policy().epoch(), 6U);
+  ASSERT_EQ(h.outbox().size(), 1U) << "one batch in flight until the claim is acked";
+  auto claim = h.take_send();
+  EXPECT_EQ(claim.batch, old[0].batch);
+  EXPECT_EQ(claim.stamp, (DurableStreamsPolicy::Stamp{true, 6, 0}));
+  EXPECT_EQ(claim.body, "a");
+  h.fail(old[2], stale_epoch(5));  // superseded old-epoch attempt: ignored
+  EXPECT_EQ(h.producer().state(), ProducerState::open);
+  h.submit("d");  // sealed in the new epoch after the renumbered ones
+  h.flush();
+  EXPECT_TRUE(h.outbox().empty()) << "still one in flight";
+  h.ack(claim, offset("o1"));
+  auto rest = h.take_all_sends();
+  ASSERT_EQ(rest.size(), 3U);
+  EXPECT_EQ(rest[0].stamp, (DurableStreamsPolicy::Stamp{true, 6, 1}));
+  EXPECT_EQ(rest[0].body, "b");
+  EXPECT_EQ(rest[1].stamp, (DurableStreamsPolicy::Stamp{true, 6, 2}));
+  EXPECT_EQ(rest[1].body, "c");
+  EXPECT_EQ(rest[2].stamp, (DurableStreamsPolicy::Stamp{true, 6, 3}));
+  EXPECT_EQ(rest[2].body, "d");
+  for (auto& s : rest) h.ack(s, offset("o" + std::to_string(s.stamp.seq + 1)));
+  ASSERT_EQ(h.completions().size(), 4U);
+  for (const auto& d : h.completions()) {
+    ASSERT_TRUE(d.ok());
+    EXPECT_FALSE(d.ack->duplicate);
+  }
+  EXPECT_TRUE(h.barriers()[0].ok());
+  EXPECT_EQ(h.producer().stats().epoch_claims, 1U);
+}
+
+// S5: a stale epoch after an ambiguous attempt cannot be auto-claimed safely: the old
+// attempt may have been appended, and renumbering would duplicate it.
+TEST(S5, StaleEpochAfterAmbiguousAttemptIsTerminalIndefinite) {
+  auto c = ds_idempotent(Linger::after(1h), true);
+  c.retry.backoff_initial_ns = 0ms;
+  c.retry.backoff_max_ns = 0ms;
+  DsHarness h(c);
+  h.submit("a");
+  h.flush();
+  h.fail(h.take_send(), connection_lost());
+  h.advance(0ms);
+  h.fail(h.take_send(), stale_epoch(1));
+  EXPECT_EQ(h.producer().terminal_error()->code, ErrorCode::stale_epoch);
+  EXPECT_EQ(h.completions()[0].error->certainty, Certainty::indefinite);
+}
+
+// S6: a stream-closed failure is terminal "stream closed" with the final offset, never
+// a sequence gap, never resent — even mid-pipeline.
+TEST(S6, StreamClosedMidPipelineIsTerminalNeverAGap) {
+  auto c = ds_idempotent(Linger::after(1h));
+  c.max_batch_records = 1;
+  DsHarness h(c);
+  for (int i = 0; i < 4; ++i) h.submit("r");
+  h.flush();
+  auto sends = h.take_all_sends();
+  ASSERT_EQ(sends.size(), 4U);
+  h.ack(sends[0], offset("o1"));
+  h.fail(sends[2], stream_closed("final-1"));
+  EXPECT_TRUE(h.outbox().empty()) << "no resend";
+  EXPECT_EQ(h.producer().terminal_error()->code, ErrorCode::stream_closed);
+  EXPECT_EQ(h.producer().terminal_error()->final_offset, "final-1");
+  EXPECT_EQ(h.producer().stats().gap_resends, 0U);
+  ASSERT_EQ(h.completions().size(), 4U);
+  EXPECT_TRUE(h.completions()[0].ok());
+  for (int i = 1; i < 4; ++i) {
+    EXPECT_EQ(h.completions()[static_cast<std::size_t>(i)].error->code, ErrorCode::stream_closed);
+  }
+  EXPECT_EQ(h.barriers()[0].error->code, ErrorCode::stream_closed);
+}
+
+}  // namespace
+}  // namespace prodsm::test
