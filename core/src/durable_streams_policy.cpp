@@ -1,7 +1,10 @@
 // SPDX-License-Identifier: Apache-2.0
 #include "prodsm/durable_streams_policy.hpp"
 
-#include <nlohmann/json.hpp>
+#include <simdjson.h>
+
+#include <cstring>
+#include <vector>
 
 namespace prodsm {
 
@@ -30,25 +33,36 @@ std::optional<ConfigError> DurableStreamsPolicy::validate(const Options& options
 }
 
 DurableStreamsPolicy::DurableStreamsPolicy(const Options& options)
-    : options_{options}, epoch_{options.idempotent ? options.idempotent->epoch : 0} {}
-
-std::optional<std::string_view> DurableStreamsPolicy::check_record(
-    std::span<const std::byte> record) const {
-  if (record.empty()) return "empty record: Durable Streams cannot append zero bytes";
-  if (json() && options_.validate_json) {
-    const auto* first = reinterpret_cast<const char*>(record.data());
-    if (!nlohmann::json::accept(first, first + record.size())) {
-      return "record is not exactly one JSON value";
-    }
+    : options_{options}, epoch_{options.idempotent ? options.idempotent->epoch : 0} {
+  if (options_.body_format == BodyFormat::json && options_.validate_json) {
+    json_validator_ = std::make_unique<JsonValidator>();
   }
-  return std::nullopt;
 }
+DurableStreamsPolicy::~DurableStreamsPolicy() = default;
+DurableStreamsPolicy::DurableStreamsPolicy(DurableStreamsPolicy&&) noexcept = default;
+DurableStreamsPolicy& DurableStreamsPolicy::operator=(DurableStreamsPolicy&&) noexcept = default;
 
-void DurableStreamsPolicy::frame_record(std::vector<std::byte>& body,
-                                        std::span<const std::byte> record,
-                                        std::uint32_t index) const {
-  if (json()) body.push_back(index == 0 ? std::byte{'['} : std::byte{','});
-  body.insert(body.end(), record.begin(), record.end());
+// simdjson's DOM parser validates a whole document (syntax, UTF-8, number ranges) and
+// keeps its buffers between calls; it needs SIMDJSON_PADDING readable bytes after the
+// input, so records are copied into a padded scratch buffer that is reused too.
+struct DurableStreamsPolicy::JsonValidator::State {
+  simdjson::dom::parser parser;
+  std::vector<char> padded;
+};
+
+DurableStreamsPolicy::JsonValidator::JsonValidator() : state_{std::make_unique<State>()} {}
+DurableStreamsPolicy::JsonValidator::~JsonValidator() = default;
+
+std::optional<std::string_view> DurableStreamsPolicy::JsonValidator::check(
+    std::span<const std::byte> record) {
+  const std::size_t needed = record.size() + simdjson::SIMDJSON_PADDING;
+  if (state_->padded.size() < needed) state_->padded.resize(needed);
+  std::memcpy(state_->padded.data(), record.data(), record.size());
+  std::memset(state_->padded.data() + record.size(), 0, simdjson::SIMDJSON_PADDING);
+  const auto result = state_->parser.parse(state_->padded.data(), record.size(), false);
+  if (result.error() == simdjson::MEMALLOC) return "no memory to validate the JSON record";
+  if (result.error() != simdjson::SUCCESS) return "record is not exactly one JSON value";
+  return std::nullopt;
 }
 
 void DurableStreamsPolicy::frame_seal(std::vector<std::byte>& body) const {

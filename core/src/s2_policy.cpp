@@ -17,12 +17,6 @@ std::optional<ConfigError> S2Policy::validate(const Options& options) {
 S2Policy::S2Policy(const Options& options)
     : options_{options}, next_match_{options.match_seq_num} {}
 
-void S2Policy::frame_record(std::vector<std::byte>& body, std::span<const std::byte> record,
-                            std::uint32_t index) {
-  (void)index;
-  body.insert(body.end(), record.begin(), record.end());
-}
-
 S2Policy::Stamp S2Policy::stamp(std::uint32_t record_count) {
   Stamp s;
   if (next_match_) {  // S1: stamped at seal, advancing by the record count

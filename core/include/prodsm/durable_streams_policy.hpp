@@ -9,6 +9,7 @@
 
 #include <cstddef>
 #include <cstdint>
+#include <memory>
 #include <optional>
 #include <span>
 #include <string>
@@ -92,11 +93,18 @@ class DurableStreamsPolicy {
   static std::optional<ConfigError> validate(const Options& options);
 
   explicit DurableStreamsPolicy(const Options& options);
+  ~DurableStreamsPolicy();
+  DurableStreamsPolicy(DurableStreamsPolicy&&) noexcept;
+  DurableStreamsPolicy& operator=(DurableStreamsPolicy&&) noexcept;
 
   /// Why `record` cannot be accepted (empty record; invalid JSON in JSON mode), or
   /// nullopt when it can. The text is static.
   [[nodiscard]] std::optional<std::string_view> check_record(
-      std::span<const std::byte> record) const;
+      std::span<const std::byte> record) const {
+    if (record.empty()) return "empty record: Durable Streams cannot append zero bytes";
+    if (json() && options_.validate_json) return json_validator_->check(record);
+    return std::nullopt;
+  }
   /// Bytes the record adds to a batch body: its size, +1 in JSON mode for `,` or `]`.
   [[nodiscard]] std::uint64_t metered_bytes(std::size_t record_size) const noexcept {
     return record_size + (json() ? 1 : 0);
@@ -107,7 +115,10 @@ class DurableStreamsPolicy {
   [[nodiscard]] std::uint64_t min_record_bytes() const noexcept { return json() ? 2 : 1; }
   /// Appends `record` to the body being framed; `index` is its index in the batch.
   void frame_record(std::vector<std::byte>& body, std::span<const std::byte> record,
-                    std::uint32_t index) const;
+                    std::uint32_t index) const {
+    if (json()) body.push_back(index == 0 ? std::byte{'['} : std::byte{','});
+    body.insert(body.end(), record.begin(), record.end());
+  }
   /// Completes the body at seal (`]` in JSON mode).
   void frame_seal(std::vector<std::byte>& body) const;
   /// Stamps a batch at seal: the next seq of the current epoch (S2).
@@ -148,7 +159,20 @@ class DurableStreamsPolicy {
 
  private:
   [[nodiscard]] bool json() const noexcept { return options_.body_format == BodyFormat::json; }
+  /// Validates JSON records with a reused parser (no allocation per record once warm).
+  class JsonValidator {
+   public:
+    JsonValidator();
+    ~JsonValidator();
+    /// nullopt when `record` is exactly one JSON value; else a static reason.
+    std::optional<std::string_view> check(std::span<const std::byte> record);
+
+   private:
+    struct State;
+    std::unique_ptr<State> state_;
+  };
   Options options_;
+  std::unique_ptr<JsonValidator> json_validator_;  // JSON mode with validate_json only
   std::uint64_t epoch_ = 0;
   std::uint64_t next_seq_ = 0;
 };

@@ -39,6 +39,12 @@ struct Producer<Policy>::Impl {
   }
 
   // ---- state --------------------------------------------------------------------
+  // Hot fields first: submit and poll_action touch only these and the config's limits.
+  std::vector<ActionType> actions;  ///< outputs not yet polled
+  std::size_t action_read = 0;
+  Batch* open_ = nullptr;           ///< the partial batch (always the newest), if any
+  std::uint64_t next_ticket = 0;
+  std::uint64_t unacked_bytes = 0;  ///< R1
   Config config;
   Policy policy;
   std::vector<Batch> ring;    ///< batches in seal order; capacity max_unacked_batches (R3)
@@ -48,9 +54,7 @@ struct Producer<Policy>::Impl {
   std::uint32_t in_flight = 0;
   std::uint32_t backoff_count = 0;
   std::uint64_t next_batch_id = 0;
-  std::uint64_t next_ticket = 0;
   std::uint64_t completed_tickets = 0;  ///< every ticket below this has completed (P3)
-  std::uint64_t unacked_bytes = 0;      ///< R1
   std::vector<detail::BatchBuffers> pool;
   std::size_t pool_limit = 0;
   std::deque<PendingBarrier> barriers;
@@ -64,8 +68,6 @@ struct Producer<Policy>::Impl {
   bool claim_pending = false;    ///< S5: one batch in flight until the claim is acked
   std::uint64_t claim_batch_id = 0;
   std::optional<Ack> last_completed_ack;  ///< E5 order check, when the policy has positions
-  std::vector<ActionType> actions;
-  std::size_t action_read = 0;
   detail::SplitMix64 rng;
   ProducerStats stats;
   Instant last_now{};
@@ -84,16 +86,8 @@ struct Producer<Policy>::Impl {
   std::uint32_t index_of(const Batch& b) const {
     return static_cast<std::uint32_t>(b.id - at(0).id);
   }
-  Batch* open_batch() {
-    if (size == 0) return nullptr;
-    Batch& last = at(size - 1);
-    return last.state == BatchState::open ? &last : nullptr;
-  }
-  const Batch* open_batch() const {
-    if (size == 0) return nullptr;
-    const Batch& last = at(size - 1);
-    return last.state == BatchState::open ? &last : nullptr;
-  }
+  Batch* open_batch() { return open_; }
+  const Batch* open_batch() const { return open_; }
   bool live() const { return !failed && !closed; }
 
   /// Time never goes backwards inside the core: a smaller `now` is read as the last one.
@@ -157,11 +151,13 @@ struct Producer<Policy>::Impl {
     b.ack.reset();
     b.buffers = take_buffers();
     ++size;
+    open_ = &b;
     return b;
   }
 
   /// B1, S1, S2: the body is completed once and the sequencing stamps are fixed.
   void seal(Batch& b) {
+    if (&b == open_) open_ = nullptr;
     policy.frame_seal(b.buffers.body);
     b.stamp = policy.stamp(b.count);
     b.state = BatchState::queued;
@@ -172,6 +168,7 @@ struct Producer<Policy>::Impl {
   void note_sendable(std::uint32_t index) { send_scan = std::min(send_scan, index); }
 
   void release(Batch& b) {
+    if (&b == open_) open_ = nullptr;
     unacked_bytes -= b.metered_bytes;
     give_buffers(b.buffers);
     b.ack.reset();
@@ -330,6 +327,7 @@ struct Producer<Policy>::Impl {
     in_flight = 0;
     backoff_count = 0;
     send_scan = 0;
+    open_ = nullptr;
     claim_pending = false;
     if (capacity_wanted) {
       capacity_wanted = false;
@@ -503,8 +501,40 @@ struct Producer<Policy>::Impl {
     return result;
   }
 
+  /// The common case, kept small so it inlines: the record joins the partial batch,
+  /// which stays below its limits and within capacity.
   tl::expected<Ticket, Rejection> accept(Instant now, std::span<const std::byte> record) {
     now = observe(now);
+    Batch* target = open_;
+    if (target != nullptr && !closing && !failed) [[likely]] {
+      const std::uint64_t meter = policy.metered_bytes(record.size());
+      if (target->count + 1 < config.max_batch_records &&
+          target->body_bytes + meter + policy.min_record_bytes() <= config.max_batch_bytes &&
+          unacked_bytes + meter <= config.max_unacked_bytes && !policy.check_record(record)) {
+        append(*target, record, meter);
+        return Ticket{next_ticket++};
+      }
+    }
+    return accept_slow(now, record);
+  }
+
+  void append(Batch& target, std::span<const std::byte> record, std::uint64_t meter) {
+    policy.frame_record(target.buffers.body, record, target.count);
+    if constexpr (Policy::kKeepsRecordEnds) {
+      target.buffers.record_ends.push_back(
+          static_cast<std::uint32_t>(target.buffers.body.size()));
+    }
+    ++target.count;
+    target.body_bytes += meter;
+    target.metered_bytes += meter;
+    unacked_bytes += meter;
+    ++stats.records_accepted;
+    stats.metered_bytes_accepted += meter;
+  }
+
+  /// Every other case: refusals, a new batch, a batch that becomes full.
+  [[gnu::noinline]] tl::expected<Ticket, Rejection> accept_slow(
+      Instant now, std::span<const std::byte> record) {
     if (closing || closed) return reject(RejectReason::closed, "the producer is closed");  // C2
     if (failed) return reject_failed();                                                   // E1
     if (auto why = policy.check_record(record)) return reject(RejectReason::invalid_record, *why);
@@ -512,14 +542,14 @@ struct Producer<Policy>::Impl {
     if (meter + policy.batch_overhead_bytes() > config.max_batch_bytes) {  // B4
       return reject(RejectReason::record_too_large, "record exceeds max_batch_bytes");
     }
-    Batch* open = open_batch();
-    const bool fits = open != nullptr && open->count < config.max_batch_records &&
-                      open->body_bytes + meter <= config.max_batch_bytes;
+    Batch* target = open_;
+    const bool fits = target != nullptr && target->count < config.max_batch_records &&
+                      target->body_bytes + meter <= config.max_batch_bytes;
     const bool bytes_full = unacked_bytes + meter > config.max_unacked_bytes;
     const bool batches_full = !fits && size == ring.size();
     if (bytes_full || batches_full) {  // R1
-      if (open != nullptr) {           // R2: linger never holds capacity hostage
-        seal(*open);
+      if (target != nullptr) {         // R2: linger never holds capacity hostage
+        seal(*target);
         pump();
       }
       capacity_wanted = true;
@@ -527,26 +557,22 @@ struct Producer<Policy>::Impl {
       return reject(RejectReason::would_block, bytes_full ? "max_unacked_bytes reached"
                                                           : "max_unacked_batches reached");
     }
+    bool sealed = false;
     if (!fits) {  // B1: the record that would overflow starts the next batch
-      if (open != nullptr) seal(*open);
-      open = &start_batch(now);
+      if (target != nullptr) {
+        seal(*target);
+        sealed = true;
+      }
+      target = &start_batch(now);
     }
-    policy.frame_record(open->buffers.body, record, open->count);
-    if constexpr (Policy::kKeepsRecordEnds) {
-      open->buffers.record_ends.push_back(static_cast<std::uint32_t>(open->buffers.body.size()));
-    }
-    ++open->count;
-    open->body_bytes += meter;
-    open->metered_bytes += meter;
-    unacked_bytes += meter;
-    ++stats.records_accepted;
-    stats.metered_bytes_accepted += meter;
+    append(*target, record, meter);
     const Ticket ticket{next_ticket++};
-    if (open->count == config.max_batch_records ||  // B1: full
-        open->body_bytes + policy.min_record_bytes() > config.max_batch_bytes) {
-      seal(*open);
+    if (target->count == config.max_batch_records ||  // B1: full
+        target->body_bytes + policy.min_record_bytes() > config.max_batch_bytes) {
+      seal(*target);
+      sealed = true;
     }
-    pump();
+    if (sealed) pump();
     return ticket;
   }
 
@@ -705,6 +731,7 @@ struct Producer<Policy>::Impl {
       if (!failed) failed.emplace();
       size = 0;
       in_flight = 0;
+      open_ = nullptr;
     }
   }
 };
