@@ -12,6 +12,9 @@ std::string_view to_string(ErrorCode code) noexcept {
     case ErrorCode::delivery_timeout: return "delivery_timeout";
     case ErrorCode::invalid_ack: return "invalid_ack";
     case ErrorCode::internal: return "internal";
+    case ErrorCode::would_block: return "would_block";
+    case ErrorCode::invalid_record: return "invalid_record";
+    case ErrorCode::cancelled: return "cancelled";
     case ErrorCode::unavailable: return "unavailable";
     case ErrorCode::connection_lost: return "connection_lost";
     case ErrorCode::condition_failed: return "condition_failed";

@@ -25,6 +25,9 @@ enum class ErrorCode : std::uint8_t {
   invalid_ack,       ///< local: an acknowledgement broke the protocol: wrong count, positions
                      ///< going backwards, unknown batch or attempt (E5).
   internal,          ///< local: an allocation failed or an invariant broke inside the core (D4).
+  would_block,       ///< local: no capacity (R1) within the adapter's submit timeout.
+  invalid_record,    ///< local: the record was refused at submit (B4, B5), in async APIs.
+  cancelled,         ///< local: the caller cancelled a waiting operation (adapters).
   unavailable,       ///< remote: 429, 5xx or a refused connection; nothing appended (retryable).
   connection_lost,   ///< remote: transport failure or request timeout after sending; the
                      ///< attempt may have been appended (indefinite, E4).

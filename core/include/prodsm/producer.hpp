@@ -75,6 +75,7 @@ struct ProducerStats {
   std::uint64_t batches_sealed = 0;
   std::uint64_t batches_acked = 0;
   std::uint64_t duplicates = 0;         ///< batches acknowledged as duplicates (S3)
+  std::uint64_t duplicate_records = 0;  ///< records in those batches
   std::uint64_t sends = 0;              ///< SendBatch actions, first attempts included
   std::uint64_t retries = 0;            ///< resends after a retryable failure (E4)
   std::uint64_t gap_resends = 0;        ///< resends after a sequence gap (S4)

@@ -642,7 +642,10 @@ struct Producer<Policy>::Impl {
     --in_flight;
     b->state = BatchState::acked;
     ++stats.batches_acked;
-    if (Policy::is_duplicate(ack)) ++stats.duplicates;  // S3
+    if (Policy::is_duplicate(ack)) {  // S3
+      ++stats.duplicates;
+      stats.duplicate_records += b->count;
+    }
     b->ack = std::move(ack);
     advance_head();
     pump();

@@ -1,0 +1,276 @@
+// SPDX-License-Identifier: Apache-2.0
+#pragma once
+/// @file producer.hpp
+/// prodsm::asio::Producer: the Durable Streams Producer on standalone Asio 1.22. It owns
+/// a core DurableStreamsProducer and drives it with one steady_timer and a Session
+/// (HTTP/1.1 connections), following the drive rule: after every input, drain the
+/// core's actions; arm one timer at next_deadline().
+///
+/// Callbacks (A1–A4):
+///  - A1: completion handlers run in ticket order from one FIFO dispatcher: a strand
+///    (over the producer's executor, or over `callback_executor` when injected). Handlers
+///    of completion tokens (use_future, use_awaitable, deferred) are then dispatched to
+///    their own associated executor, still in ticket order.
+///  - A2: a flush or close completes only after the handlers of the records it covers
+///    have run (they are queued on the same FIFO dispatcher before it).
+///  - A3: an exception thrown by a plain callback is caught and reported through
+///    `on_callback_exception` (and counted); it never unwinds into the core or Asio.
+///  - A4: submit() reports accepted/rejected synchronously; a rejected submit never calls
+///    its callback.
+///
+/// Thread safety: every member function may be called from any thread. The core sits
+/// behind a mutex; socket work runs on the session's strand.
+
+#include <asio/any_io_executor.hpp>
+#include <asio/associated_cancellation_slot.hpp>
+#include <asio/associated_executor.hpp>
+#include <asio/async_result.hpp>
+#include <asio/dispatch.hpp>
+#include <asio/executor_work_guard.hpp>
+#include <asio/experimental/deferred.hpp>
+
+#include <cstdint>
+#include <functional>
+#include <memory>
+#include <optional>
+#include <string>
+#include <string_view>
+
+#include <tl/expected.hpp>
+
+#include "prodsm/asio/session.hpp"
+#include "prodsm/durable_streams.hpp"
+
+namespace prodsm::asio {
+
+/// `asio::deferred` of Asio 1.22 (still in the experimental namespace there).
+inline constexpr auto& deferred = ::asio::experimental::deferred;
+
+/// What a successful record completion carries (P4): its ticket, its index in the
+/// batch, and the batch acknowledgement (next offset, duplicate flag), shared by every
+/// record of the batch.
+struct RecordAck {
+  Ticket ticket;
+  std::uint64_t index = 0;  ///< index of the record in its batch
+  std::shared_ptr<const DurableStreamsPolicy::Ack> batch_ack;
+  /// Stream-Next-Offset after the record's batch (empty on a duplicate, S3).
+  [[nodiscard]] const std::string& next_offset() const { return batch_ack->next_offset; }
+  /// The batch was a duplicate of one already appended (S3).
+  [[nodiscard]] bool duplicate() const { return batch_ack->duplicate; }
+};
+
+/// A record's outcome: durable, or the error that failed it (E1, E2).
+using RecordResult = tl::expected<RecordAck, Error>;
+/// A flush's, close's or stream operation's outcome.
+using VoidResult = tl::expected<void, Error>;
+
+/// Configuration of an Asio Producer.
+struct ProducerOptions {
+  /// The stream: `http://host[:port]/path`.
+  std::string url;
+  /// The stream's content type, sent on every append. `application/json` (or a
+  /// `+json` type) requires `producer.protocol.body_format == json`, and vice versa.
+  std::string content_type = "application/octet-stream";
+  /// The core's configuration (linger, limits, retry, idempotent producer, ...).
+  DurableStreamsConfig producer{};
+  /// Connection settings of the session the producer creates (ignored when attached).
+  SessionOptions session{};
+  /// Extra headers on every request, e.g. Authorization (checked: no CR/LF, no managed
+  /// names).
+  ds::Headers extra_headers{};
+  /// How long async_submit waits for capacity before failing with would_block (ns),
+  /// 0..10 min. Default 30 s.
+  Duration submit_timeout_ns = std::chrono::seconds{30};
+  /// A1: run plain callbacks on a FIFO strand over this executor instead of over the
+  /// producer's executor.
+  std::optional<::asio::any_io_executor> callback_executor{};
+  /// A3: called (on the callback strand) with every exception a callback threw.
+  std::function<void(std::exception_ptr)> on_callback_exception{};
+};
+
+/// Counters: the core's plus the adapter's.
+struct ProducerAdapterStats {
+  ProducerStats core;                  ///< the core's counters
+  SessionStats session;                ///< the session's counters (owned or attached)
+  std::uint64_t callback_exceptions = 0;  ///< A3
+  std::uint64_t capacity_waits = 0;       ///< async_submits that had to wait (R1)
+};
+
+namespace detail {
+/// A type-erased, move-only completion for one operation.
+template <class Result>
+struct Completion {
+  virtual ~Completion() = default;
+  /// Runs the handler with `result` (on the callback strand).
+  virtual void complete(Result result) = 0;
+};
+
+template <class Result, class Handler>
+class TokenCompletion final : public Completion<Result> {
+ public:
+  explicit TokenCompletion(Handler handler)
+      : handler_{std::move(handler)}, work_{::asio::get_associated_executor(handler_)} {}
+  void complete(Result result) override {
+    auto executor = ::asio::get_associated_executor(handler_);
+    ::asio::dispatch(executor, [handler = std::move(handler_), result = std::move(result)]() mutable {
+      std::move(handler)(std::move(result));
+    });
+  }
+
+ private:
+  Handler handler_;
+  ::asio::executor_work_guard<::asio::associated_executor_t<Handler>> work_;
+};
+
+template <class Result, class F>
+class CallbackCompletion final : public Completion<Result> {
+ public:
+  explicit CallbackCompletion(F f) : f_{std::move(f)} {}
+  void complete(Result result) override { f_(std::move(result)); }
+
+ private:
+  F f_;
+};
+
+/// Cancellation of a capacity wait (async_submit).
+struct CancelState;
+}  // namespace detail
+
+/// The Durable Streams Producer on Asio.
+class Producer {
+ public:
+  /// Creates a producer that owns a new Session to the URL's server (C4: close() closes
+  /// it). Errors name the invalid option ("url: ...", "content_type: ...", a core
+  /// ConfigError's field, "session.max_connections: ...").
+  static tl::expected<Producer, std::string> create(::asio::any_io_executor executor,
+                                                    ProducerOptions options);
+  /// Creates a producer attached to `session` (C4: close() leaves it open). The
+  /// session must talk to the URL's host and port.
+  static tl::expected<Producer, std::string> attach(std::shared_ptr<Session> session,
+                                                    ProducerOptions options);
+
+  Producer(Producer&&) noexcept;
+  Producer& operator=(Producer&&) noexcept;
+  Producer(const Producer&) = delete;
+  Producer& operator=(const Producer&) = delete;
+  /// Without a completed close, aborts (C5): unresolved records fail with `aborted`,
+  /// marked definite or indefinite.
+  ~Producer();
+
+  /// Submits a record without a callback (A4: accepted or rejected now). Its outcome is
+  /// visible through flush/close results and stats.
+  tl::expected<Ticket, Rejection> submit(std::string_view record);
+
+  /// Submits a record; `on_complete(RecordResult)` runs exactly once when the record is
+  /// durable or failed (A1–A3), unless the submit is rejected now (A4: never runs).
+  template <class F>
+  tl::expected<Ticket, Rejection> submit(std::string_view record, F&& on_complete) {
+    return submit_with(record, std::make_unique<detail::CallbackCompletion<RecordResult, std::decay_t<F>>>(
+                                   std::forward<F>(on_complete)));
+  }
+
+  /// Submits a record, blocking the calling thread while the producer is full (R1), up
+  /// to `timeout_ns`; then would_block. Never call it from a thread that runs the
+  /// producer's executor (it would wait for itself). Callback as in submit().
+  tl::expected<Ticket, Rejection> submit_blocking(std::string_view record, Duration timeout_ns);
+  template <class F>
+  tl::expected<Ticket, Rejection> submit_blocking(std::string_view record, Duration timeout_ns,
+                                                  F&& on_complete) {
+    return submit_blocking_with(
+        record, timeout_ns,
+        std::make_unique<detail::CallbackCompletion<RecordResult, std::decay_t<F>>>(
+            std::forward<F>(on_complete)));
+  }
+
+  /// Submits a record as an Asio operation; signature void(RecordResult). Waits for
+  /// capacity when the producer is full (R1), up to submit_timeout_ns (then
+  /// would_block) and cancellably (per-operation cancellation: cancelled); completes
+  /// when the record is durable or failed. A refusal completes at once with the error.
+  template <class CompletionToken>
+  auto async_submit(std::string record, CompletionToken&& token) {
+    return ::asio::async_initiate<CompletionToken, void(RecordResult)>(
+        [this](auto handler, std::string r) {
+          auto slot = ::asio::get_associated_cancellation_slot(handler);
+          auto completion =
+              std::make_unique<detail::TokenCompletion<RecordResult, decltype(handler)>>(std::move(handler));
+          std::function<void(std::function<void()>)> install_cancel;
+          if (slot.is_connected()) {
+            install_cancel = [slot](std::function<void()> cancel) mutable {
+              slot.assign([cancel = std::move(cancel)](::asio::cancellation_type) { cancel(); });
+            };
+          }
+          initiate_submit(std::move(r), std::move(completion), std::move(install_cancel));
+        },
+        token, std::move(record));
+  }
+
+  /// Flush barrier (F1–F5) as an Asio operation; signature void(VoidResult). Completes
+  /// after every record submitted before it is durable and its callback ran (A2).
+  template <class CompletionToken>
+  auto async_flush(CompletionToken&& token) {
+    return ::asio::async_initiate<CompletionToken, void(VoidResult)>(
+        [this](auto handler) {
+          initiate_flush(std::make_unique<detail::TokenCompletion<VoidResult, decltype(handler)>>(
+              std::move(handler)));
+        },
+        token);
+  }
+
+  /// Closes the producer (C1): flush, drain, then release what it owns — an owned
+  /// session is closed, an attached one is left open (C4). The stream on the server
+  /// stays open (see async_close_stream). Signature void(VoidResult); a second close
+  /// completes with the same result.
+  template <class CompletionToken>
+  auto async_close(CompletionToken&& token) {
+    return ::asio::async_initiate<CompletionToken, void(VoidResult)>(
+        [this](auto handler) {
+          initiate_close(std::make_unique<detail::TokenCompletion<VoidResult, decltype(handler)>>(
+              std::move(handler)));
+        },
+        token);
+  }
+
+  /// Closes the *stream* on the server (distinct from closing the producer, C4): flushes
+  /// every record submitted so far, then sends `Stream-Closed: true`. Signature
+  /// void(tl::expected<ds::CloseResult, Error>); the result carries the final offset.
+  template <class CompletionToken>
+  auto async_close_stream(CompletionToken&& token) {
+    return ::asio::async_initiate<CompletionToken, void(tl::expected<ds::CloseResult, Error>)>(
+        [this](auto handler) {
+          initiate_close_stream(
+              std::make_unique<
+                  detail::TokenCompletion<tl::expected<ds::CloseResult, Error>, decltype(handler)>>(
+                  std::move(handler)));
+        },
+        token);
+  }
+
+  /// Aborts (C5): every unresolved record, flush and close fails with `aborted`.
+  void abort();
+
+  /// Counters.
+  [[nodiscard]] ProducerAdapterStats stats() const;
+  /// The session the producer uses.
+  [[nodiscard]] const std::shared_ptr<Session>& session() const noexcept;
+  /// The parsed stream URL.
+  [[nodiscard]] const ds::StreamUrl& url() const noexcept;
+
+  struct Impl;
+
+ private:
+  explicit Producer(std::shared_ptr<Impl> impl);
+  tl::expected<Ticket, Rejection> submit_with(std::string_view record,
+                                              std::unique_ptr<detail::Completion<RecordResult>> c);
+  tl::expected<Ticket, Rejection> submit_blocking_with(
+      std::string_view record, Duration timeout_ns,
+      std::unique_ptr<detail::Completion<RecordResult>> c);
+  void initiate_submit(std::string record, std::unique_ptr<detail::Completion<RecordResult>> c,
+                       std::function<void(std::function<void()>)> install_cancel);
+  void initiate_flush(std::unique_ptr<detail::Completion<VoidResult>> c);
+  void initiate_close(std::unique_ptr<detail::Completion<VoidResult>> c);
+  void initiate_close_stream(
+      std::unique_ptr<detail::Completion<tl::expected<ds::CloseResult, Error>>> c);
+  std::shared_ptr<Impl> impl_;
+};
+
+}  // namespace prodsm::asio

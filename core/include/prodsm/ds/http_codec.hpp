@@ -1,0 +1,235 @@
+// SPDX-License-Identifier: Apache-2.0
+#pragma once
+/// @file http_codec.hpp
+/// The Durable Streams wire codec over HTTP/1.1, sans-IO: it encodes requests into
+/// bytes, parses response bytes (libhttp-parser underneath) and classifies responses by
+/// status *and* headers (S7) into the Producer core's events. No sockets, no clock.
+/// Source: PROTOCOL.md of durable-streams/durable-streams (create, append, idempotent
+/// producers, close, read, head, delete).
+
+#include <cstddef>
+#include <cstdint>
+#include <memory>
+#include <optional>
+#include <span>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include <tl/expected.hpp>
+
+#include "prodsm/durable_streams_policy.hpp"
+#include "prodsm/error.hpp"
+#include "prodsm/time.hpp"
+
+namespace prodsm::ds {
+
+// ---- URLs and headers --------------------------------------------------------------
+
+/// A parsed `http://host[:port]/path` stream URL. Only plain http is supported.
+struct StreamUrl {
+  std::string host;         ///< host name or IPv4 literal (IPv6 literal without brackets)
+  std::uint16_t port = 80;  ///< TCP port
+  std::string path;         ///< request target path, starting with '/', as given (no query)
+
+  /// Parses `url`. Errors name what was wrong: "only http:// URLs are supported",
+  /// "missing host", "bad port", "URL contains a query or fragment", ...
+  static tl::expected<StreamUrl, std::string> parse(std::string_view url);
+  /// `host` or `host:port` when the port is not 80 (IPv6 hosts in brackets).
+  [[nodiscard]] std::string authority() const;
+  /// `http://authority/path`.
+  [[nodiscard]] std::string to_string() const;
+  friend bool operator==(const StreamUrl&, const StreamUrl&) = default;
+};
+
+/// One HTTP header as sent or received (names compared case-insensitively).
+struct Header {
+  std::string name;
+  std::string value;
+  friend bool operator==(const Header&, const Header&) = default;
+};
+using Headers = std::vector<Header>;
+
+/// Why `name: value` cannot be sent as a caller-supplied header: empty or non-token
+/// name, a control character (CR, LF, NUL, ...; HTAB is allowed) in the value, or a name
+/// the codec manages itself or that would change framing or encoding (Host,
+/// Content-Length, Transfer-Encoding, Connection, Keep-Alive, Upgrade, TE, Trailer,
+/// Expect, Accept-Encoding, Content-Type, Producer-*, Stream-Closed, Stream-Seq,
+/// Stream-TTL, Stream-Expires-At).
+std::optional<std::string> check_extra_header(const Header& header);
+
+// ---- requests ---------------------------------------------------------------------
+// The encoders never throw; they return an empty string only when memory ran out.
+
+/// What every request carries besides its own headers.
+struct RequestOptions {
+  Headers extra_headers;   ///< e.g. Authorization; one check_extra_header refuses is not sent
+  bool keep_alive = true;  ///< false: `Connection: close`
+};
+
+/// The idempotent producer's headers (S2): all three or none.
+struct ProducerHeaders {
+  std::string_view producer_id;  ///< Producer-Id
+  std::uint64_t epoch = 0;       ///< Producer-Epoch, 0..2^53-1
+  std::uint64_t seq = 0;         ///< Producer-Seq, 0..2^53-1
+};
+
+/// Options of PUT (create).
+struct CreateOptions {
+  std::optional<std::uint64_t> ttl_seconds;  ///< Stream-TTL
+  std::optional<std::string> expires_at;     ///< Stream-Expires-At (RFC 3339)
+  bool closed = false;                       ///< create already closed (Stream-Closed: true)
+};
+
+/// Options of POST (append / close).
+struct AppendOptions {
+  std::optional<ProducerHeaders> producer;  ///< producer headers (sequenced append)
+  std::optional<std::string> stream_seq;    ///< Stream-Seq (writer coordination)
+  bool close_stream = false;                ///< Stream-Closed: true (close, with or without body)
+};
+
+/// The request head for PUT `url` creating a stream of `content_type`; no body.
+std::string encode_create(const StreamUrl& url, std::string_view content_type,
+                          const CreateOptions& create, const RequestOptions& options);
+/// The request head for POST `url` with a `body_bytes`-byte body of `content_type`.
+/// The caller sends the body bytes right after the head (no copy is made).
+std::string encode_append(const StreamUrl& url, std::string_view content_type,
+                          std::size_t body_bytes, const AppendOptions& append,
+                          const RequestOptions& options);
+/// The request head for a batch the Producer core asked to send (SendBatch): producer
+/// headers from the stamp when it is sequenced.
+std::string encode_batch(const StreamUrl& url, std::string_view content_type,
+                         std::size_t body_bytes, const DurableStreamsPolicy::Stamp& stamp,
+                         std::string_view producer_id, const RequestOptions& options);
+/// The request for POST `url` closing the stream with an empty body
+/// (Stream-Closed: true, Content-Length: 0), optionally sequenced.
+std::string encode_close(const StreamUrl& url, std::string_view content_type,
+                         const std::optional<ProducerHeaders>& producer,
+                         const RequestOptions& options);
+/// The request for HEAD `url`.
+std::string encode_head(const StreamUrl& url, const RequestOptions& options);
+/// The request for DELETE `url`.
+std::string encode_delete(const StreamUrl& url, const RequestOptions& options);
+/// The request for a catch-up GET `url?offset=<offset>` (percent-encoded; "-1" = from
+/// the start).
+std::string encode_read(const StreamUrl& url, std::string_view offset,
+                        const RequestOptions& options);
+
+// ---- responses --------------------------------------------------------------------
+
+/// Bounds on what a response may use (R3). Exceeding one is a protocol_error.
+struct ResponseLimits {
+  std::size_t max_header_bytes = 16 * 1024;       ///< status line + all headers, bytes
+  std::size_t max_headers = 64;                   ///< header fields
+  std::size_t max_body_bytes = 64ULL * 1024 * 1024;  ///< decoded body, bytes
+};
+
+/// One parsed response.
+struct Response {
+  int status = 0;
+  Headers headers;     ///< in arrival order, names as received
+  std::string body;    ///< decoded (chunked framing removed)
+  bool keep_alive = true;  ///< the connection may carry another request
+  /// The first header named `name` (case-insensitive), if any.
+  [[nodiscard]] std::optional<std::string_view> header(std::string_view name) const;
+};
+
+/// Incremental HTTP/1.1 response parser over libhttp-parser. Content-Length, chunked
+/// and EOF-delimited bodies; pipelined responses (feed stops right after one complete
+/// response, leaving the next one's bytes unconsumed). Never throws; hostile input gives
+/// a protocol_error value.
+class ResponseParser {
+ public:
+  /// Where the parse is.
+  enum class State : std::uint8_t { incomplete, complete, failed };
+
+  explicit ResponseParser(ResponseLimits limits = {});
+  ~ResponseParser();
+  ResponseParser(ResponseParser&&) noexcept;
+  ResponseParser& operator=(ResponseParser&&) noexcept;
+  ResponseParser(const ResponseParser&) = delete;
+  ResponseParser& operator=(const ResponseParser&) = delete;
+
+  /// Starts a new response; `head_request` = the request was HEAD (no body follows).
+  void reset(bool head_request = false);
+  /// Feeds bytes; returns how many were consumed (fewer than given only once the
+  /// response is complete or failed).
+  std::size_t feed(std::span<const char> bytes);
+  /// The peer closed the connection: completes an EOF-delimited body, or fails a
+  /// truncated response ("connection closed before the response completed").
+  void finish_eof();
+  [[nodiscard]] State state() const noexcept;
+  /// The response; meaningful once state() == complete.
+  [[nodiscard]] const Response& response() const noexcept;
+  /// Takes the response out (state stays complete until reset).
+  Response take_response();
+  /// Why parsing failed (code protocol_error, indefinite; internal when memory ran out
+  /// or the parser was moved from); meaningful once failed.
+  [[nodiscard]] const Error& error() const noexcept;
+
+ private:
+  struct Impl;
+  std::unique_ptr<Impl> impl_;
+};
+
+// ---- classification (S3–S7) ----------------------------------------------------------
+
+/// Classifies the response to an append (or to a close with a final body) by status and
+/// headers (S7):
+///  - 200 with Stream-Next-Offset: appended (sequenced);
+///  - 204: sequenced -> duplicate (S3; no offset needed); plain -> appended, needs
+///    Stream-Next-Offset;
+///  - 403 with Producer-Epoch: stale_epoch{server_epoch} (S5); other 403: rejected;
+///  - 409 with Stream-Closed: true: stream_closed{final_offset} (S6), checked first;
+///  - 409 with Producer-Expected-Seq: sequence_gap{expected, received} (S4);
+///  - other 409: conflict (E3); 404/410: not_found; 400/401/413/other 4xx: rejected;
+///  - 429/503: unavailable, definite, retryable, with Retry-After (delta-seconds
+///    0..86400; another form is ignored since the codec reads no clock);
+///  - 500/502/504 and other 5xx: unavailable, indefinite, retryable;
+///  - anything else, or a required header missing or malformed (numbers must be plain
+///    decimal 0..2^53-1): protocol_error, indefinite.
+tl::expected<DurableStreamsPolicy::Ack, Error> classify_append(const Response& response,
+                                                               bool sequenced);
+
+/// Result of PUT.
+struct CreateResult {
+  bool created = false;     ///< 201 (true) or 200 same configuration (false)
+  std::string next_offset;  ///< Stream-Next-Offset when sent
+};
+/// 201/200 -> CreateResult; 409 -> conflict (exists with another configuration);
+/// otherwise as classify_append's error cases.
+tl::expected<CreateResult, Error> classify_create(const Response& response);
+
+/// Result of a close without body.
+struct CloseResult {
+  std::string final_offset;  ///< Stream-Next-Offset when sent
+};
+/// 204/200 -> CloseResult; 409 with producer headers -> sequence_gap; otherwise as
+/// classify_append's error cases.
+tl::expected<CloseResult, Error> classify_close(const Response& response, bool sequenced);
+
+/// Result of HEAD.
+struct HeadResult {
+  std::string content_type;  ///< Content-Type
+  std::string next_offset;   ///< Stream-Next-Offset
+  bool closed = false;       ///< Stream-Closed: true
+};
+tl::expected<HeadResult, Error> classify_head(const Response& response);
+
+/// Result of a catch-up GET.
+struct ReadResult {
+  std::string body;         ///< the bytes read (JSON streams: one JSON array)
+  std::string next_offset;  ///< Stream-Next-Offset: where the next read starts
+  bool up_to_date = false;  ///< Stream-Up-To-Date: true (nothing more right now)
+  bool closed = false;      ///< Stream-Closed: true (and up to date: the end)
+};
+tl::expected<ReadResult, Error> classify_read(const Response& response);
+
+/// 204/200 -> success; 404 -> not_found; otherwise as classify_append's error cases.
+tl::expected<void, Error> classify_delete(const Response& response);
+
+/// Parses a decimal protocol number: digits only, 0..2^53-1 (Producer-Epoch,
+/// Producer-Seq, Producer-Expected-Seq, ...). nullopt for anything else.
+std::optional<std::uint64_t> parse_protocol_number(std::string_view text) noexcept;
+
+}  // namespace prodsm::ds

@@ -1,0 +1,74 @@
+// SPDX-License-Identifier: Apache-2.0
+// Header rules: which caller-supplied headers may be sent, and response header lookup.
+#include <array>
+
+#include "prodsm/ds/http_codec.hpp"
+#include "text.hpp"
+
+namespace prodsm::ds {
+namespace {
+
+/// Names the codec writes itself or whose presence would change the framing or the
+/// meaning of a request (compression, interim responses, upgrades).
+constexpr std::array<std::string_view, 15> kManagedNames = {
+    "Host",
+    "Content-Length",
+    "Transfer-Encoding",
+    "Connection",
+    "Keep-Alive",
+    "Upgrade",
+    "TE",
+    "Trailer",
+    "Expect",
+    "Accept-Encoding",
+    "Content-Type",
+    "Stream-Closed",
+    "Stream-Seq",
+    "Stream-TTL",
+    "Stream-Expires-At",
+};
+
+std::optional<std::string> check(const Header& header) {
+  if (header.name.empty()) return std::string{"empty header name"};
+  for (const char c : header.name) {
+    if (!detail::is_tchar(c)) {
+      return "header name " + detail::quoted(header.name) + " is not an HTTP token";
+    }
+  }
+  for (const std::string_view managed : kManagedNames) {
+    if (detail::iequals(header.name, managed)) {
+      return "header " + detail::quoted(header.name) + " is managed by the codec";
+    }
+  }
+  if (detail::istarts_with(header.name, "Producer-")) {
+    return "header " + detail::quoted(header.name) +
+           " is managed by the codec (Producer-* headers come from the producer stamp)";
+  }
+  for (const char c : header.value) {
+    const auto byte = static_cast<unsigned char>(c);
+    if ((byte < 0x20 && c != '\t') || byte == 0x7F) {
+      return "header " + detail::quoted(header.name) +
+             " value contains a control character (CR, LF, NUL, ...)";
+    }
+  }
+  return std::nullopt;
+}
+
+}  // namespace
+
+std::optional<std::string> check_extra_header(const Header& header) {
+  try {
+    return check(header);
+  } catch (...) {
+    return std::string{};  // refused, without text: no memory for one
+  }
+}
+
+std::optional<std::string_view> Response::header(std::string_view name) const {
+  for (const Header& h : headers) {
+    if (detail::iequals(h.name, name)) return std::string_view{h.value};
+  }
+  return std::nullopt;
+}
+
+}  // namespace prodsm::ds

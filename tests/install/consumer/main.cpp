@@ -1,0 +1,18 @@
+// Builds and runs against an installed prodsm: the core accepts a record; the Asio
+// producer rejects a bad URL with a named error.
+#include <asio/io_context.hpp>
+#include <cstdio>
+#include <prodsm/asio/producer.hpp>
+#include <prodsm/durable_streams.hpp>
+
+int main() {
+  auto core = prodsm::DurableStreamsProducer::create({});
+  if (!core || !core->submit(prodsm::Instant{}, "x")) return 1;
+  asio::io_context io;
+  prodsm::asio::ProducerOptions options;
+  options.url = "ftp://nope";
+  auto p = prodsm::asio::Producer::create(io.get_executor(), options);
+  if (p || p.error().rfind("url:", 0) != 0) return 1;
+  std::puts("consumer ok");
+  return 0;
+}

@@ -1,0 +1,84 @@
+// SPDX-License-Identifier: Apache-2.0
+#pragma once
+// The adapter-neutral face of a producer for the shared integration scenarios
+// (scenarios.cpp). Each adapter (Asio, blocking) implements it once; the scenarios run
+// against every implementation, so they are written once.
+
+#include <gtest/gtest.h>
+
+#include <functional>
+#include <memory>
+#include <mutex>
+#include <string>
+#include <vector>
+
+#include "prodsm/durable_streams.hpp"
+
+namespace prodsm::test {
+
+/// How the scenario wants the producer configured.
+struct ProducerSetup {
+  std::string url;
+  std::string content_type = "application/octet-stream";
+  DurableStreamsConfig config{};
+  Duration request_timeout_ns = std::chrono::seconds{30};
+};
+
+/// One record completion as its callback saw it (A1: recorded in callback order).
+struct Completion {
+  std::uint64_t ticket = 0;
+  bool ok = false;
+  std::string next_offset;
+  bool duplicate = false;
+  ErrorCode code = ErrorCode::internal;
+  Certainty certainty = Certainty::definite;
+};
+
+/// Thread-safe log of completions, filled by the adapters' callbacks.
+class CompletionLog {
+ public:
+  void add(Completion c) {
+    std::lock_guard lock(mu_);
+    log_.push_back(std::move(c));
+  }
+  std::vector<Completion> snapshot() const {
+    std::lock_guard lock(mu_);
+    return log_;
+  }
+
+ private:
+  mutable std::mutex mu_;
+  std::vector<Completion> log_;
+};
+
+class ProducerUnderTest {
+ public:
+  virtual ~ProducerUnderTest() = default;
+  /// Submits with a completion callback, waiting while the producer is full.
+  virtual tl::expected<Ticket, Rejection> submit(std::string_view record) = 0;
+  /// Flush barrier; waits at most `timeout` (a timeout is reported as `cancelled`).
+  virtual tl::expected<void, Error> flush(Duration timeout) = 0;
+  /// Close the producer; waits at most `timeout`.
+  virtual tl::expected<void, Error> close(Duration timeout) = 0;
+  /// Every completion so far, in callback order.
+  virtual std::vector<Completion> completions() = 0;
+  /// The core's counters.
+  virtual ProducerStats stats() = 0;
+};
+
+/// Builds a producer for a setup; one per adapter.
+using ProducerFactory = std::function<std::unique_ptr<ProducerUnderTest>(const ProducerSetup&)>;
+
+/// A named factory, the parameter of the shared scenario suite.
+struct AdapterParam {
+  std::string name;
+  ProducerFactory make;
+};
+
+/// Prints the adapter's name in test logs.
+inline void PrintTo(const AdapterParam& param, std::ostream* os) { *os << param.name; }
+
+/// The shared suite; instantiate it per adapter with INSTANTIATE_TEST_SUITE_P.
+class Scenario : public ::testing::TestWithParam<AdapterParam> {};
+
+}  // namespace prodsm::test

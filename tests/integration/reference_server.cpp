@@ -1,0 +1,94 @@
+// SPDX-License-Identifier: Apache-2.0
+#include "reference_server.hpp"
+
+#include <fcntl.h>
+#include <poll.h>
+#include <signal.h>
+#include <spawn.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <chrono>
+#include <cstring>
+#include <mutex>
+
+extern char** environ;
+
+namespace prodsm::test {
+
+ReferenceServer::ReferenceServer() {
+  int in_pipe[2];
+  int out_pipe[2];
+  if (::pipe2(in_pipe, O_CLOEXEC) != 0 || ::pipe2(out_pipe, O_CLOEXEC) != 0) {
+    error_ = std::string("pipe: ") + std::strerror(errno);
+    return;
+  }
+  posix_spawn_file_actions_t actions;
+  posix_spawn_file_actions_init(&actions);
+  posix_spawn_file_actions_adddup2(&actions, in_pipe[0], 0);
+  posix_spawn_file_actions_adddup2(&actions, out_pipe[1], 1);
+  const std::string script = std::string(PRODSM_SOURCE_DIR) + "/scripts/ds-server.mjs";
+  char node[] = "node";
+  std::string script_arg = script;
+  char* argv[] = {node, script_arg.data(), nullptr};
+  const int rc = ::posix_spawnp(&pid_, "node", &actions, nullptr, argv, environ);
+  posix_spawn_file_actions_destroy(&actions);
+  ::close(in_pipe[0]);
+  ::close(out_pipe[1]);
+  stdin_fd_ = in_pipe[1];
+  if (rc != 0) {
+    error_ = std::string("spawning node failed: ") + std::strerror(rc);
+    pid_ = -1;
+    ::close(out_pipe[0]);
+    return;
+  }
+  // Read the URL line (≤ 30 s).
+  std::string line;
+  const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds{30};
+  while (line.find('\n') == std::string::npos) {
+    const auto left = std::chrono::duration_cast<std::chrono::milliseconds>(
+        deadline - std::chrono::steady_clock::now());
+    if (left.count() <= 0) {
+      error_ = "the reference server printed no URL within 30 s";
+      break;
+    }
+    pollfd p{out_pipe[0], POLLIN, 0};
+    if (::poll(&p, 1, static_cast<int>(left.count())) <= 0) continue;
+    char buf[256];
+    const ssize_t n = ::read(out_pipe[0], buf, sizeof buf);
+    if (n <= 0) {
+      error_ = "the reference server exited before printing its URL (is npm ci done?)";
+      break;
+    }
+    line.append(buf, static_cast<std::size_t>(n));
+  }
+  ::close(out_pipe[0]);
+  if (error_.empty()) {
+    url_ = line.substr(0, line.find('\n'));
+    while (!url_.empty() && (url_.back() == '/' || url_.back() == '\r')) url_.pop_back();
+  }
+}
+
+ReferenceServer::~ReferenceServer() {
+  if (stdin_fd_ >= 0) ::close(stdin_fd_);  // EOF: the launcher stops the server
+  if (pid_ > 0) {
+    ::kill(pid_, SIGTERM);
+    int status = 0;
+    ::waitpid(pid_, &status, 0);
+  }
+}
+
+std::string ReferenceServer::stream_url(const std::string& prefix) {
+  static std::mutex mu;
+  std::lock_guard lock(mu);
+  return url_ + "/prodsm-test/" + prefix + "-" + std::to_string(::getpid()) + "-" +
+         std::to_string(++counter_);
+}
+
+ReferenceServer& ReferenceServer::shared() {
+  static ReferenceServer server;
+  return server;
+}
+
+}  // namespace prodsm::test

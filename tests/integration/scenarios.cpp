@@ -1,0 +1,241 @@
+// SPDX-License-Identifier: Apache-2.0
+// Integration scenarios against the real reference server, shared by every adapter
+// (instantiated in asio_producer_under_test.cpp and blocking_producer_under_test.cpp).
+#include <nlohmann/json.hpp>
+
+#include "producer_under_test.hpp"
+#include "reference_server.hpp"
+#include "test_client.hpp"
+
+namespace prodsm::test {
+namespace {
+
+using namespace std::chrono_literals;
+constexpr Duration kWait = 60s;  // a liveness bound, not a timing assertion
+
+ReferenceServer& server() {
+  ReferenceServer& s = ReferenceServer::shared();
+  if (s.url().empty()) ADD_FAILURE() << "reference server: " << s.error();
+  return s;
+}
+
+DurableStreamsConfig idempotent(const std::string& id, std::uint64_t epoch = 0, bool auto_claim = false) {
+  DurableStreamsConfig c;
+  c.protocol.idempotent = DurableStreamsPolicy::IdempotentOptions{id, epoch, auto_claim};
+  return c;
+}
+
+/// Checks P2/P3 on a completion log: every ticket 0..n-1 exactly once, in ticket order.
+void expect_each_ticket_once_in_order(const std::vector<Completion>& log, std::size_t n) {
+  ASSERT_EQ(log.size(), n) << "P2: one completion per accepted record";
+  std::uint64_t expected = 0;
+  for (const auto& c : log) {
+    if (c.ok) {
+      EXPECT_EQ(c.ticket, expected) << "P3: completions in ticket order";
+      expected = c.ticket + 1;
+    } else {
+      ++expected;
+    }
+  }
+}
+
+// P2, P3, P4, S2 against the real server: 100,000 records in bytes mode, read back
+// identical and in order.
+TEST_P(Scenario, BytesModeHundredThousandRecordsRoundTrip) {
+  const std::string url = server().stream_url("bytes");
+  TestClient client;
+  client.create(url, "application/octet-stream");
+  ProducerSetup setup{url, "application/octet-stream", idempotent("bytes-1")};
+  auto producer = GetParam().make(setup);
+  std::string expected;
+  for (int i = 0; i < 100'000; ++i) {
+    std::string record = "record " + std::to_string(i) + "\n";
+    ASSERT_TRUE(producer->submit(record).has_value());
+    expected += record;
+  }
+  ASSERT_TRUE(producer->flush(kWait).has_value());
+  ASSERT_TRUE(producer->close(kWait).has_value());
+  auto log = producer->completions();
+  expect_each_ticket_once_in_order(log, 100'000);
+  for (const auto& c : log) ASSERT_TRUE(c.ok);
+  EXPECT_EQ(client.read_all(url, false), expected);
+}
+
+// The same in JSON mode: each record one JSON value, read back as one array.
+TEST_P(Scenario, JsonModeHundredThousandRecordsRoundTrip) {
+  const std::string url = server().stream_url("json");
+  TestClient client;
+  client.create(url, "application/json");
+  auto config = idempotent("json-1");
+  config.protocol.body_format = DurableStreamsPolicy::BodyFormat::json;
+  auto producer = GetParam().make({url, "application/json", config});
+  for (int i = 0; i < 100'000; ++i) {
+    ASSERT_TRUE(producer->submit("{\"i\":" + std::to_string(i) + ",\"s\":\"v" + std::to_string(i) + "\"}")
+                    .has_value());
+  }
+  ASSERT_TRUE(producer->close(kWait).has_value());
+  expect_each_ticket_once_in_order(producer->completions(), 100'000);
+  const auto values = nlohmann::json::parse(client.read_all(url, true));
+  ASSERT_TRUE(values.is_array());
+  ASSERT_EQ(values.size(), 100'000U);
+  for (int i = 0; i < 100'000; ++i) {
+    ASSERT_EQ(values[static_cast<std::size_t>(i)]["i"], i);
+  }
+}
+
+// F1: a flush seals at once under a linger of one hour (it would take an hour otherwise).
+TEST_P(Scenario, FlushDoesNotWaitForLinger) {
+  const std::string url = server().stream_url("flush");
+  TestClient client;
+  client.create(url, "application/octet-stream");
+  auto config = idempotent("flush-1");
+  config.linger = Linger::after(1h);
+  config.delivery_timeout_ns = 2h;
+  auto producer = GetParam().make({url, "application/octet-stream", config});
+  ASSERT_TRUE(producer->submit("only\n").has_value());
+  auto r = producer->flush(kWait);
+  ASSERT_TRUE(r.has_value()) << r.error().describe();
+  EXPECT_EQ(client.read_all(url, false), "only\n");
+  ASSERT_EQ(producer->completions().size(), 1U);
+  EXPECT_TRUE(producer->completions()[0].ok) << "A2: the record's callback ran before flush returned";
+  EXPECT_TRUE(producer->close(kWait).has_value());
+}
+
+// E4, S2, S4: the idempotent producer under the server's fault injection — 503 with
+// Retry-After, a dropped connection, and a delay longer than the request timeout —
+// leaves every record in the stream exactly once and in order.
+TEST_P(Scenario, IdempotentProducerUnderFaultInjectionAppendsExactlyOnceInOrder) {
+  const std::string url = server().stream_url("faults");
+  const std::string path = ds::StreamUrl::parse(url)->path;
+  TestClient client;
+  client.create(url, "application/octet-stream");
+  auto config = idempotent("faults-1");
+  config.linger = Linger::after(1ms);
+  config.max_batch_records = 50;
+  config.retry.backoff_initial_ns = 50ms;
+  config.retry.backoff_max_ns = 500ms;
+  ProducerSetup setup{url, "application/octet-stream", config, 1s};
+  auto producer = GetParam().make(setup);
+  std::string expected;
+  int next = 0;
+  auto produce = [&](int n) {
+    for (int i = 0; i < n; ++i, ++next) {
+      std::string record = "r" + std::to_string(next) + "\n";
+      ASSERT_TRUE(producer->submit(record).has_value());
+      expected += record;
+    }
+    auto r = producer->flush(kWait);
+    ASSERT_TRUE(r.has_value()) << r.error().describe();
+  };
+  produce(300);
+  client.inject_fault(server().url(),
+                      R"({"path":")" + path + R"(","method":"POST","status":503,"retryAfter":1,"count":2})");
+  produce(300);
+  client.inject_fault(server().url(), R"({"path":")" + path + R"(","method":"POST","dropConnection":true})");
+  produce(300);
+  client.inject_fault(server().url(), R"({"path":")" + path + R"(","method":"POST","delayMs":2500})");
+  produce(300);
+  client.clear_faults(server().url());
+  ASSERT_TRUE(producer->close(kWait).has_value());
+  expect_each_ticket_once_in_order(producer->completions(), 1200);
+  EXPECT_EQ(client.read_all(url, false), expected) << "exactly once, in order";
+  EXPECT_GE(producer->stats().retries, 4U) << "two 503s, a drop and a timeout were retried";
+}
+
+// S5 without auto-claim: another producer takes the epoch; our next batch fails with a
+// terminal stale_epoch, and flush reports it (F5).
+TEST_P(Scenario, StaleEpochWithoutAutoClaimIsTerminal) {
+  const std::string url = server().stream_url("epoch");
+  TestClient client;
+  client.create(url, "application/octet-stream");
+  auto producer = GetParam().make({url, "application/octet-stream", idempotent("shared-id", 0, false)});
+  ASSERT_TRUE(producer->submit("a0\n").has_value());
+  ASSERT_TRUE(producer->flush(kWait).has_value());
+  // Another process claims epoch 1 for the same producer id.
+  ds::AppendOptions other;
+  other.producer = ds::ProducerHeaders{"shared-id", 1, 0};
+  EXPECT_EQ(client.post(url, "application/octet-stream", "b0\n", other).status, 200);
+  ASSERT_TRUE(producer->submit("a1\n").has_value());
+  auto r = producer->flush(kWait);
+  ASSERT_FALSE(r.has_value());
+  EXPECT_EQ(r.error().code, ErrorCode::stale_epoch);
+  auto log = producer->completions();
+  ASSERT_EQ(log.size(), 2U);
+  EXPECT_TRUE(log[0].ok);
+  EXPECT_EQ(log[1].code, ErrorCode::stale_epoch);
+  EXPECT_EQ(log[1].certainty, Certainty::definite);
+  EXPECT_EQ(client.read_all(url, false), "a0\nb0\n");
+}
+
+// S5 with auto-claim: the producer claims server epoch + 1 and goes on; nothing lost,
+// nothing reported as a duplicate.
+TEST_P(Scenario, StaleEpochWithAutoClaimClaimsAndContinues) {
+  const std::string url = server().stream_url("claim");
+  TestClient client;
+  client.create(url, "application/octet-stream");
+  auto config = idempotent("claim-id", 0, true);
+  config.max_batch_records = 1;
+  auto producer = GetParam().make({url, "application/octet-stream", config});
+  ASSERT_TRUE(producer->submit("a0\n").has_value());
+  ASSERT_TRUE(producer->flush(kWait).has_value());
+  ds::AppendOptions other;
+  other.producer = ds::ProducerHeaders{"claim-id", 3, 0};
+  EXPECT_EQ(client.post(url, "application/octet-stream", "b0\n", other).status, 200);
+  for (int i = 1; i <= 5; ++i) ASSERT_TRUE(producer->submit("a" + std::to_string(i) + "\n").has_value());
+  auto r = producer->flush(kWait);
+  ASSERT_TRUE(r.has_value()) << r.error().describe();
+  auto log = producer->completions();
+  expect_each_ticket_once_in_order(log, 6);
+  for (const auto& c : log) {
+    EXPECT_TRUE(c.ok);
+    EXPECT_FALSE(c.duplicate);
+  }
+  EXPECT_EQ(producer->stats().epoch_claims, 1U);
+  EXPECT_EQ(client.read_all(url, false), "a0\nb0\na1\na2\na3\na4\na5\n");
+}
+
+// S6: the stream closed by someone else mid-pipeline ends in stream_closed on the
+// covered records — never a hang, never a request loop.
+TEST_P(Scenario, StreamClosedBySomeoneElseMidPipelineFailsCoveredRecords) {
+  const std::string url = server().stream_url("closed");
+  TestClient client;
+  client.create(url, "application/octet-stream");
+  auto config = idempotent("closer-1");
+  config.linger = Linger::after(1ms);
+  config.max_batch_records = 20;
+  auto producer = GetParam().make({url, "application/octet-stream", config});
+  for (int i = 0; i < 200; ++i) ASSERT_TRUE(producer->submit("x" + std::to_string(i) + "\n").has_value());
+  ASSERT_TRUE(producer->flush(kWait).has_value());
+  std::thread closer([&] { EXPECT_TRUE(client.close_stream(url, "application/octet-stream").has_value()); });
+  std::size_t accepted = 200;
+  for (int i = 200; i < 2000; ++i) {
+    if (producer->submit("y" + std::to_string(i) + "\n")) ++accepted;
+  }
+  closer.join();
+  auto r = producer->flush(kWait);
+  ASSERT_FALSE(r.has_value()) << "the stream was closed under the producer";
+  EXPECT_EQ(r.error().code, ErrorCode::stream_closed);
+  auto log = producer->completions();
+  expect_each_ticket_once_in_order(log, accepted);
+  // Successes form a prefix; after the first failure everything failed stream_closed.
+  std::size_t ok = 0;
+  while (ok < log.size() && log[ok].ok) ++ok;
+  EXPECT_GE(ok, 200U);
+  for (std::size_t i = ok; i < log.size(); ++i) {
+    EXPECT_FALSE(log[i].ok);
+    EXPECT_EQ(log[i].code, ErrorCode::stream_closed);
+  }
+  const auto stats = producer->stats();
+  EXPECT_LE(stats.sends, stats.batches_sealed + 10) << "no request loop";
+  EXPECT_EQ(stats.gap_resends, 0U) << "S6: never treated as a gap";
+  // The stream holds exactly the records reported successful.
+  std::string expected;
+  for (std::size_t i = 0; i < ok; ++i) expected += (i < 200 ? "x" : "y") + std::to_string(i) + "\n";
+  EXPECT_EQ(client.read_all(url, false), expected);
+  auto closed = producer->close(kWait);
+  ASSERT_FALSE(closed.has_value());
+  EXPECT_EQ(closed.error().code, ErrorCode::stream_closed) << "E1: close reports the sticky error";
+}
+
+}  // namespace
+}  // namespace prodsm::test

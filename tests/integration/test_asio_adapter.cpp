@@ -1,0 +1,369 @@
+// SPDX-License-Identifier: Apache-2.0
+// The Asio adapter's own clauses (A1–A4, C4, C5) and its completion tokens, against the
+// reference server.
+#include <gtest/gtest.h>
+
+#include <asio/bind_cancellation_slot.hpp>
+#include <asio/cancellation_signal.hpp>
+#include <asio/co_spawn.hpp>
+#include <asio/detached.hpp>
+#include <asio/io_context.hpp>
+#include <asio/use_awaitable.hpp>
+#include <asio/use_future.hpp>
+
+#include <atomic>
+#include <thread>
+
+#include "prodsm/asio/producer.hpp"
+#include "prodsm/asio/stream_ops.hpp"
+#include "reference_server.hpp"
+#include "test_client.hpp"
+
+namespace prodsm::test {
+namespace {
+
+using namespace std::chrono_literals;
+
+/// An io_context running on its own thread for the duration of a test.
+struct IoThread {
+  ::asio::io_context io;
+  ::asio::executor_work_guard<::asio::io_context::executor_type> guard{::asio::make_work_guard(io)};
+  std::thread thread{[this] { io.run(); }};
+  ~IoThread() {
+    guard.reset();
+    thread.join();
+  }
+};
+
+asio::ProducerOptions options_for(const std::string& url) {
+  asio::ProducerOptions o;
+  o.url = url;
+  o.producer.protocol.idempotent = DurableStreamsPolicy::IdempotentOptions{"adapter-test", 0, false};
+  return o;
+}
+
+std::string new_stream(TestClient& client, const std::string& prefix) {
+  auto& server = ReferenceServer::shared();
+  EXPECT_FALSE(server.url().empty()) << server.error();
+  std::string url = server.stream_url(prefix);
+  client.create(url, "application/octet-stream");
+  return url;
+}
+
+// A1: plain callbacks run in ticket order from one FIFO dispatcher, even with records
+// submitted from two threads.
+TEST(A1, CallbacksRunInTicketOrderFromOneDispatcher) {
+  IoThread io;
+  TestClient client;
+  auto options = options_for(new_stream(client, "a1"));
+  options.producer.max_batch_records = 7;
+  auto producer = asio::Producer::create(io.io.get_executor(), options).value();
+  std::mutex mu;
+  std::vector<std::uint64_t> order;
+  std::atomic<int> concurrent{0};
+  std::atomic<bool> overlapped{false};
+  auto submit_many = [&] {
+    for (int i = 0; i < 500; ++i) {
+      auto r = producer.submit_blocking("r\n", 10s, [&](asio::RecordResult result) {
+        if (concurrent.fetch_add(1) != 0) overlapped = true;
+        ASSERT_TRUE(result.has_value());
+        {
+          std::lock_guard lock(mu);
+          order.push_back(result->ticket.value);
+        }
+        concurrent.fetch_sub(1);
+      });
+      ASSERT_TRUE(r.has_value());
+    }
+  };
+  std::thread other(submit_many);
+  submit_many();
+  other.join();
+  ASSERT_TRUE(producer.async_close(::asio::use_future).get().has_value());
+  ASSERT_EQ(order.size(), 1000U);
+  for (std::size_t i = 0; i < order.size(); ++i) ASSERT_EQ(order[i], i) << "ticket order";
+  EXPECT_FALSE(overlapped) << "one dispatcher: callbacks never overlap";
+}
+
+// A1: an injected executor runs the callbacks (still in order).
+TEST(A1, InjectedExecutorRunsTheCallbacks) {
+  IoThread io;
+  IoThread callbacks;
+  TestClient client;
+  auto options = options_for(new_stream(client, "a1-exec"));
+  options.callback_executor = callbacks.io.get_executor();
+  auto producer = asio::Producer::create(io.io.get_executor(), options).value();
+  std::atomic<int> on_callback_thread{0};
+  const auto callback_thread = callbacks.thread.get_id();
+  for (int i = 0; i < 50; ++i) {
+    ASSERT_TRUE(producer
+                    .submit("r\n",
+                            [&](asio::RecordResult) {
+                              if (std::this_thread::get_id() == callback_thread) ++on_callback_thread;
+                            })
+                    .has_value());
+  }
+  ASSERT_TRUE(producer.async_close(::asio::use_future).get().has_value());
+  EXPECT_EQ(on_callback_thread.load(), 50);
+}
+
+// A2: flush and close complete only after the callbacks of the records they cover ran.
+TEST(A2, FlushCompletesAfterCoveredCallbacksRan) {
+  IoThread io;
+  TestClient client;
+  auto producer = asio::Producer::create(io.io.get_executor(), options_for(new_stream(client, "a2"))).value();
+  std::atomic<int> ran{0};
+  for (int i = 0; i < 300; ++i) {
+    ASSERT_TRUE(producer
+                    .submit("r\n",
+                            [&](asio::RecordResult) {
+                              std::this_thread::sleep_for(100us);  // a slow callback
+                              ++ran;
+                            })
+                    .has_value());
+  }
+  ASSERT_TRUE(producer.async_flush(::asio::use_future).get().has_value());
+  EXPECT_EQ(ran.load(), 300);
+  ASSERT_TRUE(producer.submit("last\n", [&](asio::RecordResult) { ++ran; }).has_value());
+  ASSERT_TRUE(producer.async_close(::asio::use_future).get().has_value());
+  EXPECT_EQ(ran.load(), 301);
+}
+
+// A3: an exception from a callback is caught and reported; later callbacks still run.
+TEST(A3, CallbackExceptionIsCaughtAndReported) {
+  IoThread io;
+  TestClient client;
+  auto options = options_for(new_stream(client, "a3"));
+  std::atomic<int> reported{0};
+  options.on_callback_exception = [&](std::exception_ptr e) {
+    try {
+      std::rethrow_exception(e);
+    } catch (const std::runtime_error& err) {
+      if (std::string(err.what()) == "boom") ++reported;
+    }
+  };
+  auto producer = asio::Producer::create(io.io.get_executor(), options).value();
+  std::atomic<int> after{0};
+  ASSERT_TRUE(producer.submit("a\n", [](asio::RecordResult) { throw std::runtime_error("boom"); }).has_value());
+  ASSERT_TRUE(producer.submit("b\n", [&](asio::RecordResult r) { after += r.has_value() ? 1 : 0; }).has_value());
+  ASSERT_TRUE(producer.async_close(::asio::use_future).get().has_value());
+  EXPECT_EQ(reported.load(), 1);
+  EXPECT_EQ(after.load(), 1);
+  EXPECT_EQ(producer.stats().callback_exceptions, 1U);
+}
+
+// A4: a refused submit registers no callback; an accepted one gets exactly one.
+TEST(A4, RefusedSubmitNeverCallsItsCallback) {
+  IoThread io;
+  TestClient client;
+  auto producer = asio::Producer::create(io.io.get_executor(), options_for(new_stream(client, "a4"))).value();
+  std::atomic<int> calls{0};
+  ASSERT_TRUE(producer.submit("a\n", [&](asio::RecordResult) { ++calls; }).has_value());
+  ASSERT_TRUE(producer.async_close(::asio::use_future).get().has_value());
+  // The callback owns `token`; a registered callback would keep it alive.
+  auto token = std::make_shared<int>(0);
+  std::weak_ptr<int> watch = token;
+  auto refused = producer.submit("b\n", [&calls, token = std::move(token)](asio::RecordResult) { ++calls; });
+  ASSERT_FALSE(refused.has_value());
+  EXPECT_EQ(refused.error().reason, RejectReason::closed);
+  EXPECT_TRUE(watch.expired()) << "the refused submit kept its callback";
+  auto again = producer.async_close(::asio::use_future).get();  // C1: same result
+  EXPECT_TRUE(again.has_value());
+  EXPECT_EQ(calls.load(), 1);
+}
+
+// Completion tokens: use_future, use_awaitable (C++20 coroutine), deferred, callbacks.
+TEST(AsioTokens, FutureAwaitableDeferredAndCallbackAllWork) {
+  IoThread io;
+  TestClient client;
+  const std::string url = new_stream(client, "tokens");
+  auto producer = asio::Producer::create(io.io.get_executor(), options_for(url)).value();
+  // use_future
+  auto f = producer.async_submit("future\n", ::asio::use_future);
+  // callback token
+  std::promise<bool> cb;
+  producer.async_submit("callback\n", [&](asio::RecordResult r) { cb.set_value(r.has_value()); });
+  // deferred: nothing happens until the deferred operation is invoked
+  auto op = producer.async_flush(asio::deferred);
+  std::promise<bool> deferred_done;
+  std::move(op)([&](asio::VoidResult r) { deferred_done.set_value(r.has_value()); });
+  // use_awaitable inside a coroutine
+  std::promise<std::string> awaited;
+  ::asio::co_spawn(
+      io.io,
+      [&]() -> ::asio::awaitable<void> {
+        auto r = co_await producer.async_submit("awaitable\n", ::asio::use_awaitable);
+        auto flushed = co_await producer.async_flush(::asio::use_awaitable);
+        awaited.set_value(r && flushed ? r->next_offset() : std::string{});
+      },
+      ::asio::detached);
+  auto fr = f.get();
+  ASSERT_TRUE(fr.has_value()) << fr.error().describe();
+  EXPECT_FALSE(fr->next_offset().empty());
+  EXPECT_TRUE(cb.get_future().get());
+  EXPECT_TRUE(deferred_done.get_future().get());
+  EXPECT_FALSE(awaited.get_future().get().empty());
+  ASSERT_TRUE(producer.async_close(::asio::use_future).get().has_value());
+  EXPECT_EQ(client.read_all(url, false), "future\ncallback\nawaitable\n");
+}
+
+// R1: async_submit waits for capacity (then completes when durable); a wait past
+// submit_timeout_ns fails with would_block; a cancelled wait fails with cancelled.
+TEST(AsioTokens, AsyncSubmitWaitsForCapacityTimesOutAndCancels) {
+  IoThread io;
+  TestClient client;
+  const std::string url = new_stream(client, "capacity");
+  auto options = options_for(url);
+  options.producer.max_batch_bytes = 16;
+  options.producer.max_unacked_bytes = 16;
+  options.producer.linger = Linger::after(0ms);
+  auto producer = asio::Producer::create(io.io.get_executor(), options).value();
+  std::vector<std::future<asio::RecordResult>> futures;
+  for (int i = 0; i < 40; ++i) futures.push_back(producer.async_submit("0123456789\n", ::asio::use_future));
+  for (auto& fut : futures) ASSERT_TRUE(fut.get().has_value());
+  EXPECT_GT(producer.stats().capacity_waits, 0U);
+
+  // Block the server for 1.5 s so capacity stays taken, then time out a waiter.
+  const std::string path = ds::StreamUrl::parse(url)->path;
+  client.inject_fault(ReferenceServer::shared().url(),
+                      R"({"path":")" + path + R"(","method":"POST","delayMs":1500})");
+  auto options2 = options;
+  options2.submit_timeout_ns = 200ms;
+  auto slow = asio::Producer::create(io.io.get_executor(), options2).value();
+  auto first = slow.async_submit("0123456789\n", ::asio::use_future);
+  auto timed_out = slow.async_submit("0123456789\n", ::asio::use_future).get();
+  ASSERT_FALSE(timed_out.has_value());
+  EXPECT_EQ(timed_out.error().code, ErrorCode::would_block);
+  ::asio::cancellation_signal signal;
+  std::promise<asio::RecordResult> cancelled;
+  slow.async_submit("0123456789\n", ::asio::bind_cancellation_slot(signal.slot(), [&](asio::RecordResult r) {
+                      cancelled.set_value(std::move(r));
+                    }));
+  ::asio::post(io.io, [&] { signal.emit(::asio::cancellation_type::all); });
+  auto c = cancelled.get_future().get();
+  ASSERT_FALSE(c.has_value());
+  EXPECT_EQ(c.error().code, ErrorCode::cancelled);
+  EXPECT_TRUE(first.get().has_value());
+  ASSERT_TRUE(slow.async_close(::asio::use_future).get().has_value());
+  ASSERT_TRUE(producer.async_close(::asio::use_future).get().has_value());
+  client.clear_faults(ReferenceServer::shared().url());
+}
+
+// C4: an owned session is closed by close(); an attached one is left open.
+TEST(C4, OwnedSessionIsClosedAttachedSessionIsLeftOpen) {
+  IoThread io;
+  TestClient client;
+  const std::string url = new_stream(client, "c4");
+  auto owned = asio::Producer::create(io.io.get_executor(), options_for(url)).value();
+  auto owned_session = owned.session();
+  ASSERT_TRUE(owned.async_close(::asio::use_future).get().has_value());
+  auto after = owned_session->async_exchange(ds::encode_head(owned.url(), {}), true, ::asio::use_future).get();
+  ASSERT_FALSE(after.has_value());
+  EXPECT_EQ(after.error().code, ErrorCode::closed);
+
+  auto session = asio::Session::create(io.io.get_executor(), *ds::StreamUrl::parse(url)).value();
+  auto options = options_for(url);
+  options.producer.protocol.idempotent->producer_id = "attached";
+  auto attached = asio::Producer::attach(session, options).value();
+  ASSERT_TRUE(attached.submit("x\n").has_value());
+  ASSERT_TRUE(attached.async_close(::asio::use_future).get().has_value());
+  auto head = asio::async_head_stream(session, *ds::StreamUrl::parse(url), {}, ::asio::use_future).get();
+  ASSERT_TRUE(head.has_value()) << head.error().describe();
+  EXPECT_FALSE(head->closed) << "closing the producer never closes the stream";
+  session->close();
+}
+
+// C5: destroying the producer without close fails the unresolved records with aborted.
+TEST(C5, DestroyingWithoutCloseAbortsUnresolvedRecords) {
+  IoThread io;
+  TestClient client;
+  auto options = options_for(new_stream(client, "c5"));
+  options.producer.linger = Linger::after(1h);
+  options.producer.delivery_timeout_ns = 2h;
+  std::promise<asio::RecordResult> outcome;
+  {
+    auto producer = asio::Producer::create(io.io.get_executor(), options).value();
+    ASSERT_TRUE(producer.submit("never sent\n", [&](asio::RecordResult r) { outcome.set_value(std::move(r)); })
+                    .has_value());
+  }
+  auto r = outcome.get_future().get();
+  ASSERT_FALSE(r.has_value());
+  EXPECT_EQ(r.error().code, ErrorCode::aborted);
+  EXPECT_EQ(r.error().certainty, Certainty::definite) << "never sent";
+}
+
+// E4 at the transport: a server that is not there gives definite, retryable
+// `unavailable` failures, retried up to max_attempts, then terminal.
+TEST(E4, UnreachableServerFailsDefiniteAfterBoundedRetries) {
+  IoThread io;
+  auto options = options_for("http://127.0.0.1:1/nowhere");
+  options.producer.retry.max_attempts = 3;
+  options.producer.retry.backoff_initial_ns = 10ms;
+  options.producer.retry.backoff_max_ns = 20ms;
+  auto producer = asio::Producer::create(io.io.get_executor(), options).value();
+  auto f = producer.async_submit("x\n", ::asio::use_future);
+  (void)producer.async_flush(::asio::use_future);
+  auto r = f.get();
+  ASSERT_FALSE(r.has_value());
+  EXPECT_EQ(r.error().code, ErrorCode::unavailable);
+  EXPECT_EQ(r.error().certainty, Certainty::definite);
+  EXPECT_TRUE(r.error().retryable);
+  EXPECT_EQ(producer.stats().core.sends, 3U);
+}
+
+// Configuration errors name the option.
+TEST(B3, AsioOptionsAreValidatedWithTheirNames) {
+  IoThread io;
+  auto bad_url = asio::Producer::create(io.io.get_executor(), options_for("https://x/y"));
+  ASSERT_FALSE(bad_url.has_value());
+  EXPECT_NE(bad_url.error().find("url:"), std::string::npos);
+  auto json_mismatch = options_for("http://127.0.0.1:9/s");
+  json_mismatch.content_type = "application/json";
+  auto r = asio::Producer::create(io.io.get_executor(), json_mismatch);
+  ASSERT_FALSE(r.has_value());
+  EXPECT_NE(r.error().find("content_type"), std::string::npos);
+  auto bad_core = options_for("http://127.0.0.1:9/s");
+  bad_core.producer.max_in_flight = 0;
+  r = asio::Producer::create(io.io.get_executor(), bad_core);
+  ASSERT_FALSE(r.has_value());
+  EXPECT_NE(r.error().find("max_in_flight"), std::string::npos);
+  auto plain_pool = options_for("http://127.0.0.1:9/s");
+  plain_pool.producer.protocol.idempotent.reset();
+  plain_pool.session.mode = asio::ConnectionMode::pool;
+  r = asio::Producer::create(io.io.get_executor(), plain_pool);
+  ASSERT_FALSE(r.has_value()) << "plain appends over pooled connections would reorder";
+  auto header = options_for("http://127.0.0.1:9/s");
+  header.extra_headers.push_back({"X-Evil", "a\r\nInjected: 1"});
+  r = asio::Producer::create(io.io.get_executor(), header);
+  ASSERT_FALSE(r.has_value());
+  EXPECT_NE(r.error().find("extra_headers"), std::string::npos);
+}
+
+}  // namespace
+}  // namespace prodsm::test
+
+namespace prodsm::test {
+namespace {
+
+// S7 at the transport: a HEAD response on a reused keep-alive connection has no body;
+// the parser must know before the bytes arrive. (Before the fix the response waited
+// for the server's 5 s idle close; 3 s is the bound that tells the two apart.)
+TEST(Session, HeadOnReusedConnectionCompletesWithoutWaitingForABody) {
+  IoThread io;
+  TestClient client;
+  const std::string url = new_stream(client, "head");
+  const auto u = *ds::StreamUrl::parse(url);
+  auto session = asio::Session::create(io.io.get_executor(), u).value();
+  auto put = asio::async_create_stream(session, u, "application/octet-stream", {}, {}, ::asio::use_future).get();
+  ASSERT_TRUE(put.has_value());
+  auto head = asio::async_head_stream(session, u, {}, ::asio::use_future);
+  ASSERT_EQ(head.wait_for(3s), std::future_status::ready);
+  auto r = head.get();
+  ASSERT_TRUE(r.has_value()) << r.error().describe();
+  EXPECT_EQ(r->content_type, "application/octet-stream");
+  EXPECT_EQ(session->stats().connections_opened, 1U) << "the same connection was reused";
+  session->close();
+}
+
+}  // namespace
+}  // namespace prodsm::test

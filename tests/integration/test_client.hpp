@@ -1,0 +1,45 @@
+// SPDX-License-Identifier: Apache-2.0
+#pragma once
+// A small synchronous client for integration tests: stream administration and the
+// reference server's fault injection, over prodsm's own Session and codec.
+
+#include <asio/executor_work_guard.hpp>
+#include <asio/io_context.hpp>
+
+#include <string>
+#include <thread>
+
+#include "prodsm/asio/session.hpp"
+#include "prodsm/asio/stream_ops.hpp"
+
+namespace prodsm::test {
+
+class TestClient {
+ public:
+  TestClient();
+  ~TestClient();
+
+  /// PUT; asserts 201/200.
+  void create(const std::string& url, const std::string& content_type);
+  /// Whole stream: bytes concatenated, or for JSON one array text.
+  std::string read_all(const std::string& url, bool json);
+  /// POST Stream-Closed: true.
+  asio::CloseStreamResult close_stream(const std::string& url, const std::string& content_type);
+  /// POST <base>/_test/inject-error with `json_body`; asserts success.
+  void inject_fault(const std::string& base_url, const std::string& json_body);
+  /// DELETE <base>/_test/inject-error.
+  void clear_faults(const std::string& base_url);
+  /// One raw POST with producer headers (another producer taking the epoch, etc.).
+  ds::Response post(const std::string& url, const std::string& content_type, const std::string& body,
+                    const ds::AppendOptions& append);
+
+  ::asio::io_context& io() { return io_; }
+
+ private:
+  std::shared_ptr<asio::Session> session_for(const ds::StreamUrl& url);
+  ::asio::io_context io_;
+  ::asio::executor_work_guard<::asio::io_context::executor_type> guard_;
+  std::thread thread_;
+};
+
+}  // namespace prodsm::test

@@ -1,0 +1,29 @@
+// SPDX-License-Identifier: Apache-2.0
+// prodsm: produce records to a Durable Streams stream, read a stream back, and (with the
+// later subcommands) check producers against the contract and run benchmarks.
+#include <cstdio>
+#include <functional>
+
+#include "commands.hpp"
+
+int main(int argc, char** argv) {
+  CLI::App app{"prodsm: an exact producer for append-only durable streams"};
+  app.require_subcommand(1);
+  app.set_version_flag("--version", "prodsm 0.1.0");
+  std::function<int()> run;
+  prodsm::tools::add_produce_command(app, run);
+  prodsm::tools::add_read_command(app, run);
+  try {
+    app.parse(argc, argv);
+  } catch (const CLI::CallForHelp& e) {
+    return app.exit(e);
+  } catch (const CLI::CallForAllHelp& e) {
+    return app.exit(e);
+  } catch (const CLI::CallForVersion& e) {
+    return app.exit(e);
+  } catch (const CLI::ParseError& e) {
+    app.exit(e);
+    return prodsm::tools::kExitBadInput;
+  }
+  return run ? run() : prodsm::tools::kExitBadInput;
+}

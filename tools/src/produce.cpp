@@ -1,0 +1,416 @@
+// SPDX-License-Identifier: Apache-2.0
+// `prodsm produce URL`: one record per input line into a Durable Streams stream, through
+// the Asio producer; flushes at the end and prints a summary.
+#include <asio/io_context.hpp>
+#include <asio/use_future.hpp>
+#include <unistd.h>
+
+#include <algorithm>
+#include <cstdio>
+#include <fstream>
+#include <iostream>
+#include <mutex>
+#include <nlohmann/json.hpp>
+#include <random>
+#include <thread>
+
+#include "commands.hpp"
+#include "prodsm/asio/producer.hpp"
+#include "prodsm/asio/stream_ops.hpp"
+#include "record_reader.hpp"
+
+namespace prodsm::tools {
+namespace {
+
+using Clock = std::chrono::steady_clock;
+
+struct ProduceOptions {
+  std::string url;
+  std::string input = "-";
+  std::string content_type = "application/octet-stream";
+  bool json = false;
+  bool create = false;
+  std::string producer_id;
+  bool no_producer_id = false;
+  std::uint64_t epoch = 0;
+  bool auto_claim = false;
+  std::string linger = "5";
+  std::uint64_t max_batch_bytes = 1 << 20;
+  std::uint32_t max_in_flight = 5;
+  std::uint64_t flush_every = 0;
+  bool close_stream = false;
+  std::vector<std::string> headers;
+  std::string connection_mode = "pipelined";
+  std::uint64_t request_timeout_ms = 30'000;
+  std::uint64_t delivery_timeout_ms = 120'000;
+  std::string progress = "auto";
+  bool verify = false;
+  bool quiet = false;
+};
+
+std::string format_bytes(double bytes) {
+  const char* units[] = {"B", "KiB", "MiB", "GiB", "TiB"};
+  int u = 0;
+  while (bytes >= 1024 && u < 4) {
+    bytes /= 1024;
+    ++u;
+  }
+  char buf[64];
+  std::snprintf(buf, sizeof buf, u == 0 ? "%.0f %s" : "%.1f %s", bytes, units[u]);
+  return buf;
+}
+
+double percentile(std::vector<double> values, double p) {
+  if (values.empty()) return 0;
+  std::sort(values.begin(), values.end());
+  const auto rank = static_cast<std::size_t>(p / 100.0 * static_cast<double>(values.size() - 1) + 0.5);
+  return values[std::min(rank, values.size() - 1)];
+}
+
+/// A producer id unique enough for one run: host, pid and random bits.
+std::string generated_producer_id() {
+  char host[64] = {0};
+  ::gethostname(host, sizeof host - 1);
+  std::random_device rd;
+  char buf[160];
+  std::snprintf(buf, sizeof buf, "prodsm-%s-%d-%08x", host, static_cast<int>(::getpid()), rd());
+  std::string id = buf;
+  for (char& c : id) {
+    if (static_cast<unsigned char>(c) < 0x21 || static_cast<unsigned char>(c) > 0x7e) c = '_';
+  }
+  return id;
+}
+
+class Progress {
+ public:
+  Progress(bool enabled, std::uint64_t total_bytes) : enabled_{enabled}, total_{total_bytes} {}
+  void update(std::uint64_t records, std::uint64_t bytes, bool force = false) {
+    if (!enabled_) return;
+    const auto now = Clock::now();
+    if (!force && now - last_ < std::chrono::milliseconds{100}) return;
+    last_ = now;
+    const double secs = std::chrono::duration<double>(now - start_).count();
+    std::string bar;
+    if (total_ > 0) {
+      const double frac = std::min(1.0, static_cast<double>(bytes) / static_cast<double>(total_));
+      const int filled = static_cast<int>(frac * 30);
+      bar = " [" + std::string(static_cast<std::size_t>(filled), '#') +
+            std::string(static_cast<std::size_t>(30 - filled), '.') + "] " +
+            std::to_string(static_cast<int>(frac * 100)) + "%";
+    }
+    std::fprintf(stderr, "\r%12llu records %12s %10s/s%s", static_cast<unsigned long long>(records),
+                 format_bytes(static_cast<double>(bytes)).c_str(),
+                 format_bytes(secs > 0 ? static_cast<double>(bytes) / secs : 0).c_str(), bar.c_str());
+    std::fflush(stderr);
+  }
+  void finish() {
+    if (enabled_) std::fprintf(stderr, "\n");
+  }
+
+ private:
+  bool enabled_;
+  std::uint64_t total_;
+  Clock::time_point start_ = Clock::now();
+  Clock::time_point last_{};
+};
+
+int run_produce(const ProduceOptions& o) {
+  // ---- configuration --------------------------------------------------------------------
+  asio::ProducerOptions options;
+  options.url = o.url;
+  options.content_type = o.json ? "application/json" : o.content_type;
+  const bool json_mode = o.json || o.content_type == "application/json" ||
+                         (o.content_type.size() > 5 &&
+                          o.content_type.compare(o.content_type.size() - 5, 5, "+json") == 0);
+  auto& core = options.producer;
+  core.protocol.body_format =
+      json_mode ? DurableStreamsPolicy::BodyFormat::json : DurableStreamsPolicy::BodyFormat::bytes;
+  core.protocol.validate_json = false;  // the record reader validates each line first
+  if (!o.no_producer_id) {
+    core.protocol.idempotent = DurableStreamsPolicy::IdempotentOptions{
+        o.producer_id.empty() ? generated_producer_id() : o.producer_id, o.epoch, o.auto_claim};
+  }
+  if (o.linger == "off" || o.linger == "disabled") {
+    core.linger = Linger::disabled();
+  } else {
+    try {
+      std::size_t used = 0;
+      const double ms = std::stod(o.linger, &used);
+      if (used != o.linger.size()) throw std::invalid_argument("trailing characters");
+      core.linger = Linger::after(std::chrono::nanoseconds{static_cast<std::int64_t>(ms * 1e6)});
+    } catch (const std::exception&) {
+      std::fprintf(stderr, "prodsm produce: --linger-ms: '%s' is not a number of milliseconds or 'off'\n",
+                   o.linger.c_str());
+      return kExitBadInput;
+    }
+  }
+  core.max_batch_bytes = o.max_batch_bytes;
+  core.max_unacked_bytes = std::max<std::uint64_t>(core.max_unacked_bytes, o.max_batch_bytes);
+  core.max_in_flight = o.max_in_flight;
+  core.delivery_timeout_ns = std::chrono::milliseconds{o.delivery_timeout_ms};
+  options.session.mode = o.connection_mode == "pipelined" ? asio::ConnectionMode::pipelined
+                                                          : asio::ConnectionMode::pool;
+  options.session.max_connections = o.max_in_flight;
+  options.session.request_timeout_ns = std::chrono::milliseconds{o.request_timeout_ms};
+  for (const auto& h : o.headers) {
+    const auto colon = h.find(':');
+    if (colon == std::string::npos || colon == 0) {
+      std::fprintf(stderr, "prodsm produce: --header: '%s' is not 'Name: value'\n", h.c_str());
+      return kExitBadInput;
+    }
+    std::string value = h.substr(colon + 1);
+    value.erase(0, value.find_first_not_of(" \t"));
+    options.extra_headers.push_back({h.substr(0, colon), value});
+  }
+
+  // ---- input ----------------------------------------------------------------------------
+  std::ifstream file;
+  std::istream* in = &std::cin;
+  std::uint64_t total_bytes = 0;
+  if (o.input != "-") {
+    file.open(o.input, std::ios::binary);
+    if (!file) {
+      std::fprintf(stderr, "prodsm produce: cannot open input '%s'\n", o.input.c_str());
+      return kExitBadInput;
+    }
+    file.seekg(0, std::ios::end);
+    total_bytes = static_cast<std::uint64_t>(std::max<std::streamoff>(0, file.tellg()));
+    file.seekg(0);
+    in = &file;
+  }
+  std::vector<char> stream_buffer(1 << 20);
+  in->rdbuf()->pubsetbuf(stream_buffer.data(), static_cast<std::streamsize>(stream_buffer.size()));
+  RecordReader reader(*in, json_mode ? RecordReader::Mode::json : RecordReader::Mode::bytes,
+                      json_mode ? o.max_batch_bytes - 1 : o.max_batch_bytes);
+
+  // ---- producer -------------------------------------------------------------------------
+  ::asio::io_context io;
+  auto guard = ::asio::make_work_guard(io);
+  std::thread io_thread([&io] { io.run(); });
+  struct Joiner {
+    ::asio::executor_work_guard<::asio::io_context::executor_type>& guard;
+    std::thread& thread;
+    ~Joiner() {
+      guard.reset();
+      if (thread.joinable()) thread.join();
+    }
+  } joiner{guard, io_thread};
+
+  auto producer = asio::Producer::create(io.get_executor(), options);
+  if (!producer) {
+    std::fprintf(stderr, "prodsm produce: %s\n", producer.error().c_str());
+    return kExitBadInput;
+  }
+  ds::RequestOptions request_options;
+  request_options.extra_headers = options.extra_headers;
+  bool created = false;
+  if (o.create) {
+    auto r = asio::async_create_stream(producer->session(), producer->url(), options.content_type, {},
+                                       request_options, ::asio::use_future)
+                 .get();
+    if (!r) {
+      std::fprintf(stderr, "prodsm produce: creating %s failed: %s\n", o.url.c_str(),
+                   r.error().describe().c_str());
+      return kExitServerError;
+    }
+    created = r->created;
+  }
+
+  const bool show_progress =
+      !o.quiet && (o.progress == "always" || (o.progress == "auto" && ::isatty(2)));
+  Progress progress(show_progress, total_bytes);
+  std::mutex latency_mu;
+  std::vector<double> flush_latencies_ms;
+  std::vector<std::string> produced;  // kept only for --verify
+  std::uint64_t records = 0;
+  std::uint64_t record_bytes = 0;
+  std::optional<LineError> bad_line;
+  std::optional<Error> failure;
+  const auto started = Clock::now();
+
+  auto timed_flush = [&](bool wait) -> std::optional<Error> {
+    const auto t0 = Clock::now();
+    auto record_latency = [&latency_mu, &flush_latencies_ms, t0] {
+      std::lock_guard lock(latency_mu);
+      flush_latencies_ms.push_back(std::chrono::duration<double, std::milli>(Clock::now() - t0).count());
+    };
+    if (!wait) {
+      producer->async_flush([record_latency](asio::VoidResult) { record_latency(); });
+      return std::nullopt;
+    }
+    auto r = producer->async_flush(::asio::use_future).get();
+    record_latency();
+    if (!r) return r.error();
+    return std::nullopt;
+  };
+
+  while (true) {
+    auto next = reader.next();
+    if (!next) {
+      bad_line = next.error();
+      break;
+    }
+    if (!*next) break;
+    const std::string_view record = **next;
+    auto r = producer->submit_blocking(record, std::chrono::milliseconds{o.delivery_timeout_ms});
+    if (!r) {
+      if (r.error().reason == RejectReason::failed && r.error().terminal) {
+        failure = *r.error().terminal;
+      } else if (r.error().reason == RejectReason::invalid_record ||
+                 r.error().reason == RejectReason::record_too_large) {
+        bad_line = LineError{reader.line(), std::string(r.error().detail)};
+      } else {
+        failure = make_error(ErrorCode::would_block, Certainty::definite, false,
+                             std::string(r.error().detail));
+      }
+      break;
+    }
+    ++records;
+    record_bytes += record.size();
+    if (o.verify) produced.emplace_back(record);
+    if (o.flush_every > 0 && records % o.flush_every == 0) timed_flush(false);
+    if ((records & 1023) == 0) progress.update(records, reader.bytes_read());
+  }
+  progress.update(records, reader.bytes_read(), true);
+
+  // Everything accepted is flushed, whatever stopped the input (nothing is lost).
+  if (auto e = timed_flush(true); e && !failure) failure = e;
+  std::optional<asio::CloseStreamResult> closed_stream;
+  if (o.close_stream && !failure && !bad_line) {
+    closed_stream = producer->async_close_stream(::asio::use_future).get();
+    if (!*closed_stream) failure = closed_stream->error();
+  }
+  auto close_result = producer->async_close(::asio::use_future).get();
+  if (!close_result && !failure) failure = close_result.error();
+  const double elapsed = std::chrono::duration<double>(Clock::now() - started).count();
+  progress.finish();
+
+  // ---- verification -----------------------------------------------------------------------
+  std::optional<std::string> verify_problem;
+  if (o.verify && !failure && !bad_line) {
+    auto session = asio::Session::create(io.get_executor(), producer->url());
+    auto contents = asio::async_read_stream_all(*session, producer->url(), json_mode, 16ULL << 30,
+                                                request_options, ::asio::use_future)
+                        .get();
+    if (!contents) {
+      verify_problem = "reading the stream back failed: " + contents.error().describe();
+    } else if (!created && o.create) {
+      verify_problem = "the stream existed before this run; --verify needs a new stream";
+    } else if (json_mode) {
+      auto read_back = nlohmann::json::parse(contents->body, nullptr, false);
+      if (!read_back.is_array() || read_back.size() != produced.size()) {
+        verify_problem = "read back " + std::to_string(read_back.is_array() ? read_back.size() : 0) +
+                         " JSON values, produced " + std::to_string(produced.size());
+      } else {
+        for (std::size_t i = 0; i < produced.size(); ++i) {
+          if (read_back[i] != nlohmann::json::parse(produced[i])) {
+            verify_problem = "JSON value " + std::to_string(i) + " differs";
+            break;
+          }
+        }
+      }
+    } else {
+      std::string expected;
+      for (const auto& r : produced) expected += r;
+      if (contents->body != expected) {
+        verify_problem = "read back " + std::to_string(contents->body.size()) + " bytes, produced " +
+                         std::to_string(expected.size()) + " bytes; contents differ";
+      }
+    }
+    (*session)->close();
+  }
+
+  // ---- summary --------------------------------------------------------------------------
+  const auto stats = producer->stats();
+  if (!o.quiet) {
+    std::vector<double> latencies;
+    {
+      std::lock_guard lock(latency_mu);
+      latencies = flush_latencies_ms;
+    }
+    std::printf("records      %llu\n", static_cast<unsigned long long>(records));
+    std::printf("bytes        %llu (%s)\n", static_cast<unsigned long long>(record_bytes),
+                format_bytes(static_cast<double>(record_bytes)).c_str());
+    std::printf("batches      %llu\n", static_cast<unsigned long long>(stats.core.batches_sealed));
+    std::printf("duplicates   %llu records in %llu batches\n",
+                static_cast<unsigned long long>(stats.core.duplicate_records),
+                static_cast<unsigned long long>(stats.core.duplicates));
+    std::printf("retries      %llu (gap resends %llu, epoch claims %llu)\n",
+                static_cast<unsigned long long>(stats.core.retries),
+                static_cast<unsigned long long>(stats.core.gap_resends),
+                static_cast<unsigned long long>(stats.core.epoch_claims));
+    std::printf("elapsed      %.3f s\n", elapsed);
+    std::printf("throughput   %.0f records/s, %s/s\n", elapsed > 0 ? static_cast<double>(records) / elapsed : 0.0,
+                format_bytes(elapsed > 0 ? static_cast<double>(record_bytes) / elapsed : 0.0).c_str());
+    std::printf("flush        %zu flushes, latency p50 %.2f ms, p99 %.2f ms\n", latencies.size(),
+                percentile(latencies, 50), percentile(latencies, 99));
+    if (reader.skipped_blank_lines() > 0) {
+      std::printf("skipped      %llu blank lines\n", static_cast<unsigned long long>(reader.skipped_blank_lines()));
+    }
+    if (closed_stream && *closed_stream) {
+      std::printf("stream       closed at offset %s\n", (*closed_stream)->final_offset.c_str());
+    }
+    if (o.verify && !verify_problem && !failure && !bad_line) {
+      std::printf("verified     the stream holds exactly the %llu records, in order\n",
+                  static_cast<unsigned long long>(records));
+    }
+  }
+  if (bad_line) {
+    std::fprintf(stderr, "prodsm produce: line %llu: %s (stopped before sending it; the %llu records before it were flushed)\n",
+                 static_cast<unsigned long long>(bad_line->line), bad_line->message.c_str(),
+                 static_cast<unsigned long long>(records));
+    return failure ? kExitServerError : kExitBadInput;
+  }
+  if (failure) {
+    std::fprintf(stderr, "prodsm produce: %s\n", failure->describe().c_str());
+    return kExitServerError;
+  }
+  if (verify_problem) {
+    std::fprintf(stderr, "prodsm produce: verification failed: %s\n", verify_problem->c_str());
+    return kExitFailure;
+  }
+  return kExitOk;
+}
+
+}  // namespace
+
+void add_produce_command(CLI::App& app, std::function<int()>& run) {
+  auto o = std::make_shared<ProduceOptions>();
+  CLI::App* cmd = app.add_subcommand("produce", "Produce one record per input line to a stream");
+  cmd->add_option("url", o->url, "Stream URL, http://host[:port]/path")->required();
+  cmd->add_option("-i,--input", o->input, "Input file ('-' = stdin)")->capture_default_str();
+  cmd->add_option("--content-type", o->content_type, "Stream content type")->capture_default_str();
+  cmd->add_flag("--json", o->json, "JSON mode: content type application/json, one JSON value per line");
+  cmd->add_flag("--create", o->create, "Create the stream first if it does not exist (PUT)");
+  cmd->add_option("--producer-id", o->producer_id,
+                  "Idempotent producer id (default: generated per run)");
+  cmd->add_flag("--no-producer-id", o->no_producer_id,
+                "Plain appends without producer headers (no deduplication)");
+  cmd->add_option("--epoch", o->epoch, "Producer epoch")->capture_default_str();
+  cmd->add_flag("--auto-claim", o->auto_claim, "On a stale epoch, claim server epoch + 1 (S5)");
+  cmd->add_option("--linger-ms", o->linger, "Linger in ms (0 = no delay, 'off' = no timer)")
+      ->capture_default_str();
+  cmd->add_option("--max-batch-bytes", o->max_batch_bytes, "Most bytes per batch")->capture_default_str();
+  cmd->add_option("--max-in-flight", o->max_in_flight, "Most batches in flight")->capture_default_str();
+  cmd->add_option("--flush-every", o->flush_every, "Flush after every N records (0 = only at the end)");
+  cmd->add_flag("--close-stream", o->close_stream, "Close the stream after the last record");
+  cmd->add_option("-H,--header", o->headers, "Extra request header 'Name: value' (repeatable)");
+  cmd->add_option("--connection-mode", o->connection_mode, "pipelined (one connection) or pool (one request per connection)")
+      ->check(CLI::IsMember({"pool", "pipelined"}))
+      ->capture_default_str();
+  cmd->add_option("--request-timeout-ms", o->request_timeout_ms, "Per-request timeout")->capture_default_str();
+  cmd->add_option("--delivery-timeout-ms", o->delivery_timeout_ms, "Per-record delivery deadline")
+      ->capture_default_str();
+  cmd->add_option("--progress", o->progress, "auto (when stderr is a terminal), always, never")
+      ->check(CLI::IsMember({"auto", "always", "never"}))
+      ->capture_default_str();
+  cmd->add_flag("--verify", o->verify, "Read the stream back and compare it with the input");
+  cmd->add_flag("-q,--quiet", o->quiet, "No summary, no progress");
+  cmd->footer(
+      "Exit status: 0 success; 1 verification failed; 2 bad input (usage, unreadable file, invalid "
+      "line: reported with its number, nothing after it is sent, everything before it is flushed); "
+      "3 server or network failure.");
+  cmd->callback([o, &run] { run = [o] { return run_produce(*o); }; });
+}
+
+}  // namespace prodsm::tools

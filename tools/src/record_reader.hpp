@@ -1,0 +1,71 @@
+// SPDX-License-Identifier: Apache-2.0
+#pragma once
+// Reads records from a text stream, one per line, for `prodsm produce`.
+//  - bytes mode: a record is the line *with* its '\n' (the last line keeps whatever
+//    ending it has), so the stream's bytes equal the input's bytes;
+//  - JSON mode: a record is the line without its line ending ('\n' or "\r\n"), and must
+//    be exactly one JSON value; a blank line is skipped and counted.
+// Bounded: a line longer than max_record_bytes is an error naming the line (R3).
+
+#include <cstddef>
+#include <cstdint>
+#include <istream>
+#include <memory>
+#include <optional>
+#include <string>
+#include <string_view>
+
+#include <tl/expected.hpp>
+
+namespace prodsm::tools {
+
+/// A bad line: its 1-based number and what is wrong with it.
+struct LineError {
+  std::uint64_t line = 0;
+  std::string message;
+};
+
+/// Validates one JSON value: simdjson for speed, nlohmann/json for the error message.
+class JsonLineValidator {
+ public:
+  JsonLineValidator();
+  ~JsonLineValidator();
+  JsonLineValidator(JsonLineValidator&&) noexcept;
+  JsonLineValidator& operator=(JsonLineValidator&&) noexcept;
+  /// nullopt when `text` is exactly one JSON value; else a message with the position.
+  std::optional<std::string> check(std::string_view text);
+
+ private:
+  struct State;
+  std::unique_ptr<State> state_;
+};
+
+class RecordReader {
+ public:
+  enum class Mode : std::uint8_t { bytes, json };
+
+  RecordReader(std::istream& in, Mode mode, std::size_t max_record_bytes);
+
+  /// The next record (valid until the next call), nullopt at end of input, or the error
+  /// of the line that could not be read.
+  tl::expected<std::optional<std::string_view>, LineError> next();
+
+  /// 1-based number of the line last returned (or failed).
+  [[nodiscard]] std::uint64_t line() const noexcept { return line_; }
+  /// Blank lines skipped (JSON mode).
+  [[nodiscard]] std::uint64_t skipped_blank_lines() const noexcept { return blank_; }
+  /// Bytes consumed from the input so far.
+  [[nodiscard]] std::uint64_t bytes_read() const noexcept { return bytes_; }
+
+ private:
+  std::istream& in_;
+  Mode mode_;
+  std::size_t max_record_bytes_;
+  std::string buffer_;
+  std::uint64_t line_ = 0;
+  std::uint64_t blank_ = 0;
+  std::uint64_t bytes_ = 0;
+  JsonLineValidator validator_;
+};
+
+}  // namespace prodsm::tools
