@@ -172,8 +172,8 @@ TEST(A4, RefusedSubmitNeverCallsItsCallback) {
   EXPECT_EQ(calls.load(), 1);
 }
 
-// Completion tokens: use_future, use_awaitable (C++20 coroutine), deferred, callbacks.
-TEST(AsioTokens, FutureAwaitableDeferredAndCallbackAllWork) {
+// Completion tokens: use_future, deferred, plain callbacks (use_awaitable below).
+TEST(AsioTokens, FutureDeferredAndCallbackAllWork) {
   IoThread io;
   TestClient client;
   const std::string url = new_stream(client, "tokens");
@@ -187,7 +187,23 @@ TEST(AsioTokens, FutureAwaitableDeferredAndCallbackAllWork) {
   auto op = producer.async_flush(asio::deferred);
   std::promise<bool> deferred_done;
   std::move(op)([&](asio::VoidResult r) { deferred_done.set_value(r.has_value()); });
-  // use_awaitable inside a coroutine
+  auto fr = f.get();
+  ASSERT_TRUE(fr.has_value()) << fr.error().describe();
+  EXPECT_FALSE(fr->next_offset().empty());
+  EXPECT_TRUE(cb.get_future().get());
+  EXPECT_TRUE(deferred_done.get_future().get());
+  ASSERT_TRUE(producer.async_close(::asio::use_future).get().has_value());
+  EXPECT_EQ(client.read_all(url, false), "future\ncallback\n");
+}
+
+// use_awaitable inside a C++20 coroutine. (clang-14 with libstdc++ has no usable
+// <coroutine>; Asio then has no awaitable support and the test is reported skipped.)
+TEST(AsioTokens, UseAwaitableInACoroutine) {
+#if defined(ASIO_HAS_CO_AWAIT)
+  IoThread io;
+  TestClient client;
+  const std::string url = new_stream(client, "awaitable");
+  auto producer = asio::Producer::create(io.io.get_executor(), options_for(url)).value();
   std::promise<std::string> awaited;
   ::asio::co_spawn(
       io.io,
@@ -197,14 +213,12 @@ TEST(AsioTokens, FutureAwaitableDeferredAndCallbackAllWork) {
         awaited.set_value(r && flushed ? r->next_offset() : std::string{});
       },
       ::asio::detached);
-  auto fr = f.get();
-  ASSERT_TRUE(fr.has_value()) << fr.error().describe();
-  EXPECT_FALSE(fr->next_offset().empty());
-  EXPECT_TRUE(cb.get_future().get());
-  EXPECT_TRUE(deferred_done.get_future().get());
   EXPECT_FALSE(awaited.get_future().get().empty());
   ASSERT_TRUE(producer.async_close(::asio::use_future).get().has_value());
-  EXPECT_EQ(client.read_all(url, false), "future\ncallback\nawaitable\n");
+  EXPECT_EQ(client.read_all(url, false), "awaitable\n");
+#else
+  GTEST_SKIP() << "this compiler's standard library has no C++20 coroutine support for Asio";
+#endif
 }
 
 // R1: async_submit waits for capacity (then completes when durable); a wait past

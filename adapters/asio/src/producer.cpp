@@ -174,7 +174,9 @@ struct Producer::Impl : std::enable_shared_from_this<Producer::Impl> {
     const Ticket first = done.first;
     auto shared = std::make_shared<decltype(handlers)>(std::move(handlers));
     net::post(callback_strand, [self = shared_from_this(), shared, ack, error, first] {
-      for (auto& [ticket, completion] : *shared) {  // A1: ticket order
+      for (auto& entry : *shared) {  // A1: ticket order
+        const Ticket ticket = entry.first;
+        auto& completion = entry.second;
         self->run_callback([&] {
           if (ack) {
             completion->complete(RecordAck{ticket, ticket.value - first.value, ack});

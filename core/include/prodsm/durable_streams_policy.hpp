@@ -20,39 +20,46 @@
 
 namespace prodsm {
 
+/// How records are framed into one Durable Streams append body.
+enum class DurableStreamsBodyFormat : std::uint8_t {
+  bytes,  ///< records concatenated as they are (byte streams)
+  json,   ///< each record is one JSON value; the body is `[r0,r1,...]` and the server
+          ///< flattens that one array level (application/json streams)
+};
+
+/// Idempotent producer identity (S2, S5). Seq is per batch (per request).
+/// (Declared at namespace scope, not nested, so std::optional of it is usable inside
+/// the policy on every compiler.)
+struct DurableStreamsIdempotentOptions {
+  /// Stable producer id sent as Producer-Id: 1..256 visible ASCII bytes (0x21-0x7e).
+  std::string producer_id;
+  /// First Producer-Epoch, 0..2^53-1.
+  std::uint64_t epoch = 0;
+  /// On 403 stale epoch, claim server epoch + 1 and renumber the unacked batches
+  /// from seq 0 instead of failing (S5).
+  bool auto_claim = false;
+  friend bool operator==(const DurableStreamsIdempotentOptions&,
+                         const DurableStreamsIdempotentOptions&) = default;
+};
+
+/// The `protocol` part of ProducerConfig<DurableStreamsPolicy>.
+struct DurableStreamsOptions {
+  /// Body format; must match the stream's content type. Default bytes.
+  DurableStreamsBodyFormat body_format = DurableStreamsBodyFormat::bytes;
+  /// JSON mode: reject at submit a record that is not exactly one JSON value, so one
+  /// bad record can never poison a batch (400). Default true.
+  bool validate_json = true;
+  /// Present: stamp Producer-Id/Epoch/Seq on every batch (S2). Absent: plain appends.
+  std::optional<DurableStreamsIdempotentOptions> idempotent;
+  friend bool operator==(const DurableStreamsOptions&, const DurableStreamsOptions&) = default;
+};
+
 /// Durable Streams policy for Producer<DurableStreamsPolicy>.
 class DurableStreamsPolicy {
  public:
-  /// How records are framed into one append body.
-  enum class BodyFormat : std::uint8_t {
-    bytes,  ///< records concatenated as they are (byte streams)
-    json,   ///< each record is one JSON value; the body is `[r0,r1,...]` and the server
-            ///< flattens that one array level (application/json streams)
-  };
-
-  /// Idempotent producer identity (S2, S5). Seq is per batch (per request).
-  struct IdempotentOptions {
-    /// Stable producer id sent as Producer-Id: 1..256 visible ASCII bytes (0x21-0x7e).
-    std::string producer_id;
-    /// First Producer-Epoch, 0..2^53-1.
-    std::uint64_t epoch = 0;
-    /// On 403 stale epoch, claim server epoch + 1 and renumber the unacked batches
-    /// from seq 0 instead of failing (S5).
-    bool auto_claim = false;
-    friend bool operator==(const IdempotentOptions&, const IdempotentOptions&) = default;
-  };
-
-  /// The `protocol` part of ProducerConfig<DurableStreamsPolicy>.
-  struct Options {
-    /// Body format; must match the stream's content type. Default bytes.
-    BodyFormat body_format = BodyFormat::bytes;
-    /// JSON mode: reject at submit a record that is not exactly one JSON value, so one
-    /// bad record can never poison a batch (400). Default true.
-    bool validate_json = true;
-    /// Present: stamp Producer-Id/Epoch/Seq on every batch (S2). Absent: plain appends.
-    std::optional<IdempotentOptions> idempotent;
-    friend bool operator==(const Options&, const Options&) = default;
-  };
+  using BodyFormat = DurableStreamsBodyFormat;
+  using IdempotentOptions = DurableStreamsIdempotentOptions;
+  using Options = DurableStreamsOptions;
 
   /// Sequencing stamps of one batch, fixed at seal; renumbered only by an epoch claim (S5).
   struct Stamp {
