@@ -42,6 +42,9 @@ enum class ErrorCode : std::uint8_t {
   protocol_error,    ///< remote: a malformed or unexpected response (S7, E5).
 };
 
+/// The last ErrorCode value (codes run from 0 to this): for iterating and range checks.
+inline constexpr ErrorCode kLastErrorCode = ErrorCode::protocol_error;
+
 /// Whether the records concerned may have been appended (E2).
 enum class Certainty : std::uint8_t {
   definite,    ///< nothing was appended: safe to resubmit the records.

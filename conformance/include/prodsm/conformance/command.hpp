@@ -1,0 +1,75 @@
+// SPDX-License-Identifier: Apache-2.0
+#pragma once
+/// @file command.hpp
+/// The harness's command language: what a scenario vector or a generated property
+/// asks a producer and its simulated server to do. Language-neutral (JSON in vectors,
+/// JSON lines in the driver protocol): sends are named by their position among the
+/// sends not yet answered, never by an SDK's internal ids.
+
+#include <cstdint>
+#include <optional>
+#include <string>
+
+#include "prodsm/error.hpp"
+#include "prodsm/time.hpp"
+
+namespace prodsm::conformance {
+
+struct Command {
+  enum class Kind : std::uint8_t {
+    submit,       ///< client: submit `record`
+    flush,        ///< client: flush barrier
+    close,        ///< client: close
+    abort,        ///< client: abort
+    advance,      ///< time: move `advance_ns` forward, firing every timer due on the way
+    ack,          ///< server: acknowledge an unanswered send
+    duplicate,    ///< server: acknowledge it as a duplicate (Durable Streams 204, S3)
+    fail,         ///< server/transport: fail it with `fail_code`
+    invalid_ack,  ///< server: answer it with an acknowledgement that breaks the protocol (E5)
+  };
+  /// Which unanswered send a server command answers.
+  enum class Which : std::uint8_t { oldest, newest };
+  /// How an invalid acknowledgement is wrong.
+  enum class Invalid : std::uint8_t {
+    wrong_count,    ///< S2: range length differs from the record count; DS: no offset
+    unknown_batch,  ///< an ack for a batch that was never sent
+  };
+
+  Kind kind = Kind::submit;
+  std::string record;                          ///< submit
+  Duration advance_ns{};                       ///< advance
+  Which which = Which::oldest;                 ///< ack / duplicate / fail / invalid_ack
+  ErrorCode fail_code = ErrorCode::unavailable;  ///< fail
+  std::optional<Duration> retry_after_ns;      ///< fail with unavailable
+  Invalid invalid = Invalid::wrong_count;      ///< invalid_ack
+
+  static Command submit_record(std::string record) {
+    Command c;
+    c.kind = Kind::submit;
+    c.record = std::move(record);
+    return c;
+  }
+  static Command of(Kind kind) {
+    Command c;
+    c.kind = kind;
+    return c;
+  }
+  static Command advance_by(Duration d) {
+    Command c;
+    c.kind = Kind::advance;
+    c.advance_ns = d;
+    return c;
+  }
+  static Command fail_with(ErrorCode code, Which which = Which::oldest) {
+    Command c;
+    c.kind = Kind::fail;
+    c.fail_code = code;
+    c.which = which;
+    return c;
+  }
+};
+
+/// "submit(3B)", "fail(oldest, stream_closed)", ... for counterexamples.
+std::string describe(const Command& command);
+
+}  // namespace prodsm::conformance

@@ -1,0 +1,54 @@
+// SPDX-License-Identifier: Apache-2.0
+#pragma once
+/// @file driver.hpp
+/// A Driver runs one producer under the harness's control — client commands, time,
+/// and a simulated server that answers sends — and records the Trace. The built-in
+/// core driver runs prodsm's Producer<Policy>; external drivers (other SDKs) speak the
+/// JSON-lines driver protocol of docs/conformance.md.
+
+#include <memory>
+#include <string>
+
+#include "prodsm/conformance/command.hpp"
+#include "prodsm/conformance/trace.hpp"
+#include "prodsm/durable_streams.hpp"
+#include "prodsm/s2.hpp"
+
+namespace prodsm::conformance {
+
+/// What a target can express; clauses needing more are reported "not applicable".
+struct Capabilities {
+  bool per_record_completions = true;  ///< every submit gets its own completion (P2)
+  bool flush_barrier = true;           ///< non-terminal flush (F)
+  bool abort = true;                   ///< abort without close (C5)
+  bool synchronous_rejection = true;   ///< submit refuses synchronously (A4, B4, R1)
+  bool virtual_time = true;            ///< the harness controls time (B2, D3, E6)
+};
+
+class Driver {
+ public:
+  virtual ~Driver() = default;
+  /// Runs one command; returns false when the command does not apply now (e.g. ack
+  /// with nothing unanswered) — nothing is recorded then.
+  virtual bool run(const Command& command) = 0;
+  /// The trace so far.
+  [[nodiscard]] virtual const Trace& trace() const = 0;
+  [[nodiscard]] virtual Capabilities capabilities() const = 0;
+  /// Sends not yet answered.
+  [[nodiscard]] virtual std::size_t unanswered_sends() const = 0;
+};
+
+/// The configuration of a conformance run for prodsm's core, either protocol.
+struct CoreConfig {
+  Protocol protocol = Protocol::durable_streams;
+  DurableStreamsConfig durable_streams{};
+  S2Config s2{};
+};
+
+/// The TraceConfig of a core configuration.
+TraceConfig trace_config(const CoreConfig& config);
+
+/// A driver over prodsm's own core; nullptr (and `error`) when the config is invalid.
+std::unique_ptr<Driver> make_core_driver(const CoreConfig& config, std::string* error = nullptr);
+
+}  // namespace prodsm::conformance

@@ -1,0 +1,62 @@
+// SPDX-License-Identifier: Apache-2.0
+#pragma once
+/// @file properties.hpp
+/// Property-based conformance (RapidCheck, rc::state): generated configurations and
+/// generated command sequences — submits with sizes around every limit, flushes,
+/// closes, aborts, time, and server answers (acks, duplicates, every failure kind,
+/// invalid acks) — run on a target through its Driver. After every command every trace
+/// checker runs; after the sequence the inputs are replayed on a fresh producer and the
+/// two traces must match byte for byte (D2). A failure is shrunk by RapidCheck and its
+/// failing prefix is returned as a scenario vector, ready to save as a regression test.
+
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include <nlohmann/json.hpp>
+
+#include "prodsm/conformance/checkers.hpp"
+#include "prodsm/conformance/vectors.hpp"
+
+namespace prodsm::conformance {
+
+/// One property: a protocol and a sequencing mode; everything else is generated.
+struct PropertySpec {
+  std::string name;  ///< e.g. "durable_streams/idempotent"
+  Protocol protocol = Protocol::durable_streams;
+  Sequencing sequencing = Sequencing::none;
+  bool auto_claim = false;
+};
+
+/// The properties run by default: Durable Streams plain / idempotent / idempotent with
+/// auto-claim, S2 plain / match_seq_num.
+const std::vector<PropertySpec>& default_properties();
+
+/// How many sequences, how long, which seed.
+struct PropertyOptions {
+  int tests = 300;         ///< sequences (RapidCheck max_success)
+  int max_size = 60;       ///< RapidCheck max_size (sequence length grows up to it)
+  std::optional<std::uint64_t> seed;  ///< default: RC_PARAMS, else random
+};
+
+struct PropertyResult {
+  std::string name;
+  bool passed = false;
+  int tests = 0;                     ///< sequences that passed
+  std::string description;           ///< RapidCheck's failure text
+  std::optional<Violation> violation;
+  std::string evidence;              ///< rendered failing prefix
+  std::string reproduce;             ///< RC_PARAMS value reproducing it
+  nlohmann::json counterexample;     ///< the shrunk failing prefix as a vector
+};
+
+/// Runs one property against a target. Not thread-safe (RapidCheck's global state).
+PropertyResult run_property(const PropertySpec& spec, const DriverFactory& factory,
+                            const PropertyOptions& options);
+
+/// The property body, for RC_GTEST_PROP: generates, runs, checks; RC_FAILs on a
+/// violation.
+void conformance_property(const PropertySpec& spec, const DriverFactory& factory);
+
+}  // namespace prodsm::conformance

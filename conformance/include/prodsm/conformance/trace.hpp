@@ -1,0 +1,150 @@
+// SPDX-License-Identifier: Apache-2.0
+#pragma once
+/// @file trace.hpp
+/// The language-neutral record of one producer run, as the conformance suite sees it:
+/// the configuration, then one Step per input (a client command, a timer, or a server
+/// response chosen by the harness) with the input's synchronous result and every
+/// observation the producer made in response (sends, completions, barrier results,
+/// close, capacity). Trace checkers (checkers.hpp) read only this, so a trace recorded
+/// from prodsm's core and one recorded from another SDK's driver are checked alike.
+
+#include <cstddef>
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "prodsm/error.hpp"
+#include "prodsm/producer.hpp"
+#include "prodsm/time.hpp"
+
+namespace prodsm::conformance {
+
+/// Wire protocol family of the producer under test.
+enum class Protocol : std::uint8_t { durable_streams, s2 };
+
+/// Sequencing the producer was configured with.
+enum class Sequencing : std::uint8_t {
+  none,             ///< plain appends
+  ds_idempotent,    ///< Durable Streams producer id / epoch / seq (S2)
+  s2_match_seq_num, ///< S2 match_seq_num (+ optional fencing token) (S1)
+};
+
+/// The configuration facts the checkers need (units: bytes, ns).
+struct TraceConfig {
+  Protocol protocol = Protocol::durable_streams;
+  bool json = false;                     ///< Durable Streams JSON body framing
+  std::optional<Duration> linger_ns;     ///< nullopt = linger disabled
+  std::uint32_t max_batch_records = 0;
+  std::uint64_t max_batch_bytes = 0;
+  std::uint64_t max_unacked_bytes = 0;
+  std::uint32_t max_unacked_batches = 0;
+  std::uint32_t max_in_flight = 0;
+  std::uint32_t max_pending_barriers = 0;
+  Duration delivery_timeout_ns{};
+  std::uint32_t max_attempts = 0;
+  bool retry_indefinite = true;          ///< RetryMode::all
+  Sequencing sequencing = Sequencing::none;
+  bool auto_claim = false;               ///< Durable Streams auto-claim (S5)
+  std::uint64_t initial_epoch = 0;
+  std::optional<std::uint64_t> initial_match_seq_num;
+  std::optional<std::string> fencing_token;
+
+  /// Bytes a record of `size` bytes adds to a batch (protocol metering).
+  [[nodiscard]] std::uint64_t meter(std::size_t size) const {
+    if (protocol == Protocol::s2) return 8 + size;
+    return size + (json ? 1 : 0);
+  }
+  /// Bytes a batch has beyond its records' meters (JSON `[`).
+  [[nodiscard]] std::uint64_t batch_overhead() const {
+    return protocol == Protocol::durable_streams && json ? 1 : 0;
+  }
+  /// True when a resend after an indefinite failure cannot duplicate (E4).
+  [[nodiscard]] bool resend_is_safe() const { return sequencing != Sequencing::none; }
+};
+
+/// A batch's sequencing stamps as observed on the wire.
+struct TraceStamp {
+  bool sequenced = false;
+  std::uint64_t epoch = 0;                     ///< Durable Streams Producer-Epoch
+  std::uint64_t seq = 0;                       ///< Durable Streams Producer-Seq
+  std::optional<std::uint64_t> match_seq_num;  ///< S2
+  std::optional<std::string> fencing_token;    ///< S2
+  friend bool operator==(const TraceStamp&, const TraceStamp&) = default;
+};
+
+/// An acknowledgement as observed (either protocol).
+struct TraceAck {
+  std::string next_offset;  ///< Durable Streams
+  bool duplicate = false;   ///< Durable Streams (S3)
+  std::uint64_t start = 0;  ///< S2 [start, end)
+  std::uint64_t end = 0;
+  friend bool operator==(const TraceAck&, const TraceAck&) = default;
+};
+
+/// What the harness's simulated server answered to one send.
+struct Response {
+  enum class Kind : std::uint8_t { ack, fail };
+  Kind kind = Kind::ack;
+  TraceAck ack;            ///< kind == ack (possibly deliberately invalid, E5)
+  bool invalid = false;    ///< the harness made this ack invalid on purpose (E5)
+  Error error;             ///< kind == fail
+};
+
+/// One observation of the producer.
+struct Observation {
+  enum class Kind : std::uint8_t { send, done, barrier, closed, capacity };
+  Kind kind = Kind::send;
+  // send
+  std::size_t send_index = 0;      ///< position among all sends of the trace
+  std::uint64_t batch = 0;         ///< the producer's batch id (opaque, echoed)
+  std::uint32_t attempt = 0;
+  std::uint64_t first_ticket = 0;  ///< send: first record; done: first ticket
+  std::uint32_t count = 0;         ///< send: records in the batch
+  std::string body;                ///< send: framed body bytes
+  std::vector<std::uint32_t> record_ends;
+  TraceStamp stamp;
+  // done
+  std::uint64_t last_ticket = 0;
+  // done / barrier / closed
+  bool ok = false;
+  TraceAck ack;
+  Error error;
+  std::uint64_t barrier = 0;
+};
+
+/// One input the harness gave the producer.
+struct Input {
+  enum class Kind : std::uint8_t { submit, flush, close, abort, advance, respond };
+  Kind kind = Kind::submit;
+  Instant at{};            ///< the instant of the input (advance: the instant reached)
+  std::string record;      ///< submit
+  std::size_t send_index = 0;  ///< respond: which send (index among all sends)
+  Response response;       ///< respond
+};
+
+/// The input's synchronous result.
+struct SyncResult {
+  enum class Kind : std::uint8_t { none, ticket, barrier, rejected, closed_result };
+  Kind kind = Kind::none;
+  std::uint64_t value = 0;         ///< ticket or barrier id
+  RejectReason reason = RejectReason::closed;
+  std::optional<Error> error;      ///< rejected(failed): the terminal error; closed_result
+  bool ok = false;                 ///< closed_result
+};
+
+struct Step {
+  Input input;
+  SyncResult result;
+  std::vector<Observation> observed;
+};
+
+struct Trace {
+  TraceConfig config;
+  std::vector<Step> steps;
+};
+
+/// Short human-readable rendering of a step, used in counterexamples.
+std::string describe(const Step& step, std::size_t index);
+
+}  // namespace prodsm::conformance

@@ -1,0 +1,70 @@
+// SPDX-License-Identifier: Apache-2.0
+#pragma once
+/// @file vectors.hpp
+/// Scenario vectors: language-neutral JSON files (conformance/vectors/*.json) of timed
+/// harness commands and expected observations. Format (docs/conformance.md):
+///
+///   { "name": "...", "source": "...", "clauses": ["F1"], "protocol": "s2",
+///     "config": { "linger_ms": 3600000, "max_batch_records": 1000, ... },
+///     "steps": [ {"do": "submit", "record": "a", "expect": "ticket"},
+///                {"do": "flush", "expect_sends": 1}, {"do": "ack"}, ... ],
+///     "expect": { "outcomes": ["ok"], "barriers": ["ok"], "closed": "ok",
+///                 "sends": 1, "order": ["t0-0", "b0"], "config_error": "max_batch_bytes" } }
+///
+/// Running a vector: its config builds a target's driver, every step runs as a harness
+/// Command, every per-step and final expectation is compared, and every trace checker
+/// runs on the resulting trace.
+
+#include <functional>
+#include <memory>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include <nlohmann/json_fwd.hpp>
+
+#include "prodsm/conformance/checkers.hpp"
+#include "prodsm/conformance/command.hpp"
+#include "prodsm/conformance/driver.hpp"
+
+namespace prodsm::conformance {
+
+/// Builds a driver for a vector's (protocol, config); nullptr with `error` set when the
+/// target refuses the config (a config vector expects exactly that, B3).
+using DriverFactory =
+    std::function<std::unique_ptr<Driver>(Protocol, const nlohmann::json& config, std::string* error)>;
+
+/// The built-in target: prodsm's core.
+DriverFactory core_driver_factory();
+
+/// A core configuration from a vector's config object (unset fields keep the contract's
+/// defaults). Unknown keys or wrong types are an error naming the key.
+std::optional<CoreConfig> core_config_from_json(Protocol protocol, const nlohmann::json& config,
+                                                std::string* error);
+
+/// Parses one command object ({"do": ...}); error names the bad key.
+std::optional<Command> command_from_json(const nlohmann::json& step, std::string* error);
+/// The JSON form of a command (what vectors hold; inverse of command_from_json).
+nlohmann::json command_to_json(const Command& command);
+/// The JSON form of a core configuration (inverse of core_config_from_json).
+nlohmann::json core_config_to_json(const CoreConfig& config);
+
+/// The outcome of one vector on one target.
+struct VectorResult {
+  std::string name;
+  std::string file;
+  std::vector<std::string> clauses;     ///< the clauses the vector is about
+  bool passed = false;
+  std::vector<std::string> failures;    ///< expectation mismatches, one sentence each
+  std::vector<Violation> violations;    ///< trace-checker violations
+  std::string evidence;                 ///< rendered counterexample (first failure)
+  Trace trace;
+};
+
+/// Runs the vector in `json` (file name for messages).
+VectorResult run_vector(const nlohmann::json& vector, const std::string& file, const DriverFactory& factory);
+
+/// Runs every *.json under `directory` (sorted by name).
+std::vector<VectorResult> run_vectors(const std::string& directory, const DriverFactory& factory);
+
+}  // namespace prodsm::conformance

@@ -1,0 +1,543 @@
+// SPDX-License-Identifier: Apache-2.0
+// Scenario vectors: JSON in, expectations and trace checkers out.
+#include "prodsm/conformance/vectors.hpp"
+
+#include <algorithm>
+#include <filesystem>
+#include <fstream>
+#include <map>
+#include <nlohmann/json.hpp>
+#include <set>
+#include <sstream>
+
+namespace prodsm::conformance {
+
+using nlohmann::json;
+
+namespace {
+
+std::optional<ErrorCode> error_code_from(const std::string& name) {
+  for (int i = 0; i <= static_cast<int>(kLastErrorCode); ++i) {
+    const auto code = static_cast<ErrorCode>(i);
+    if (to_string(code) == name) return code;
+  }
+  return std::nullopt;
+}
+
+bool fail(std::string* error, std::string message) {
+  if (error) *error = std::move(message);
+  return false;
+}
+
+template <class T>
+bool read_number(const json& obj, const char* key, T& out, std::string* error) {
+  if (!obj.contains(key)) return true;
+  const json& v = obj.at(key);
+  if (!v.is_number_unsigned() && !(v.is_number_integer() && v.get<std::int64_t>() >= 0)) {
+    return fail(error, std::string("config.") + key + ": must be a non-negative integer");
+  }
+  out = v.get<T>();
+  return true;
+}
+
+bool read_ms(const json& obj, const char* key, Duration& out, std::string* error) {
+  if (!obj.contains(key)) return true;
+  const json& v = obj.at(key);
+  if (!v.is_number()) return fail(error, std::string("config.") + key + ": must be a number of milliseconds");
+  out = std::chrono::duration_cast<Duration>(std::chrono::duration<double, std::milli>(v.get<double>()));
+  return true;
+}
+
+double to_ms(Duration d) { return std::chrono::duration<double, std::milli>(d).count(); }
+
+template <class Config>
+bool apply_common(const json& j, Config& c, std::string* error) {
+  if (j.contains("linger_ms")) {
+    const json& l = j.at("linger_ms");
+    if (l.is_string() && l.get<std::string>() == "disabled") {
+      c.linger = Linger::disabled();
+    } else if (l.is_number()) {
+      c.linger = Linger::after(
+          std::chrono::duration_cast<Duration>(std::chrono::duration<double, std::milli>(l.get<double>())));
+    } else {
+      return fail(error, "config.linger_ms: must be a number of milliseconds or \"disabled\"");
+    }
+  }
+  Duration backoff_initial = c.retry.backoff_initial_ns;
+  Duration backoff_max = c.retry.backoff_max_ns;
+  if (!read_number(j, "max_batch_records", c.max_batch_records, error) ||
+      !read_number(j, "max_batch_bytes", c.max_batch_bytes, error) ||
+      !read_number(j, "max_unacked_bytes", c.max_unacked_bytes, error) ||
+      !read_number(j, "max_unacked_batches", c.max_unacked_batches, error) ||
+      !read_number(j, "max_in_flight", c.max_in_flight, error) ||
+      !read_number(j, "max_pending_barriers", c.max_pending_barriers, error) ||
+      !read_ms(j, "delivery_timeout_ms", c.delivery_timeout_ns, error) ||
+      !read_number(j, "max_attempts", c.retry.max_attempts, error) ||
+      !read_ms(j, "backoff_initial_ms", backoff_initial, error) ||
+      !read_ms(j, "backoff_max_ms", backoff_max, error) ||
+      !read_number(j, "jitter_seed", c.retry.jitter_seed, error)) {
+    return false;
+  }
+  c.retry.backoff_initial_ns = backoff_initial;
+  c.retry.backoff_max_ns = backoff_max;
+  if (j.contains("retry_mode")) {
+    const std::string mode = j.at("retry_mode").is_string() ? j.at("retry_mode").get<std::string>() : "";
+    if (mode == "all") {
+      c.retry.mode = RetryMode::all;
+    } else if (mode == "no_side_effects") {
+      c.retry.mode = RetryMode::no_side_effects;
+    } else {
+      return fail(error, "config.retry_mode: must be \"all\" or \"no_side_effects\"");
+    }
+  }
+  return true;
+}
+
+template <class Config>
+void common_to_json(const Config& c, json& j) {
+  if (c.linger.is_disabled()) {
+    j["linger_ms"] = "disabled";
+  } else {
+    j["linger_ms"] = to_ms(c.linger.duration_ns());
+  }
+  j["max_batch_records"] = c.max_batch_records;
+  j["max_batch_bytes"] = c.max_batch_bytes;
+  j["max_unacked_bytes"] = c.max_unacked_bytes;
+  j["max_unacked_batches"] = c.max_unacked_batches;
+  j["max_in_flight"] = c.max_in_flight;
+  j["max_pending_barriers"] = c.max_pending_barriers;
+  j["delivery_timeout_ms"] = to_ms(c.delivery_timeout_ns);
+  j["max_attempts"] = c.retry.max_attempts;
+  j["backoff_initial_ms"] = to_ms(c.retry.backoff_initial_ns);
+  j["backoff_max_ms"] = to_ms(c.retry.backoff_max_ns);
+  j["retry_mode"] = c.retry.mode == RetryMode::all ? "all" : "no_side_effects";
+  j["jitter_seed"] = c.retry.jitter_seed;
+}
+
+std::string outcome_of(const Trace& trace, std::uint64_t ticket) {
+  for (const auto& step : trace.steps) {
+    for (const auto& o : step.observed) {
+      if (o.kind != Observation::Kind::done || ticket < o.first_ticket || ticket > o.last_ticket) continue;
+      if (o.ok) return o.ack.duplicate ? "ok:duplicate" : "ok";
+      return "failed:" + std::string(to_string(o.error.code)) + ":" + std::string(to_string(o.error.certainty));
+    }
+  }
+  return "pending";
+}
+
+/// `expected` matches `actual` when equal, or when `expected` is a prefix that stops at a
+/// ':' boundary ("failed:stream_closed" matches "failed:stream_closed:indefinite").
+bool matches(const std::string& expected, const std::string& actual) {
+  if (expected == actual) return true;
+  return actual.size() > expected.size() && actual.compare(0, expected.size(), expected) == 0 &&
+         actual[expected.size()] == ':';
+}
+
+std::string result_text(const SyncResult& r) {
+  switch (r.kind) {
+    case SyncResult::Kind::ticket: return "ticket";
+    case SyncResult::Kind::barrier: return "barrier";
+    case SyncResult::Kind::rejected: return "refused:" + std::string(to_string(r.reason));
+    case SyncResult::Kind::closed_result:
+      return r.ok ? "closed:ok" : "closed:" + std::string(r.error ? to_string(r.error->code) : "error");
+    case SyncResult::Kind::none: return "none";
+  }
+  return "none";
+}
+
+std::string completion_text(const Observation& o) {
+  return std::to_string(o.first_ticket) + "-" + std::to_string(o.last_ticket) + ":" +
+         (o.ok ? std::string("ok") : "failed:" + std::string(to_string(o.error.code)));
+}
+
+}  // namespace
+
+std::optional<CoreConfig> core_config_from_json(Protocol protocol, const json& j, std::string* error) {
+  static const std::set<std::string> known = {
+      "linger_ms", "max_batch_records", "max_batch_bytes", "max_unacked_bytes", "max_unacked_batches",
+      "max_in_flight", "max_pending_barriers", "delivery_timeout_ms", "max_attempts", "backoff_initial_ms",
+      "backoff_max_ms", "retry_mode", "jitter_seed", "json", "idempotent", "match_seq_num", "fencing_token"};
+  if (j.is_null()) return core_config_from_json(protocol, json::object(), error);
+  if (!j.is_object()) {
+    fail(error, "config: must be an object");
+    return std::nullopt;
+  }
+  for (const auto& item : j.items()) {
+    if (known.count(item.key()) == 0) {
+      fail(error, "config." + item.key() + ": unknown key");
+      return std::nullopt;
+    }
+  }
+  CoreConfig c;
+  c.protocol = protocol;
+  if (protocol == Protocol::durable_streams) {
+    if (!apply_common(j, c.durable_streams, error)) return std::nullopt;
+    if (j.contains("json")) {
+      if (!j.at("json").is_boolean()) {
+        fail(error, "config.json: must be true or false");
+        return std::nullopt;
+      }
+      c.durable_streams.protocol.body_format =
+          j.at("json").get<bool>() ? DurableStreamsPolicy::BodyFormat::json : DurableStreamsPolicy::BodyFormat::bytes;
+    }
+    if (j.contains("idempotent") && !j.at("idempotent").is_null()) {
+      const json& id = j.at("idempotent");
+      if (!id.is_object() || !id.contains("producer_id") || !id.at("producer_id").is_string()) {
+        fail(error, "config.idempotent: must be {\"producer_id\": string, \"epoch\"?, \"auto_claim\"?}");
+        return std::nullopt;
+      }
+      DurableStreamsPolicy::IdempotentOptions o;
+      o.producer_id = id.at("producer_id").get<std::string>();
+      if (id.contains("epoch")) o.epoch = id.at("epoch").get<std::uint64_t>();
+      if (id.contains("auto_claim")) o.auto_claim = id.at("auto_claim").get<bool>();
+      c.durable_streams.protocol.idempotent = o;
+    }
+    if (j.contains("match_seq_num") || j.contains("fencing_token")) {
+      fail(error, "config.match_seq_num: S2 only");
+      return std::nullopt;
+    }
+  } else {
+    if (!apply_common(j, c.s2, error)) return std::nullopt;
+    if (j.contains("match_seq_num") && !j.at("match_seq_num").is_null()) {
+      c.s2.protocol.match_seq_num = j.at("match_seq_num").get<std::uint64_t>();
+    }
+    if (j.contains("fencing_token") && !j.at("fencing_token").is_null()) {
+      c.s2.protocol.fencing_token = j.at("fencing_token").get<std::string>();
+    }
+    if (j.contains("json") || j.contains("idempotent")) {
+      fail(error, "config.idempotent: Durable Streams only");
+      return std::nullopt;
+    }
+  }
+  return c;
+}
+
+json core_config_to_json(const CoreConfig& c) {
+  json j = json::object();
+  if (c.protocol == Protocol::durable_streams) {
+    common_to_json(c.durable_streams, j);
+    j["json"] = c.durable_streams.protocol.body_format == DurableStreamsPolicy::BodyFormat::json;
+    if (const auto& id = c.durable_streams.protocol.idempotent) {
+      j["idempotent"] = {{"producer_id", id->producer_id}, {"epoch", id->epoch}, {"auto_claim", id->auto_claim}};
+    }
+  } else {
+    common_to_json(c.s2, j);
+    if (c.s2.protocol.match_seq_num) j["match_seq_num"] = *c.s2.protocol.match_seq_num;
+    if (c.s2.protocol.fencing_token) j["fencing_token"] = *c.s2.protocol.fencing_token;
+  }
+  return j;
+}
+
+std::optional<Command> command_from_json(const json& step, std::string* error) {
+  if (!step.is_object() || !step.contains("do") || !step.at("do").is_string()) {
+    fail(error, "step: needs \"do\"");
+    return std::nullopt;
+  }
+  const std::string what = step.at("do").get<std::string>();
+  Command c;
+  auto which = [&]() -> bool {
+    if (!step.contains("which")) return true;
+    const std::string w = step.at("which").is_string() ? step.at("which").get<std::string>() : "";
+    if (w == "oldest") {
+      c.which = Command::Which::oldest;
+    } else if (w == "newest") {
+      c.which = Command::Which::newest;
+    } else {
+      return fail(error, "step.which: must be \"oldest\" or \"newest\"");
+    }
+    return true;
+  };
+  if (what == "submit") {
+    c.kind = Command::Kind::submit;
+    if (!step.contains("record") || !step.at("record").is_string()) {
+      fail(error, "step.record: submit needs a string record");
+      return std::nullopt;
+    }
+    c.record = step.at("record").get<std::string>();
+  } else if (what == "flush") {
+    c.kind = Command::Kind::flush;
+  } else if (what == "close") {
+    c.kind = Command::Kind::close;
+  } else if (what == "abort") {
+    c.kind = Command::Kind::abort;
+  } else if (what == "advance") {
+    c.kind = Command::Kind::advance;
+    if (!step.contains("ms") || !step.at("ms").is_number()) {
+      fail(error, "step.ms: advance needs a number of milliseconds");
+      return std::nullopt;
+    }
+    c.advance_ns = std::chrono::duration_cast<Duration>(std::chrono::duration<double, std::milli>(step.at("ms").get<double>()));
+  } else if (what == "ack" || what == "duplicate") {
+    c.kind = what == "ack" ? Command::Kind::ack : Command::Kind::duplicate;
+    if (!which()) return std::nullopt;
+  } else if (what == "fail") {
+    c.kind = Command::Kind::fail;
+    if (!which()) return std::nullopt;
+    const std::string code = step.contains("code") && step.at("code").is_string() ? step.at("code").get<std::string>() : "";
+    auto parsed = error_code_from(code);
+    if (!parsed) {
+      fail(error, "step.code: unknown error code '" + code + "'");
+      return std::nullopt;
+    }
+    c.fail_code = *parsed;
+    if (step.contains("retry_after_ms")) {
+      c.retry_after_ns = std::chrono::duration_cast<Duration>(
+          std::chrono::duration<double, std::milli>(step.at("retry_after_ms").get<double>()));
+    }
+  } else if (what == "invalid_ack") {
+    c.kind = Command::Kind::invalid_ack;
+    if (!which()) return std::nullopt;
+    const std::string kind = step.contains("kind") && step.at("kind").is_string() ? step.at("kind").get<std::string>() : "wrong_count";
+    if (kind == "wrong_count") {
+      c.invalid = Command::Invalid::wrong_count;
+    } else if (kind == "unknown_batch") {
+      c.invalid = Command::Invalid::unknown_batch;
+    } else {
+      fail(error, "step.kind: invalid_ack kind must be wrong_count or unknown_batch");
+      return std::nullopt;
+    }
+  } else {
+    fail(error, "step.do: unknown command '" + what + "'");
+    return std::nullopt;
+  }
+  return c;
+}
+
+json command_to_json(const Command& c) {
+  json j;
+  const char* which = c.which == Command::Which::oldest ? "oldest" : "newest";
+  switch (c.kind) {
+    case Command::Kind::submit: j = {{"do", "submit"}, {"record", c.record}}; break;
+    case Command::Kind::flush: j = {{"do", "flush"}}; break;
+    case Command::Kind::close: j = {{"do", "close"}}; break;
+    case Command::Kind::abort: j = {{"do", "abort"}}; break;
+    case Command::Kind::advance: j = {{"do", "advance"}, {"ms", to_ms(c.advance_ns)}}; break;
+    case Command::Kind::ack: j = {{"do", "ack"}, {"which", which}}; break;
+    case Command::Kind::duplicate: j = {{"do", "duplicate"}, {"which", which}}; break;
+    case Command::Kind::fail:
+      j = {{"do", "fail"}, {"which", which}, {"code", std::string(to_string(c.fail_code))}};
+      if (c.retry_after_ns) j["retry_after_ms"] = to_ms(*c.retry_after_ns);
+      break;
+    case Command::Kind::invalid_ack:
+      j = {{"do", "invalid_ack"},
+           {"which", which},
+           {"kind", c.invalid == Command::Invalid::wrong_count ? "wrong_count" : "unknown_batch"}};
+      break;
+  }
+  return j;
+}
+
+std::string describe(const Command& c) { return command_to_json(c).dump(); }
+
+DriverFactory core_driver_factory() {
+  return [](Protocol protocol, const json& config, std::string* error) -> std::unique_ptr<Driver> {
+    auto core = core_config_from_json(protocol, config, error);
+    if (!core) return nullptr;
+    return make_core_driver(*core, error);
+  };
+}
+
+VectorResult run_vector(const json& v, const std::string& file, const DriverFactory& factory) {
+  VectorResult r;
+  r.file = file;
+  r.name = v.value("name", file);
+  if (v.contains("clauses")) r.clauses = v.at("clauses").get<std::vector<std::string>>();
+  auto failure = [&r](std::string message) { r.failures.push_back(std::move(message)); };
+  const std::string protocol_name = v.value("protocol", "durable_streams");
+  const Protocol protocol = protocol_name == "s2" ? Protocol::s2 : Protocol::durable_streams;
+  const json config = v.value("config", json::object());
+  const json expect = v.value("expect", json::object());
+  std::string error;
+  auto driver = factory(protocol, config, &error);
+  if (expect.contains("config_error")) {  // B3: the config must be refused, naming the field
+    const std::string field = expect.at("config_error").get<std::string>();
+    if (driver) {
+      failure("config accepted, expected it refused naming '" + field + "'");
+    } else if (error.find(field) == std::string::npos) {
+      failure("config refused with '" + error + "', which does not name '" + field + "'");
+    }
+    r.passed = r.failures.empty();
+    return r;
+  }
+  if (!driver) {
+    failure("the target refused the config: " + error);
+    return r;
+  }
+  const json steps = v.value("steps", json::array());
+  for (std::size_t i = 0; i < steps.size(); ++i) {
+    const json& s = steps[i];
+    auto command = command_from_json(s, &error);
+    if (!command) {
+      failure("step " + std::to_string(i) + ": " + error);
+      break;
+    }
+    const std::size_t before = driver->trace().steps.size();
+    if (!driver->run(*command)) {
+      failure("step " + std::to_string(i) + " (" + describe(*command) + ") could not run: nothing to answer");
+      continue;
+    }
+    const auto& trace = driver->trace();
+    std::size_t sends = 0;
+    std::vector<std::string> done;
+    std::vector<std::string> barriers;
+    for (std::size_t k = before; k < trace.steps.size(); ++k) {
+      for (const auto& o : trace.steps[k].observed) {
+        if (o.kind == Observation::Kind::send) ++sends;
+        if (o.kind == Observation::Kind::done) done.push_back(completion_text(o));
+        if (o.kind == Observation::Kind::barrier) {
+          barriers.push_back(std::to_string(o.barrier) + ":" +
+                             (o.ok ? std::string("ok") : "failed:" + std::string(to_string(o.error.code))));
+        }
+      }
+    }
+    const std::string where = "step " + std::to_string(i) + " (" + describe(*command) + ")";
+    if (s.contains("expect")) {
+      const std::string want = s.at("expect").get<std::string>();
+      const std::string got = result_text(trace.steps[before].result);
+      if (!matches(want, got)) failure(where + ": expected " + want + ", got " + got);
+    }
+    if (s.contains("expect_sends") && s.at("expect_sends").get<std::size_t>() != sends) {
+      failure(where + ": expected " + s.at("expect_sends").dump() + " sends, got " + std::to_string(sends));
+    }
+    if (s.contains("expect_done") && s.at("expect_done").get<std::vector<std::string>>() != done) {
+      failure(where + ": expected completions " + s.at("expect_done").dump() + ", got " + json(done).dump());
+    }
+    if (s.contains("expect_barriers") && s.at("expect_barriers").get<std::vector<std::string>>() != barriers) {
+      failure(where + ": expected barriers " + s.at("expect_barriers").dump() + ", got " + json(barriers).dump());
+    }
+  }
+  r.trace = driver->trace();
+  const Trace& trace = r.trace;
+  std::uint64_t accepted = 0;
+  std::size_t total_sends = 0;
+  std::vector<std::string> order;
+  std::map<std::uint64_t, std::string> barrier_results;
+  std::optional<std::string> closed;
+  std::vector<const Observation*> first_sends;
+  std::set<std::uint64_t> seen_batches;
+  for (const auto& step : trace.steps) {
+    if (step.input.kind == Input::Kind::submit && step.result.kind == SyncResult::Kind::ticket) ++accepted;
+    for (const auto& o : step.observed) {
+      switch (o.kind) {
+        case Observation::Kind::send:
+          ++total_sends;
+          if (seen_batches.insert(o.batch).second) first_sends.push_back(&o);
+          break;
+        case Observation::Kind::done:
+          order.push_back("t" + std::to_string(o.first_ticket) + "-" + std::to_string(o.last_ticket));
+          break;
+        case Observation::Kind::barrier:
+          order.push_back("b" + std::to_string(o.barrier));
+          barrier_results[o.barrier] = o.ok ? "ok" : "failed:" + std::string(to_string(o.error.code));
+          break;
+        case Observation::Kind::closed:
+          order.push_back("closed");
+          closed = o.ok ? "ok" : "failed:" + std::string(to_string(o.error.code));
+          break;
+        case Observation::Kind::capacity:
+          break;
+      }
+    }
+  }
+  if (expect.contains("outcomes")) {
+    const auto want = expect.at("outcomes").get<std::vector<std::string>>();
+    if (want.size() != accepted) {
+      failure("expected " + std::to_string(want.size()) + " accepted records, got " + std::to_string(accepted));
+    }
+    for (std::uint64_t k = 0; k < std::min<std::uint64_t>(want.size(), accepted); ++k) {
+      const std::string got = outcome_of(trace, k);
+      if (!matches(want[k], got)) failure("ticket " + std::to_string(k) + ": expected " + want[k] + ", got " + got);
+    }
+  }
+  if (expect.contains("positions")) {  // S2: record i of a batch sits at ack.start + i (P4)
+    std::vector<std::int64_t> positions;
+    for (std::uint64_t k = 0; k < accepted; ++k) {
+      std::int64_t position = -1;
+      for (const auto& step : trace.steps) {
+        for (const auto& o : step.observed) {
+          if (o.kind == Observation::Kind::done && o.ok && k >= o.first_ticket && k <= o.last_ticket) {
+            position = static_cast<std::int64_t>(o.ack.start + (k - o.first_ticket));
+          }
+        }
+      }
+      positions.push_back(position);
+    }
+    if (expect.at("positions").get<std::vector<std::int64_t>>() != positions) {
+      failure("expected positions " + expect.at("positions").dump() + ", got " + json(positions).dump());
+    }
+  }
+  if (expect.contains("barriers")) {
+    const auto want = expect.at("barriers").get<std::vector<std::string>>();
+    for (std::size_t b = 0; b < want.size(); ++b) {
+      const std::string got = barrier_results.count(b) ? barrier_results[b] : "pending";
+      if (!matches(want[b], got)) failure("barrier " + std::to_string(b) + ": expected " + want[b] + ", got " + got);
+    }
+  }
+  if (expect.contains("closed")) {
+    const std::string want = expect.at("closed").get<std::string>();
+    const std::string got = closed.value_or("none");
+    if (!matches(want, got)) failure("close: expected " + want + ", got " + got);
+  }
+  if (expect.contains("sends") && expect.at("sends").get<std::size_t>() != total_sends) {
+    failure("expected " + expect.at("sends").dump() + " sends in all, got " + std::to_string(total_sends));
+  }
+  if (expect.contains("order") && expect.at("order").get<std::vector<std::string>>() != order) {
+    failure("expected completion order " + expect.at("order").dump() + ", got " + json(order).dump());
+  }
+  if (expect.contains("bodies")) {
+    std::vector<std::string> bodies;
+    for (const auto* o : first_sends) bodies.push_back(o->body);
+    if (expect.at("bodies").get<std::vector<std::string>>() != bodies) {
+      failure("expected batch bodies " + expect.at("bodies").dump() + ", got " + json(bodies).dump());
+    }
+  }
+  if (expect.contains("stamps")) {
+    json stamps = json::array();
+    for (const auto* o : first_sends) {
+      if (o->stamp.match_seq_num) {
+        stamps.push_back({{"match_seq_num", *o->stamp.match_seq_num}});
+      } else if (o->stamp.sequenced) {
+        stamps.push_back({{"epoch", o->stamp.epoch}, {"seq", o->stamp.seq}});
+      } else {
+        stamps.push_back(json::object());
+      }
+    }
+    if (expect.at("stamps") != stamps) failure("expected stamps " + expect.at("stamps").dump() + ", got " + stamps.dump());
+  }
+  r.violations = check_trace(trace, driver->capabilities());
+  r.passed = r.failures.empty() && r.violations.empty();
+  if (!r.violations.empty()) r.evidence = render_evidence(trace, r.violations.front());
+  if (!r.failures.empty()) {
+    std::ostringstream s;
+    s << r.failures.front() << "\n";
+    for (std::size_t i = 0; i < trace.steps.size(); ++i) s << "    " << describe(trace.steps[i], i) << "\n";
+    r.evidence = s.str() + r.evidence;
+  }
+  return r;
+}
+
+std::vector<VectorResult> run_vectors(const std::string& directory, const DriverFactory& factory) {
+  std::vector<std::filesystem::path> files;
+  std::error_code ec;
+  for (const auto& entry : std::filesystem::directory_iterator(directory, ec)) {
+    if (entry.path().extension() == ".json") files.push_back(entry.path());
+  }
+  std::sort(files.begin(), files.end());
+  std::vector<VectorResult> out;
+  for (const auto& f : files) {
+    std::ifstream in(f);
+    json v = json::parse(in, nullptr, false);
+    if (v.is_discarded()) {
+      VectorResult r;
+      r.name = f.filename().string();
+      r.file = f.string();
+      r.failures.push_back("not valid JSON");
+      out.push_back(std::move(r));
+      continue;
+    }
+    out.push_back(run_vector(v, f.string(), factory));
+  }
+  return out;
+}
+
+}  // namespace prodsm::conformance

@@ -1,0 +1,36 @@
+// SPDX-License-Identifier: Apache-2.0
+// The conformance properties (conformance/src/properties.cpp) against prodsm's core:
+// generated configurations and command sequences, every clause checked after every
+// command, the whole run replayed for D2. RC_PARAMS sets the count and reproduces a
+// failure (e.g. RC_PARAMS="max_success=5000" or the printed "reproduce=...").
+#include <gtest/gtest.h>
+#include <rapidcheck/gtest.h>
+
+#include "prodsm/conformance/properties.hpp"
+
+namespace prodsm::conformance {
+namespace {
+
+const PropertySpec& spec(const char* name) {
+  for (const auto& s : default_properties()) {
+    if (s.name == name) return s;
+  }
+  throw std::logic_error("no property named " + std::string(name));
+}
+
+RC_GTEST_PROP(Conformance, DurableStreamsPlain, ()) {
+  conformance_property(spec("durable_streams/plain"), core_driver_factory());
+}
+RC_GTEST_PROP(Conformance, DurableStreamsIdempotent, ()) {
+  conformance_property(spec("durable_streams/idempotent"), core_driver_factory());
+}
+RC_GTEST_PROP(Conformance, DurableStreamsAutoClaim, ()) {
+  conformance_property(spec("durable_streams/auto_claim"), core_driver_factory());
+}
+RC_GTEST_PROP(Conformance, S2Plain, ()) { conformance_property(spec("s2/plain"), core_driver_factory()); }
+RC_GTEST_PROP(Conformance, S2MatchSeqNum, ()) {
+  conformance_property(spec("s2/match_seq_num"), core_driver_factory());
+}
+
+}  // namespace
+}  // namespace prodsm::conformance
