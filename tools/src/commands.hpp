@@ -21,5 +21,7 @@ enum ExitStatus : int {
 void add_produce_command(CLI::App& app, std::function<int()>& run);
 /// Adds `read` to `app`.
 void add_read_command(CLI::App& app, std::function<int()>& run);
+/// Adds `conform` to `app`.
+void add_conform_command(CLI::App& app, std::function<int()>& run);
 
 }  // namespace prodsm::tools

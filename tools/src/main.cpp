@@ -13,6 +13,7 @@ int main(int argc, char** argv) {
   std::function<int()> run;
   prodsm::tools::add_produce_command(app, run);
   prodsm::tools::add_read_command(app, run);
+  prodsm::tools::add_conform_command(app, run);
   try {
     app.parse(argc, argv);
   } catch (const CLI::CallForHelp& e) {

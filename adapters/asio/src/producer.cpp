@@ -14,6 +14,7 @@
 #include <condition_variable>
 #include <deque>
 #include <mutex>
+#include <span>
 #include <vector>
 
 namespace prodsm::asio {
@@ -117,6 +118,11 @@ struct Producer::Impl : std::enable_shared_from_this<Producer::Impl> {
   std::uint64_t callback_exceptions = 0;         // guarded by mu
   std::uint64_t capacity_waits = 0;
   std::condition_variable capacity_cv;           // submit_blocking waits here (with mu)
+  // async_close_with_stream: the stream close is sent once the core has emitted Closed.
+  bool close_stream_requested = false;
+  std::optional<std::string> close_stream_body;  // the framed final record, if any
+  std::vector<CloseStreamCompletion> close_stream_waiters;
+  std::optional<tl::expected<ds::CloseResult, Error>> close_stream_result;
 
   // ---- core driving (mu held) ---------------------------------------------------------
   void register_handler(Ticket t, RecordCompletion c) {
@@ -271,8 +277,83 @@ struct Producer::Impl : std::enable_shared_from_this<Producer::Impl> {
       post_callback([c, e] { (*c)->complete(tl::unexpected(e)); });
     }
     waiters.clear();
-    if (owns_session) session->close();  // C4: owned session closed, attached left open
     net::post(session->strand(), [self = shared_from_this()] { self->timer.cancel(); });
+    if (close_stream_requested) {  // async_close_with_stream: the stream close comes next
+      if (closed.result) {
+        send_final_close(core.policy().epoch(), core.policy().next_seq(), false);
+      } else {
+        finish_close_stream(tl::unexpected(closed.result.error()));
+      }
+      return;  // the owned session is closed once the stream close completed
+    }
+    if (owns_session) session->close();  // C4: owned session closed, attached left open
+  }
+
+  /// Sends the `Stream-Closed: true` request of async_close_with_stream (mu held). Every
+  /// batch is acknowledged by now, so `seq` is the first one no batch used.
+  void send_final_close(std::uint64_t epoch, std::uint64_t seq, bool claimed) {
+    std::optional<ds::ProducerHeaders> producer;
+    if (options.producer.protocol.idempotent) producer = ds::ProducerHeaders{producer_id, epoch, seq};
+    const bool with_body = close_stream_body.has_value();
+    std::string request;
+    if (with_body) {
+      ds::AppendOptions append;
+      append.producer = producer;
+      append.close_stream = true;
+      request = ds::encode_append(url, options.content_type, close_stream_body->size(), append,
+                                  request_options);
+      request += *close_stream_body;
+    } else {
+      request = ds::encode_close(url, options.content_type, producer, request_options);
+    }
+    const bool sequenced = producer.has_value();
+    net::post(session->strand(), [self = shared_from_this(), request = std::move(request), with_body,
+                                  sequenced, claimed]() mutable {
+      self->session->exchange(std::move(request), false,
+                              [self, with_body, sequenced, claimed](ExchangeResult r) {
+                                self->on_final_close_response(std::move(r), with_body, sequenced, claimed);
+                              });
+    });
+  }
+
+  void on_final_close_response(ExchangeResult r, bool with_body, bool sequenced, bool claimed) {
+    tl::expected<ds::CloseResult, Error> result{ds::CloseResult{}};
+    if (!r) {
+      result = tl::unexpected(std::move(r.error()));
+    } else if (with_body) {  // append + close: classified as an append (S3, S6, S7)
+      auto ack = ds::classify_append(*r, sequenced);
+      if (ack) {
+        result->final_offset = ack->next_offset;
+        if (result->final_offset.empty()) {  // a duplicate carries the offset only sometimes
+          if (auto offset = r->header("Stream-Next-Offset")) result->final_offset = std::string(*offset);
+        }
+      } else {
+        result = tl::unexpected(std::move(ack.error()));
+      }
+    } else {
+      result = ds::classify_close(*r, sequenced);
+    }
+    std::lock_guard lock(mu);
+    const auto& idempotent = options.producer.protocol.idempotent;
+    if (!result && result.error().code == ErrorCode::stale_epoch && sequenced && !claimed &&
+        idempotent && idempotent->auto_claim &&
+        result.error().server_epoch < DurableStreamsPolicy::kMaxSequenceValue) {
+      send_final_close(result.error().server_epoch + 1, 0, true);  // S5: one claim step
+      return;
+    }
+    finish_close_stream(std::move(result));
+  }
+
+  /// Completes every async_close_with_stream with `result`, then releases the owned
+  /// session (C4). mu held.
+  void finish_close_stream(tl::expected<ds::CloseResult, Error> result) {
+    close_stream_result = result;
+    for (auto& w : close_stream_waiters) {
+      auto c = std::make_shared<CloseStreamCompletion>(std::move(w));
+      post_callback([c, result] { (*c)->complete(result); });
+    }
+    close_stream_waiters.clear();
+    if (owns_session) session->close();
   }
 
   /// R1: capacity freed — retry waiting async_submits in FIFO order.
@@ -536,6 +617,42 @@ void Producer::initiate_close_stream(
     auto shared = std::make_shared<decltype(c)>(std::move(c));
     impl_->post_callback([shared, e = rejection_error(r.error())] { (*shared)->complete(tl::unexpected(e)); });
   }
+  impl_->drive();
+}
+
+void Producer::initiate_close_with_stream(
+    std::optional<std::string> final_record,
+    std::unique_ptr<detail::Completion<tl::expected<ds::CloseResult, Error>>> c) {
+  std::lock_guard lock(impl_->mu);
+  auto shared = std::make_shared<decltype(c)>(std::move(c));
+  auto fail = [&](Error e) { impl_->post_callback([shared, e] { (*shared)->complete(tl::unexpected(e)); }); };
+  if (impl_->close_stream_result) {  // a second call: the same result
+    impl_->post_callback([shared, r = *impl_->close_stream_result] { (*shared)->complete(r); });
+    return;
+  }
+  if (impl_->close_stream_requested) {
+    impl_->close_stream_waiters.push_back(std::move(*shared));
+    return;
+  }
+  if (impl_->close_result) {
+    fail(local_error(ErrorCode::closed, "the producer is already closed; the stream was not closed"));
+    return;
+  }
+  if (final_record) {
+    const auto bytes = std::as_bytes(std::span<const char>(final_record->data(), final_record->size()));
+    if (auto why = impl_->core.policy().check_record(bytes)) {
+      fail(local_error(ErrorCode::invalid_record, "final record: " + std::string(*why)));
+      return;
+    }
+    if (impl_->options.producer.protocol.body_format == DurableStreamsPolicy::BodyFormat::json) {
+      impl_->close_stream_body = "[" + *final_record + "]";
+    } else {
+      impl_->close_stream_body = std::move(*final_record);
+    }
+  }
+  impl_->close_stream_requested = true;
+  impl_->close_stream_waiters.push_back(std::move(*shared));
+  (void)impl_->core.close(steady_now());
   impl_->drive();
 }
 

@@ -451,13 +451,20 @@ tl::expected<std::shared_ptr<Session>, std::string> Session::create(net::any_io_
 Session::Session(std::unique_ptr<Impl> impl) : impl_{std::move(impl)} {}
 
 Session::~Session() {
-  // No handler runs now (each holds a reference while it runs); cancel what is pending.
-  impl_->closed = true;
-  for (auto& c : impl_->connections) c->shutdown();
-  for (auto& p : impl_->backlog) {
-    p.done(tl::unexpected(transport_error(ErrorCode::closed, Certainty::definite,
-                                          "session destroyed before the request was sent")));
-  }
+  // A connection's handlers hold the Connection, not the Session: one may be running on
+  // the strand right now, so the connections are shut down on the strand (found by
+  // ThreadSanitizer: this destructor runs on whichever thread drops the last reference).
+  // The posted task keeps Impl alive until then; handlers that run after it see the
+  // bumped generation and return before touching Impl.
+  std::shared_ptr<Impl> impl(impl_.release());
+  net::post(impl->strand, [impl] {
+    impl->closed = true;
+    for (auto& c : impl->connections) c->shutdown();
+    for (auto& p : std::exchange(impl->backlog, {})) {
+      p.done(tl::unexpected(transport_error(ErrorCode::closed, Certainty::definite,
+                                            "session destroyed before the request was sent")));
+    }
+  });
 }
 
 void Session::exchange(std::string request, bool head_request, ExchangeHandler done) {

@@ -1,8 +1,9 @@
 // Builds and runs against an installed prodsm: the core accepts a record; the Asio
-// producer rejects a bad URL with a named error.
+// and blocking producers reject a bad URL with a named error.
 #include <asio/io_context.hpp>
 #include <cstdio>
 #include <prodsm/asio/producer.hpp>
+#include <prodsm/blocking/producer.hpp>
 #include <prodsm/durable_streams.hpp>
 
 int main() {
@@ -13,6 +14,10 @@ int main() {
   options.url = "ftp://nope";
   auto p = prodsm::asio::Producer::create(io.get_executor(), options);
   if (p || p.error().rfind("url:", 0) != 0) return 1;
+  prodsm::blocking::ProducerOptions blocking_options;
+  blocking_options.url = "ftp://nope";
+  auto b = prodsm::blocking::Producer::create(blocking_options);
+  if (b || b.error().rfind("url:", 0) != 0) return 1;
   std::puts("consumer ok");
   return 0;
 }

@@ -245,6 +245,36 @@ class Producer {
         token);
   }
 
+  /// Closes the producer *and* the stream in one sequenced step, as the TypeScript
+  /// IdempotentProducer.close(finalMessage) does (C1 + S2 + S6):
+  ///  1. closes the producer (C1): everything submitted before is sealed, sent and
+  ///     acknowledged; later submits and flushes fail with `closed` (C2);
+  ///  2. then sends one `Stream-Closed: true` request. With the idempotent producer it
+  ///     carries Producer-Id, the current epoch and the next unused seq, so the server
+  ///     deduplicates a resend of the same close (204) and answers a close of an already
+  ///     closed stream by another producer tuple with 409 `stream_closed` (S6);
+  ///  3. then releases what the producer owns (C4: an owned session is closed).
+  /// `final_record`, when present, is appended atomically with the close: checked like a
+  /// submit (not empty; JSON mode: exactly one JSON value) and framed like a batch of one
+  /// (JSON: `[record]`). On 403 stale epoch with auto_claim the close is resent once as
+  /// epoch server epoch + 1, seq 0 (S5); it is not retried otherwise. Signature
+  /// void(tl::expected<ds::CloseResult, Error>): the stream's final offset, or why the
+  /// producer or the stream close failed (a failed record fails it with that error, E1).
+  /// A second call completes with the same result; after a plain async_close it fails
+  /// with `closed`.
+  template <class CompletionToken>
+  auto async_close_with_stream(std::optional<std::string> final_record, CompletionToken&& token) {
+    return ::asio::async_initiate<CompletionToken, void(tl::expected<ds::CloseResult, Error>)>(
+        [this](auto handler, std::optional<std::string> record) {
+          initiate_close_with_stream(
+              std::move(record),
+              std::make_unique<
+                  detail::TokenCompletion<tl::expected<ds::CloseResult, Error>, decltype(handler)>>(
+                  std::move(handler)));
+        },
+        token, std::move(final_record));
+  }
+
   /// Aborts (C5): every unresolved record, flush and close fails with `aborted`.
   void abort();
 
@@ -269,6 +299,9 @@ class Producer {
   void initiate_flush(std::unique_ptr<detail::Completion<VoidResult>> c);
   void initiate_close(std::unique_ptr<detail::Completion<VoidResult>> c);
   void initiate_close_stream(
+      std::unique_ptr<detail::Completion<tl::expected<ds::CloseResult, Error>>> c);
+  void initiate_close_with_stream(
+      std::optional<std::string> final_record,
       std::unique_ptr<detail::Completion<tl::expected<ds::CloseResult, Error>>> c);
   std::shared_ptr<Impl> impl_;
 };

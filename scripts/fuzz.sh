@@ -1,0 +1,55 @@
+#!/usr/bin/env bash
+# Runs the libFuzzer targets (preset `fuzz`: clang-14, -fsanitize=fuzzer,address,undefined).
+#   scripts/fuzz.sh [--seconds N] [target ...]   bounded run on a scratch copy of each corpus;
+#                                                fails on any crash (the test command uses it)
+#   scripts/fuzz.sh --long N [target ...]        run N seconds each, then merge new inputs
+#                                                into fuzz/corpus/<target> (minimized)
+# Targets: producer_events http_response config_validation record_reader (default: all).
+# Prints, per target, executions per second and total executions.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+seconds=30
+merge=0
+targets=()
+while [ $# -gt 0 ]; do
+  case "$1" in
+    --seconds) seconds="$2"; shift 2 ;;
+    --long) seconds="$2"; merge=1; shift 2 ;;
+    *) targets+=("$1"); shift ;;
+  esac
+done
+[ ${#targets[@]} -gt 0 ] || targets=(producer_events http_response config_validation record_reader)
+
+scripts/build.sh fuzz >/dev/null
+scratch=$(mktemp -d)
+trap 'rm -rf "$scratch"' EXIT
+status=0
+printf '%-20s %12s %16s %s\n' target "exec/s" "executions" result
+for t in "${targets[@]}"; do
+  bin="build/fuzz/fuzz/fuzz_$t"
+  dict=()
+  [ -f "fuzz/$t.dict" ] && dict=(-dict="fuzz/$t.dict")
+  mkdir -p "$scratch/$t" "$scratch/artifacts-$t"
+  log="$scratch/$t.log"
+  # New inputs go to the scratch directory; the committed corpus is only read.
+  if "$bin" "$scratch/$t" "fuzz/corpus/$t" "${dict[@]}" -max_total_time="$seconds" -timeout=20 \
+       -rss_limit_mb=2048 -print_final_stats=1 -artifact_prefix="$scratch/artifacts-$t/" >"$log" 2>&1; then
+    result=ok
+  else
+    result="FAILED (see below)"
+    status=1
+  fi
+  execs=$(grep -E '^stat::number_of_executed_units' "$log" | awk '{print $2}')
+  rate=$(grep -E '^stat::average_exec_per_sec' "$log" | awk '{print $2}')
+  printf '%-20s %12s %16s %s\n' "$t" "${rate:-?}" "${execs:-?}" "$result"
+  if [ "$result" != ok ]; then
+    grep -E -A30 'ERROR|==[0-9]+==|Test unit written|SUMMARY' "$log" | head -60
+    mkdir -p fuzz/findings && cp "$scratch/artifacts-$t"/* fuzz/findings/ 2>/dev/null || true
+    echo "crash inputs copied to fuzz/findings/ (reproduce: $bin fuzz/findings/<file>)"
+  fi
+  if [ "$merge" = 1 ] && [ "$result" = ok ]; then
+    "$bin" -merge=1 "fuzz/corpus/$t" "$scratch/$t" "${dict[@]}" >/dev/null 2>&1
+    echo "  merged: fuzz/corpus/$t now has $(ls "fuzz/corpus/$t" | wc -l) inputs"
+  fi
+done
+exit "$status"

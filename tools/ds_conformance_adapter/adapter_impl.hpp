@@ -1,0 +1,118 @@
+// SPDX-License-Identifier: Apache-2.0
+#pragma once
+// Internal: the adapter's state, shared by adapter.cpp (dispatch, init, stream
+// commands) and producer_commands.cpp (idempotent producer commands, validate).
+
+#include <asio/executor_work_guard.hpp>
+#include <asio/io_context.hpp>
+
+#include <deque>
+#include <future>
+#include <map>
+#include <optional>
+#include <stdexcept>
+#include <string>
+#include <thread>
+#include <unordered_map>
+
+#include "adapter.hpp"
+#include "prodsm/asio/producer.hpp"
+#include "prodsm/asio/session.hpp"
+
+namespace prodsm::tools::dsconf {
+
+/// A command did not finish within its timeout: answered with TIMEOUT.
+class TimeoutError : public std::runtime_error {
+ public:
+  using std::runtime_error::runtime_error;
+};
+
+/// An error already turned into a result (e.g. the HEAD that learns a content type
+/// failed): returned as the command's result as it is.
+struct ResultError {
+  Json result;
+};
+
+/// The instant (steady clock) at which the current command gives up.
+using Deadline = std::chrono::steady_clock::time_point;
+
+struct Adapter::Impl {
+  explicit Impl(AdapterOptions o);
+  ~Impl();
+
+  // ---- dispatch and state (adapter.cpp) -------------------------------------------------
+  Json dispatch(const std::string& type, const Json& command);
+  Json init(const Json& command);
+  Json shutdown();
+  void reset_state();  // detaches cached producers, forgets content types, closes the session
+
+  /// Waits for `f` until the command's deadline; TimeoutError after it.
+  template <class T>
+  T await(std::future<T>& f) {
+    if (f.wait_until(deadline) != std::future_status::ready) {
+      throw TimeoutError("no result within the command timeout (" +
+                         std::to_string(command_timeout.count()) + " ms)");
+    }
+    return f.get();
+  }
+
+  /// The stream URL of a command's `path` (must start with '/').
+  ds::StreamUrl stream_url(const std::string& path) const;
+  /// `headers` of a command as extra request headers; ArgumentError for one the codec
+  /// manages itself (Content-Type, Producer-*, Stream-*, framing headers).
+  static ds::Headers extra_headers(const Json& command);
+  /// One request over the shared session.
+  asio::ExchangeResult exchange(std::string request, bool head_request = false);
+  /// The stream's content type: cached from create/connect/head, else learned by HEAD.
+  /// ResultError (the HEAD's error result) when the stream cannot be asked.
+  std::string content_type_for(const std::string& command_type, const std::string& path,
+                               const ds::Headers& headers);
+  void remember_content_type(const std::string& path, const std::string& content_type);
+  void forget_content_type(const std::string& path);
+
+  // ---- stream commands (adapter.cpp) -----------------------------------------------------
+  Json create(const Json& command);
+  Json connect(const Json& command);
+  Json append(const Json& command);
+  Json read(const Json& command);
+  Json head(const Json& command);
+  Json remove(const Json& command);  // "delete"
+  Json close(const Json& command);
+
+  // ---- idempotent producer commands and validate (producer_commands.cpp) ----------------
+  struct CachedProducer {
+    std::string path;
+    asio::Producer producer;
+  };
+  /// The cached producer of path|producerId|epoch, created (attached to the shared
+  /// session, max_in_flight 1, linger 0) when missing.
+  asio::Producer& cached_producer(const Json& command, const std::string& path, bool auto_claim);
+  /// Detaches (closes, stream left open) and forgets a cached producer.
+  void drop_producer(const std::string& key);
+  Json idempotent_append(const Json& command);
+  Json idempotent_append_batch(const Json& command);
+  Json idempotent_close(const Json& command);
+  Json idempotent_detach(const Json& command);
+  Json validate(const Json& command);
+
+  AdapterOptions options;
+  std::chrono::milliseconds command_timeout;
+  Deadline deadline{};
+  bool initialized = false;
+  bool shutdown_done = false;
+
+  ::asio::io_context io;
+  ::asio::executor_work_guard<::asio::io_context::executor_type> work{::asio::make_work_guard(io)};
+  std::thread io_thread;
+
+  std::optional<ds::StreamUrl> server;      // host, port and base path of serverUrl
+  std::shared_ptr<asio::Session> session;   // pipelined, shared by stream commands
+
+  std::unordered_map<std::string, std::string> content_types;  // path -> content type
+  std::deque<std::string> content_type_order;                   // FIFO for the bound
+
+  std::map<std::string, CachedProducer> producers;  // "path|producerId|epoch"
+  std::deque<std::string> producer_order;           // FIFO for the bound
+};
+
+}  // namespace prodsm::tools::dsconf
