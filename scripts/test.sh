@@ -1,8 +1,66 @@
 #!/usr/bin/env bash
-# The whole test command: installs what is missing, builds the default preset (g++-12),
-# runs every test with ctest and prints ctest's summary. Exit status is ctest's.
-set -euo pipefail
+# The whole test command. Installs what is missing, then:
+#   1. default preset (g++-12): build, every test (unit, codec, conformance properties and
+#      vectors, integration against the reference server, install);
+#   2. asan-ubsan preset (clang-14, ASan + UBSan): build, every test again;
+#   3. tsan preset (clang-14, ThreadSanitizer): the integration tests (threads, sockets);
+#   4. fuzz preset (clang-14, libFuzzer + ASan + UBSan): each fuzz target for 30 s.
+# Prints ctest's summary of every stage; the exit status is non-zero if any stage failed.
+# PRODSM_TEST_STAGES="default asan-ubsan tsan fuzz" selects stages (default: all).
+set -uo pipefail
 cd "$(dirname "$0")/.."
-scripts/install-deps.sh
-scripts/build.sh default
-ctest --preset default
+scripts/install-deps.sh || exit 1
+
+stages="${PRODSM_TEST_STAGES:-default asan-ubsan tsan fuzz}"
+fuzz_seconds="${PRODSM_FUZZ_SECONDS:-30}"
+summary=""
+status=0
+log_dir=$(mktemp -d)
+
+# Builds a preset, showing only what is not a progress line (errors, warnings).
+build() {  # preset [targets...]
+  local preset="$1"
+  shift
+  cmake --preset "$preset" >/dev/null || return 1
+  local targets=()
+  [ $# -gt 0 ] && targets=(--target "$@")
+  cmake --build --preset "$preset" "${targets[@]}" | { grep -vE '^\[[0-9]+/[0-9]+\] ' || true; }
+  return "${PIPESTATUS[0]}"
+}
+export -f build
+
+run_stage() {  # name, then the command
+  local name="$1"
+  shift
+  local start=$SECONDS
+  echo "=== $name"
+  if "$@" 2>&1 | tee "$log_dir/$name.log"; then
+    local result="ok"
+  else
+    local result="FAILED"
+    status=1
+  fi
+  local line
+  line=$(grep -E 'tests passed|tests failed out of' "$log_dir/$name.log" | tail -n 1)
+  [ -z "$line" ] && line=$(grep -E '^(producer_events|http_response|config_validation|record_reader) ' "$log_dir/$name.log" | tr '\n' ';')
+  summary+=$(printf '%-12s %-7s %5ss  %s' "$name" "$result" "$((SECONDS - start))" "$line")$'\n'
+}
+
+for stage in $stages; do
+  case "$stage" in
+    default|asan-ubsan)
+      run_stage "$stage" bash -c "build $stage && ctest --preset $stage" ;;
+    tsan)
+      run_stage tsan bash -c "build tsan prodsm_asio_integration_tests prodsm_blocking_integration_tests \
+        prodsm_ds_conformance_tests prodsm-ds-conformance-adapter prodsm_epoll_producer && ctest --preset tsan" ;;
+    fuzz)
+      run_stage fuzz scripts/fuzz.sh --seconds "$fuzz_seconds" ;;
+    *) echo "test.sh: unknown stage '$stage'" >&2; status=2 ;;
+  esac
+done
+
+echo
+echo "=== summary"
+printf '%s' "$summary"
+rm -rf "$log_dir"
+exit "$status"

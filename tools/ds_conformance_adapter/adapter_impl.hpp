@@ -88,7 +88,7 @@ struct Adapter::Impl {
   /// session, max_in_flight 1, linger 0) when missing.
   asio::Producer& cached_producer(const Json& command, const std::string& path, bool auto_claim);
   /// Detaches (closes, stream left open) and forgets a cached producer.
-  void drop_producer(const std::string& key);
+  void drop_producer(std::string key);  // by value: callers pass references into producer_order
   Json idempotent_append(const Json& command);
   Json idempotent_append_batch(const Json& command);
   Json idempotent_close(const Json& command);

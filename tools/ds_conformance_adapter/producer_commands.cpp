@@ -88,7 +88,7 @@ asio::Producer& Adapter::Impl::cached_producer(const Json& command, const std::s
   return it->second.producer;
 }
 
-void Adapter::Impl::drop_producer(const std::string& key) {
+void Adapter::Impl::drop_producer(std::string key) {
   std::erase(producer_order, key);
   auto it = producers.find(key);
   if (it == producers.end()) return;
