@@ -13,9 +13,10 @@ namespace prodsm::conformance {
 namespace detail {
 /// The index plus the model's prediction, built once per check.
 struct Checked {
-  explicit Checked(const Trace& t) : index{t}, prediction{predict(t)} {}
+  Checked(const Trace& t, const Capabilities& c) : index{t}, prediction{predict(t)}, caps{c} {}
   TraceIndex index;
   Prediction prediction;
+  Capabilities caps;
 };
 }  // namespace detail
 
@@ -120,6 +121,7 @@ Result check_p1(const Checked& c) {
       return violation("P1", "a barrier completed that no flush created", {bd.step});
     }
     const auto& f = x.flushes[it->second];
+    if (!c.caps.per_record_completions) continue;  // nothing to order the barrier against
     for (std::uint64_t k = 0; k < f.cutoff; ++k) {
       const auto& tk = x.tickets[k];
       if (tk.completions == 0 || tk.done_seq > bd.seq) {
@@ -139,9 +141,9 @@ Result check_p2(const Checked& c) {
     if (tk.completions > 1) {
       return violation("P2", t(k) + " completed " + std::to_string(tk.completions) + " times", {tk.submit_step, tk.done_step});
     }
-    if (tk.completions == 0 && c.prediction.tickets[k] != Outcome::pending) {
-      return violation("P2", t(k) + " never completed although its outcome is decided",
-                       {tk.submit_step, c.prediction.terminal ? c.prediction.terminal_step : tk.submit_step});
+    if (tk.completions == 0 && c.prediction.tickets[k] == Outcome::ok) {
+      return violation("P2", t(k) + " was acknowledged, with every record before it, but never completed",
+                       {tk.submit_step});
     }
   }
   if (!x.malformed_dones.empty()) {
@@ -198,16 +200,28 @@ Result check_p4(const Checked& c) {
   const auto& x = c.index;
   for (const auto& d : x.dones) {
     if (!d.obs->ok) continue;
+    // The completion covers (part of) one sent batch: one range per batch, or one
+    // record at a time for SDKs with a promise per record.
     const detail::BatchInfo* batch = nullptr;
     for (const auto& [id, b] : x.batches) {
-      if (b.first == d.obs->first_ticket && b.first + b.count - 1 == d.obs->last_ticket) batch = &b;
+      if (b.first <= d.obs->first_ticket && d.obs->last_ticket < b.first + b.count) batch = &b;
     }
     if (batch == nullptr) {
-      return violation("P4", "a successful completion does not match a batch that was sent", {d.step});
+      return violation("P4", "a successful completion does not lie within a batch that was sent", {d.step});
     }
     if (x.config.protocol == Protocol::s2) {
-      if (d.obs->ack.end - d.obs->ack.start != batch->count) {
+      // The ack is the batch's [start, end): one position per record of the batch, and a
+      // record reported on its own carries start + its index.
+      const auto& a = d.obs->ack;
+      const std::uint64_t records = d.obs->last_ticket - d.obs->first_ticket + 1;
+      const std::uint64_t span = a.end >= a.start ? a.end - a.start : 0;
+      if (a.end < a.start || (span != batch->count && span != records)) {
         return violation("P4", "S2 ack range does not give one position per record", {d.step});
+      }
+      if (a.seq_num && span == batch->count && *a.seq_num != a.start + (d.obs->first_ticket - batch->first)) {
+        return violation("P4", t(d.obs->first_ticket) + " was given position " + std::to_string(*a.seq_num) +
+                                   ", not batch start + index",
+                         {d.step});
       }
     } else if (d.obs->ack.next_offset.empty() && !d.obs->ack.duplicate) {
       return violation("P4", "Durable Streams success without next offset or duplicate flag", {d.step});
@@ -402,8 +416,10 @@ Result check_f2(const Checked& c) {
 
 Result check_f3(const Checked& c) {
   const auto& x = c.index;
+  // A flush at or after close/abort is C2's to judge: it must be refused, not be empty.
+  const auto end = close_or_abort_step(x);
   for (const auto& f : x.flushes) {
-    if (!f.accepted) continue;
+    if (!f.accepted || (end && f.step >= *end)) continue;
     bool pending = false;
     for (std::uint64_t k = 0; k < f.cutoff; ++k) {
       const auto& tk = x.tickets[k];
@@ -441,13 +457,16 @@ Result check_f5(const Checked& c) {
     auto it = x.flush_by_barrier.find(bd.obs->barrier);
     if (it == x.flush_by_barrier.end()) continue;
     const auto& f = x.flushes[it->second];
+    // Judged on the records' reported outcomes; a target without per-record outcomes is
+    // judged on the reference model's.
     std::optional<std::uint64_t> failed;
     for (std::uint64_t k = 0; k < f.cutoff; ++k) {
-      if (x.tickets[k].completions > 0 && !x.tickets[k].ok) {
+      const bool did_fail = c.caps.per_record_completions ? (x.tickets[k].completions > 0 && !x.tickets[k].ok)
+                                                          : c.prediction.tickets[k] == Outcome::failed;
+      if (did_fail) {
         failed = k;
         break;
       }
-      if (c.prediction.tickets[k] == Outcome::failed && !failed) failed = k;
     }
     if (bd.obs->ok && failed) {
       return violation("F5", "flush " + std::to_string(f.barrier) + " succeeded although " + t(*failed) +
@@ -478,15 +497,24 @@ Result check_c1(const Checked& c) {
   const auto& closed = x.closeds.front();
   if (!close_or_abort_step(x)) return violation("C1", "Closed without close or abort", {closed.step});
   bool all_ok = true;
-  for (std::uint64_t k = 0; k < x.tickets.size(); ++k) {
+  for (std::uint64_t k = 0; k < x.tickets.size() && c.caps.per_record_completions; ++k) {
     const auto& tk = x.tickets[k];
     if (tk.completions == 0 || tk.done_seq > closed.seq) {
       return violation("C1", "closed before " + t(k) + " completed", {tk.submit_step, closed.step});
     }
     all_ok = all_ok && tk.ok;
   }
-  const bool predicted_ok = !c.prediction.terminal;
-  if (closed.obs->ok != predicted_ok || (closed.obs->ok && !all_ok)) {
+  // Success iff every record succeeded and no terminal error. With per-record outcomes a
+  // failed record forbids success, and a failure needs a failed record, an abort (C5) or a
+  // terminal error the model predicts (a stray ack fails the producer with no record at
+  // stake); whether that terminal error was right is judged by the E clauses. Without
+  // per-record outcomes the model decides.
+  const bool aborted = !x.abort_steps.empty() && x.abort_steps.front() <= closed.step;
+  const bool failure_allowed = aborted || c.prediction.terminal;
+  const bool wrong = c.caps.per_record_completions
+                         ? (closed.obs->ok ? !all_ok || aborted : all_ok && !failure_allowed)
+                         : closed.obs->ok != !failure_allowed;
+  if (wrong) {
     return violation("C1", std::string("close reported ") + (closed.obs->ok ? "success" : "failure") +
                                " but the records say otherwise",
                      {closed.step});
@@ -521,8 +549,10 @@ Result check_c3(const Checked& c) {
   const auto& x = c.index;
   if (x.closeds.empty()) return std::nullopt;
   const auto& closed = x.closeds.front();
+  // A flush issued after close/abort should have been refused: C2 judges it.
+  const auto end = close_or_abort_step(x);
   for (const auto& f : x.flushes) {
-    if (!f.accepted) continue;
+    if (!f.accepted || (end && f.step > *end)) continue;
     const auto* bd = barrier_done(x, f.barrier);
     if (bd == nullptr || bd->seq > closed.seq) {
       return violation("C3", "flush " + std::to_string(f.barrier) + " was still pending when Closed came",
@@ -544,7 +574,7 @@ Result check_c5(const Checked& c) {
       return violation("C5", t(k) + " failed with " + std::string(to_string(tk.error.code)) + ", not aborted",
                        {p.terminal_step, tk.done_step});
     }
-    if (!tk.batch && tk.error.certainty != Certainty::definite) {
+    if (c.caps.classifies_certainty && !tk.batch && tk.error.certainty != Certainty::definite) {
       return violation("C5", t(k) + " was never sent but its abort is marked indefinite", {tk.done_step});
     }
   }
@@ -587,6 +617,11 @@ Result check_e1(const Checked& c) {
   if (p.terminal) {
     for (std::uint64_t k = 0; k < x.tickets.size(); ++k) {
       const auto& tk = x.tickets[k];
+      if (tk.completions == 0 && p.tickets[k] == Outcome::failed) {
+        return violation("E1", t(k) + " never failed although the terminal error " +
+                                   std::string(to_string(*p.terminal)) + " happened",
+                         {tk.submit_step, p.terminal_step});
+      }
       if (tk.completions == 0) continue;
       if (p.tickets[k] == Outcome::ok && !tk.ok) {
         return violation("E1", t(k) + " was acknowledged before the terminal error but reported failed",
@@ -919,6 +954,20 @@ Result check_s3(const Checked& c) {
   return std::nullopt;
 }
 
+/// The step at which batch `b` got its first valid acknowledgement (if any): what a
+/// producer can know about a lower seq, whether or not it reports per-record outcomes.
+std::optional<std::size_t> acked_at(const detail::TraceIndex& x, const detail::BatchInfo& b) {
+  std::optional<std::size_t> at;
+  for (std::size_t s : b.sends) {
+    const auto& send = x.sends[s];
+    if (send.response && send.response->kind == Response::Kind::ack && !send.response->invalid &&
+        (!at || *send.response_step < *at)) {
+      at = send.response_step;
+    }
+  }
+  return at;
+}
+
 Result check_s4(const Checked& c) {
   const auto& x = c.index;
   for (const auto& [id, b] : x.batches) {
@@ -930,12 +979,18 @@ Result check_s4(const Checked& c) {
       }
       auto again = resend_after(x, b, *send.response_step);
       if (!again) continue;
-      // Not before every earlier batch completed.
+      // A resend under another epoch is a claim's renumbering, not a gap resend (S5's).
+      const bool same_epoch = std::any_of(b.sends.begin(), b.sends.end(), [&](std::size_t r) {
+        return x.sends[r].step == *again && x.sends[r].obs->stamp.epoch == send.obs->stamp.epoch;
+      });
+      if (!same_epoch) continue;
+      // Not before every lower seq (earlier batch) was acknowledged.
       for (const auto& [other_id, other] : x.batches) {
         if (other_id >= id) break;
-        if (!other.completed || other.completed_step > *again) {
+        const auto acked = acked_at(x, other);
+        if (!acked || *acked > *again) {
           return violation("S4", "batch " + std::to_string(id) + " was resent after a gap before batch " +
-                                     std::to_string(other_id) + " completed",
+                                     std::to_string(other_id) + " was acknowledged",
                            {*send.response_step, *again});
         }
       }
@@ -1050,6 +1105,7 @@ bool needs_abort(const Capabilities& c) { return c.abort; }
 bool needs_sync(const Capabilities& c) { return c.synchronous_rejection; }
 bool needs_time(const Capabilities& c) { return c.virtual_time; }
 bool needs_records_time(const Capabilities& c) { return c.per_record_completions && c.virtual_time; }
+bool needs_certainty(const Capabilities& c) { return c.per_record_completions && c.classifies_certainty; }
 
 struct Entry {
   Clause clause;
@@ -1078,7 +1134,7 @@ const std::vector<Entry>& entries() {
       {{"C4", "owned sessions closed, attached left open", Coverage::adapter, always}, nullptr},
       {{"C5", "abort fails the unresolved, definite or indefinite", Coverage::trace, needs_abort}, check_c5},
       {{"E1", "terminal errors are sticky", Coverage::trace, needs_records}, check_e1},
-      {{"E2", "failures are classified definite/indefinite", Coverage::trace, needs_records}, check_e2},
+      {{"E2", "failures are classified definite/indefinite", Coverage::trace, needs_certainty}, check_e2},
       {{"E3", "condition failures are terminal", Coverage::trace, always}, check_e3},
       {{"E4", "indefinite failures are retried only when safe", Coverage::trace, always}, check_e4},
       {{"E5", "an invalid acknowledgement is a terminal protocol error", Coverage::trace, needs_records}, check_e5},
@@ -1117,7 +1173,7 @@ const std::vector<Clause>& clauses() {
 }
 
 std::vector<Violation> check_trace(const Trace& trace, const Capabilities& capabilities) {
-  const Checked checked(trace);
+  const Checked checked(trace, capabilities);
   std::vector<Violation> out;
   for (const auto& e : entries()) {
     if (e.run == nullptr || !e.clause.applies(capabilities)) continue;

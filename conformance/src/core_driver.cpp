@@ -2,25 +2,12 @@
 // The built-in driver: prodsm's Producer<Policy> on virtual time, with a simulated
 // server that answers sends the way the harness commands say.
 //
-// The simulated server (documented in docs/conformance.md, so external drivers build the
-// same answers):
-//  - ack: S2 -> [base + first ticket, + count), base = the initial match_seq_num or 0
-//    (a record's position is its ticket: the stream holds the records in order);
-//    Durable Streams -> next offset = the byte tail after the body, as a 20-digit
-//    decimal string, and the tail advances.
-//  - duplicate: Durable Streams sequenced -> {no offset, duplicate}; otherwise an ack.
-//  - fail: the error of `fail_code`, with its certainty (connection_lost and
-//    protocol_error indefinite, the rest definite) and retryability (unavailable and
-//    connection_lost); sequence_gap -> expected = seq - 1 (0 for seq 0), received = seq;
-//    stale_epoch -> server epoch = the send's epoch + 1; stream_closed -> final offset =
-//    the tail.
-//  - invalid_ack: S2 -> the range is one record too long; Durable Streams -> neither an
-//    offset nor a duplicate flag; unknown_batch -> an ack for a batch id never issued.
+// The simulated server's answers are sim_server.cpp's (shared with external drivers).
 #include <algorithm>
 #include <cstdio>
-#include <deque>
 
 #include "prodsm/conformance/driver.hpp"
+#include "sim_server.hpp"
 
 namespace prodsm::conformance {
 namespace {
@@ -56,16 +43,10 @@ DurableStreamsPolicy::Ack from_trace(const TraceAck& a, DurableStreamsPolicy*) {
 }
 S2Policy::Ack from_trace(const TraceAck& a, S2Policy*) { return {a.start, a.end}; }
 
-std::string offset_text(std::uint64_t bytes) {
-  char buf[32];
-  std::snprintf(buf, sizeof buf, "%020llu", static_cast<unsigned long long>(bytes));
-  return buf;
-}
-
 template <class Policy>
 class CoreDriver final : public Driver {
  public:
-  CoreDriver(Producer<Policy> producer, TraceConfig config) : producer_{std::move(producer)} {
+  CoreDriver(Producer<Policy> producer, TraceConfig config) : producer_{std::move(producer)}, server_{config} {
     trace_.config = std::move(config);
   }
 
@@ -143,19 +124,9 @@ class CoreDriver final : public Driver {
 
   [[nodiscard]] const Trace& trace() const override { return trace_; }
   [[nodiscard]] Capabilities capabilities() const override { return {}; }
-  [[nodiscard]] std::size_t unanswered_sends() const override { return unanswered_.size(); }
+  [[nodiscard]] std::size_t unanswered_sends() const override { return server_.unanswered(); }
 
  private:
-  struct SentRef {
-    std::size_t index;
-    BatchId batch;
-    std::uint32_t attempt;
-    std::uint64_t first_ticket;
-    std::uint32_t count;
-    std::size_t body_bytes;
-    TraceStamp stamp;
-  };
-
   Step& begin(Input::Kind kind) {
     trace_.steps.emplace_back();
     Step& step = trace_.steps.back();
@@ -186,9 +157,7 @@ class CoreDriver final : public Driver {
               o.body.assign(reinterpret_cast<const char*>(a.body.data()), a.body.size());
               o.record_ends.assign(a.record_ends.begin(), a.record_ends.end());
               o.stamp = to_trace(a.stamp);
-              unanswered_.push_back(
-                  SentRef{o.send_index, a.batch, a.attempt, a.first_ticket.value, a.record_count,
-                          a.body.size(), o.stamp});
+              server_.sent(o);
             } else if constexpr (std::is_same_v<T, TicketsCompleted<Policy>>) {
               o.kind = Observation::Kind::done;
               o.first_ticket = a.first.value;
@@ -218,90 +187,35 @@ class CoreDriver final : public Driver {
   }
 
   bool respond(const Command& c) {
-    using K = Command::Kind;
-    if (c.kind == K::invalid_ack && c.invalid == Command::Invalid::unknown_batch) {
+    if (c.kind == Command::Kind::invalid_ack && c.invalid == Command::Invalid::unknown_batch) {
       Step& step = begin(Input::Kind::respond);
       step.input.send_index = SIZE_MAX;  // names no send
-      step.input.response.kind = Response::Kind::ack;
-      step.input.response.invalid = true;
+      step.input.response = detail::SimServer::unknown_batch_ack();
       producer_.handle_ack(now_, BatchId{UINT64_MAX / 2}, 1, typename Policy::Ack{});
       drain(step);
       return true;
     }
-    if (unanswered_.empty()) return false;
-    auto it = c.which == Command::Which::oldest ? unanswered_.begin() : std::prev(unanswered_.end());
-    const SentRef sent = *it;
-    unanswered_.erase(it);
+    auto answered = server_.answer(c);
+    if (!answered) return false;
+    const auto& [sent, response] = *answered;
     Step& step = begin(Input::Kind::respond);
     step.input.send_index = sent.index;
-    Response& r = step.input.response;
-    if (c.kind == K::fail) {
-      r.kind = Response::Kind::fail;
-      r.error = make_failure(c, sent);
-      producer_.handle_failure(now_, sent.batch, sent.attempt, r.error);
-      drain(step);
-      return true;
-    }
-    r.kind = Response::Kind::ack;
-    r.ack = make_ack(c, sent);
-    producer_.handle_ack(now_, sent.batch, sent.attempt, from_trace(r.ack, static_cast<Policy*>(nullptr)));
-    if (!r.invalid && !r.ack.duplicate && trace_.config.protocol == Protocol::durable_streams) {
-      tail_ += sent.body_bytes;
+    step.input.response = response;
+    if (response.kind == Response::Kind::fail) {
+      producer_.handle_failure(now_, BatchId{sent.batch}, sent.attempt, response.error);
+    } else {
+      producer_.handle_ack(now_, BatchId{sent.batch}, sent.attempt,
+                           from_trace(response.ack, static_cast<Policy*>(nullptr)));
     }
     drain(step);
     return true;
-  }
-
-  TraceAck make_ack(const Command& c, const SentRef& sent) {
-    TraceAck a;
-    const bool s2 = trace_.config.protocol == Protocol::s2;
-    if (c.kind == Command::Kind::invalid_ack) {
-      trace_.steps.back().input.response.invalid = true;
-      if (s2) {
-        a.start = s2_start(sent);
-        a.end = a.start + sent.count + 1;  // one record too many
-      }  // Durable Streams: an ack without offset (and not a duplicate)
-      return a;
-    }
-    if (c.kind == Command::Kind::duplicate && !s2 && sent.stamp.sequenced) {
-      a.duplicate = true;
-      return a;
-    }
-    if (s2) {
-      a.start = s2_start(sent);
-      a.end = a.start + sent.count;
-    } else {
-      a.next_offset = offset_text(tail_ + sent.body_bytes);
-    }
-    return a;
-  }
-
-  std::uint64_t s2_start(const SentRef& sent) const {
-    return trace_.config.initial_match_seq_num.value_or(0) + sent.first_ticket;
-  }
-
-  Error make_failure(const Command& c, const SentRef& sent) const {
-    const ErrorCode code = c.fail_code;
-    const bool indefinite = code == ErrorCode::connection_lost || code == ErrorCode::protocol_error;
-    const bool retryable = code == ErrorCode::unavailable || code == ErrorCode::connection_lost;
-    Error e = make_error(code, indefinite ? Certainty::indefinite : Certainty::definite, retryable,
-                         "harness: " + std::string(to_string(code)));
-    if (code == ErrorCode::unavailable) e.retry_after_ns = c.retry_after_ns;
-    if (code == ErrorCode::sequence_gap) {
-      e.received_seq = sent.stamp.seq;
-      e.expected_seq = sent.stamp.seq > 0 ? sent.stamp.seq - 1 : 0;
-    }
-    if (code == ErrorCode::stale_epoch) e.server_epoch = sent.stamp.epoch + 1;
-    if (code == ErrorCode::stream_closed) e.final_offset = offset_text(tail_);
-    return e;
   }
 
   Producer<Policy> producer_;
   Trace trace_;
   Instant now_{};
   std::size_t sends_ = 0;
-  std::deque<SentRef> unanswered_;
-  std::uint64_t tail_ = 0;
+  detail::SimServer server_;
 };
 
 }  // namespace

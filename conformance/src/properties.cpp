@@ -7,6 +7,7 @@
 
 #include <sstream>
 
+#include "prodsm/conformance/external.hpp"
 #include "prodsm/conformance/model.hpp"
 
 namespace prodsm::conformance {
@@ -25,6 +26,26 @@ struct Failure {
   std::string evidence;
 };
 thread_local std::optional<Failure> g_last_failure;
+thread_local bool g_lenient_config = false;
+thread_local const std::set<std::string>* g_known_failures = nullptr;
+
+/// The config key a refusal names: "unsupported: <key>: why", or "<field>: why [key k]".
+std::string refused_key(const std::string& error) {
+  if (error.rfind(kUnsupportedPrefix, 0) == 0) {
+    const std::string why = error.substr(kUnsupportedPrefix.size());
+    return why.substr(0, why.find(':'));
+  }
+  if (const auto k = error.rfind("[key "); k != std::string::npos) {
+    return error.substr(k + 5, error.find(']', k) - k - 5);
+  }
+  std::string field = error.substr(0, error.find(':'));
+  if (field == "linger") return "linger_ms";
+  if (field == "delivery_timeout_ns") return "delivery_timeout_ms";
+  if (field.rfind("retry.", 0) == 0) field = field.substr(6);
+  if (field == "backoff_initial_ns") return "backoff_initial_ms";
+  if (field == "backoff_max_ns") return "backoff_max_ms";
+  return field;
+}
 
 struct Sut {
   Driver* driver = nullptr;
@@ -54,10 +75,12 @@ struct StepCommand final : rc::state::Command<Model, Sut> {
   explicit StepCommand(conformance::Command c) : command{std::move(c)} {}
   conformance::Command command;
   void run(const Model&, Sut& sut) const override {
-    if (!sut.driver->run(command)) return;
+    if (!sut.driver->run(command)) return;  // nothing to answer, or the target cannot express it
     sut.executed.push_back(command);
     auto violations = check_trace(sut.driver->trace(), sut.capabilities);
-    if (!violations.empty()) sut.fail(violations.front());
+    for (const auto& v : violations) {
+      if (g_known_failures == nullptr || g_known_failures->count(v.clause) == 0) sut.fail(v);
+    }
   }
   void show(std::ostream& os) const override { os << describe(command); }
 };
@@ -209,9 +232,18 @@ void conformance_property(const PropertySpec& spec, const DriverFactory& factory
       return std::shared_ptr<const rc::state::Command<Model, Sut>>(std::make_shared<const StepCommand>(std::move(c)));
     });
   });
-  const nlohmann::json config_json = core_config_to_json(config);
+  nlohmann::json config_json = core_config_to_json(config);
   std::string error;
   auto driver = factory(spec.protocol, config_json, &error);
+  // A key the target cannot express (or, for another SDK, refuses) is left at its default.
+  for (std::size_t tries = 0; !driver && tries < 32; ++tries) {
+    const bool unsupported = error.rfind(kUnsupportedPrefix, 0) == 0;
+    if (!unsupported && !g_lenient_config) break;
+    const std::string key = refused_key(error);
+    if (!config_json.contains(key)) RC_DISCARD("the target cannot run this property: " + error);
+    config_json.erase(key);
+    driver = factory(spec.protocol, config_json, &error);
+  }
   if (!driver) RC_FAIL("the target refused a generated config: " + error + "\n    config " + config_json.dump());
   Sut sut;
   sut.driver = driver.get();
@@ -246,15 +278,36 @@ void conformance_property(const PropertySpec& spec, const DriverFactory& factory
     }
     RC_CLASSIFY(claimed, "epoch claimed");
   }
-  // D2: the same inputs on a fresh producer observe the same, byte for byte.
+  // D2: the same inputs on a fresh producer observe the same, byte for byte. (The first
+  // producer is released first: an external target runs one producer at a time.)
+  const Trace first = driver->trace();
+  const std::vector<conformance::Command> executed = sut.executed;
+  driver.reset();
   auto again = factory(spec.protocol, config_json, &error);
   if (!again) RC_FAIL("the target refused the config on replay: " + error);
-  for (const auto& c : sut.executed) again->run(c);
-  if (auto v = check_replay(driver->trace(), again->trace())) sut.fail(*v);
+  for (const auto& c : executed) again->run(c);
+  if (auto v = check_replay(first, again->trace())) {
+    nlohmann::json steps = nlohmann::json::array();
+    for (const auto& c : executed) steps.push_back(command_to_json(c));
+    g_last_failure = Failure{nlohmann::json{{"name", "finding " + spec.name + " D2"},
+                                            {"source", "shrunk counterexample of the property " + spec.name + ": " + v->message},
+                                            {"clauses", {"D2"}},
+                                            {"protocol", spec.protocol == Protocol::s2 ? "s2" : "durable_streams"},
+                                            {"config", config_json},
+                                            {"steps", steps},
+                                            {"expect", nlohmann::json::object()}},
+                             *v, render_evidence(first, *v)};
+    RC_FAIL(render_evidence(first, *v));
+  }
 }
 
 PropertyResult run_property(const PropertySpec& spec, const DriverFactory& factory, const PropertyOptions& options) {
   g_last_failure.reset();
+  g_lenient_config = options.lenient_config;
+  g_known_failures = &options.known_failures;
+  struct Reset {
+    ~Reset() { g_known_failures = nullptr; }
+  } reset;
   rc::detail::TestParams params = rc::detail::configuration().testParams;
   params.maxSuccess = options.tests;
   params.maxSize = options.max_size;
@@ -295,6 +348,12 @@ PropertyResult run_property(const PropertySpec& spec, const DriverFactory& facto
   } else if (result.match(gave_up)) {
     out.tests = gave_up.numSuccess;
     out.description = "gave up: " + gave_up.description;
+    out.not_applicable = out.tests == 0 && gave_up.description.find("cannot run this property") != std::string::npos;
+    if (out.not_applicable) {
+      const auto at = gave_up.description.rfind("cannot run this property: ");
+      out.description = gave_up.description.substr(at + 26);
+      if (const auto nl = out.description.find('\n'); nl != std::string::npos) out.description.resize(nl);
+    }
   } else if (result.match(err)) {
     out.description = "error: " + err.description;
   }

@@ -64,7 +64,7 @@ TraceIndex::TraceIndex(const Trace& traced) : trace{traced}, config{traced.confi
           SendInfo& s = sends[o.send_index];
           s.step = i;
           s.seq = seq;
-          s.at = step.input.at;
+          s.at = o.at.value_or(step.input.at);
           s.obs = &o;
           if (o.count == 0 || o.first_ticket + o.count > tickets.size() || o.first_ticket + o.count < o.first_ticket) {
             malformed_sends.push_back(i);

@@ -37,7 +37,7 @@
 #include <set>
 
 #include "adapter_process.hpp"
-#include "base64.hpp"
+#include "prodsm/base64.hpp"
 #include "reference_server.hpp"
 
 namespace prodsm::test {
@@ -199,7 +199,7 @@ class ScenarioRun {
     for (const auto& c : r["chunks"]) {
       const std::string data = c.value("data", std::string{});
       if (c.value("binary", false)) {
-        auto bytes = tools::base64::decode(data);
+        auto bytes = base64::decode(data);
         EXPECT_TRUE(bytes.has_value()) << "a binary chunk is not valid base64: " << data;
         out += bytes.value_or(std::string{});
       } else {
@@ -216,7 +216,7 @@ class ScenarioRun {
       if (key == "$data") {
         EXPECT_EQ(joined_bytes(r), want.get<std::string>()) << r.dump();
       } else if (key == "$binaryData") {
-        EXPECT_EQ(tools::base64::encode(joined_bytes(r)), want.get<std::string>()) << r.dump();
+        EXPECT_EQ(base64::encode(joined_bytes(r)), want.get<std::string>()) << r.dump();
       } else if (key == "$dataContainsAll") {
         const std::string data = joined_bytes(r);
         for (const auto& part : want) {

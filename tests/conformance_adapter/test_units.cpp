@@ -3,7 +3,7 @@
 // serialization, UTF-8 and content-type checks, command field access. No network.
 #include <gtest/gtest.h>
 
-#include "base64.hpp"
+#include "prodsm/base64.hpp"
 #include "protocol.hpp"
 
 namespace prodsm::tools::dsconf {

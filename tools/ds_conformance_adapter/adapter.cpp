@@ -8,7 +8,7 @@
 #include <new>
 
 #include "adapter_impl.hpp"
-#include "base64.hpp"
+#include "prodsm/base64.hpp"
 
 #ifndef PRODSM_VERSION
 #define PRODSM_VERSION "0.0.0"

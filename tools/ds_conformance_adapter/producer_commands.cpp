@@ -8,7 +8,7 @@
 #include <cstdio>
 
 #include "adapter_impl.hpp"
-#include "base64.hpp"
+#include "prodsm/base64.hpp"
 
 namespace prodsm::tools::dsconf {
 namespace {

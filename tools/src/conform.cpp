@@ -7,7 +7,10 @@
 #include <map>
 #include <set>
 
+#include <nlohmann/json.hpp>
+
 #include "commands.hpp"
+#include "prodsm/conformance/external.hpp"
 #include "prodsm/conformance/properties.hpp"
 #include "prodsm/conformance/vectors.hpp"
 
@@ -18,66 +21,121 @@ namespace cf = prodsm::conformance;
 
 struct ConformOptions {
   std::string target = "core";
-  std::string vectors = PRODSM_DEFAULT_VECTORS_DIR;
+  std::vector<std::string> vectors{PRODSM_DEFAULT_VECTORS_DIR};
   int tests = 300;
   int max_size = 100;
   std::optional<std::uint64_t> seed;
   std::string save_findings;
+  std::string expect;          ///< compare the verdicts with this committed file
+  std::string write_expected;  ///< write the verdicts to this file
   bool skip_properties = false;
   bool verbose = false;
 };
 
 struct Verdict {
   enum class Kind { pass, fail, not_applicable } kind = Kind::pass;
-  std::vector<std::string> notes;  // counterexamples or reasons
+  std::vector<std::string> failures;  // counterexamples
+  std::vector<std::string> notes;     // why vectors about it could not run
   bool exercised = false;
 };
 
-std::string capability_reason(const cf::Clause& clause, const cf::Capabilities& caps) {
-  (void)clause;
-  if (!caps.per_record_completions) return "the SDK has no per-record completion";
-  if (!caps.flush_barrier) return "the SDK has no non-terminal flush";
-  if (!caps.abort) return "the SDK has no abort";
-  if (!caps.synchronous_rejection) return "the SDK does not refuse submits synchronously";
-  if (!caps.virtual_time) return "the SDK cannot run on harness time";
-  return "not expressible by this target";
+/// Why `clause` cannot be checked on a target with `caps`: each capability the clause
+/// needs and the target lacks, with the driver's note when it gave one.
+std::string capability_reason(const cf::Clause& clause, const cf::Capabilities& caps,
+                              const std::map<std::string, std::string>& notes) {
+  struct Need {
+    bool cf::Capabilities::*flag;
+    const char* key;
+    const char* text;
+  };
+  static const Need needs[] = {
+      {&cf::Capabilities::per_record_completions, "per_record_completions", "the SDK has no per-record completion"},
+      {&cf::Capabilities::flush_barrier, "flush_barrier", "the SDK has no non-terminal flush"},
+      {&cf::Capabilities::abort, "abort", "the SDK has no abort"},
+      {&cf::Capabilities::synchronous_rejection, "synchronous_rejection", "the SDK does not refuse submits synchronously"},
+      {&cf::Capabilities::virtual_time, "virtual_time", "the SDK cannot run on harness time"},
+      {&cf::Capabilities::classifies_certainty, "classifies_certainty", "the SDK does not say definite or indefinite"},
+  };
+  std::string out;
+  for (const auto& n : needs) {
+    if (caps.*n.flag) continue;
+    cf::Capabilities all_but;  // every capability except this one
+    all_but.*n.flag = false;
+    if (clause.applies(all_but)) continue;  // the clause does not need it
+    const auto note = notes.find(n.key);
+    out += (out.empty() ? "" : "; ") + std::string(n.text) + (note != notes.end() ? " (" + note->second + ")" : "");
+  }
+  return out.empty() ? "not expressible by this target" : out;
 }
 
 int run_conform(const ConformOptions& o) {
   cf::DriverFactory factory;
+  cf::TargetInfo info;
+  std::string error;
   if (o.target == "core") {
     factory = cf::core_driver_factory();
+    info.driver = "core";
+    info.sdk = "prodsm core";
+    info.protocols = {cf::Protocol::durable_streams, cf::Protocol::s2};
+  } else if (auto target = cf::builtin_target(o.target, PRODSM_SOURCE_DIR)) {
+    target->show_driver_log = o.verbose;
+    factory = cf::external_driver_factory(*target, &info, &error);
+    if (!factory) {
+      std::fprintf(stderr, "prodsm conform: target %s: %s\n", o.target.c_str(), error.c_str());
+      return kExitServerError;
+    }
   } else {
-    std::fprintf(stderr, "prodsm conform: --target: unknown target '%s' (available: core)\n", o.target.c_str());
+    std::fprintf(stderr, "prodsm conform: --target: unknown target '%s' (available: core, s2-ts, ds-ts)\n",
+                 o.target.c_str());
     return kExitBadInput;
   }
-  std::string error;
-  auto probe = factory(cf::Protocol::durable_streams, nlohmann::json::object(), &error);
-  const cf::Capabilities caps = probe ? probe->capabilities() : cf::Capabilities{};
+  const cf::Capabilities caps = o.target == "core" ? cf::Capabilities{} : info.capabilities;
 
   std::map<std::string, Verdict> verdicts;
   for (const auto& clause : cf::clauses()) verdicts[std::string(clause.id)];
 
   // ---- vectors ---------------------------------------------------------------------------
-  if (!std::filesystem::is_directory(o.vectors)) {
-    std::fprintf(stderr, "prodsm conform: --vectors: '%s' is not a directory\n", o.vectors.c_str());
-    return kExitBadInput;
+  std::vector<cf::VectorResult> results;
+  for (const auto& dir : o.vectors) {
+    if (!std::filesystem::is_directory(dir)) {
+      std::fprintf(stderr, "prodsm conform: --vectors: '%s' is not a directory\n", dir.c_str());
+      return kExitBadInput;
+    }
+    auto more = cf::run_vectors(dir, factory);
+    for (auto& r : more) results.push_back(std::move(r));
   }
-  const auto results = cf::run_vectors(o.vectors, factory);
   std::size_t vectors_passed = 0;
+  std::size_t vectors_na = 0;
+  nlohmann::json vector_verdicts = nlohmann::json::object();
   for (const auto& r : results) {
+    // "fail B1 B4": the clauses a vector fails, so a finding that moves to another clause
+    // shows up as a changed verdict.
+    std::set<std::string> failed(r.failed_clauses.begin(), r.failed_clauses.end());
+    for (const auto& v : r.violations) failed.insert(std::string(v.clause));
+    std::string verdict = r.not_applicable ? "n/a" : r.passed ? "pass" : "fail";
+    for (const auto& c : failed) verdict += " " + c;
+    vector_verdicts[r.name] = verdict;
+    if (r.not_applicable) {
+      ++vectors_na;
+      for (const auto& c : r.clauses) {
+        if (verdicts.count(c)) verdicts[c].notes.push_back("vector " + r.name + " n/a: " + r.not_applicable_reason);
+      }
+      if (o.verbose) std::printf("vector %-48s n/a (%s)\n", r.name.c_str(), r.not_applicable_reason.c_str());
+      continue;
+    }
     if (r.passed) ++vectors_passed;
     for (const auto& c : r.clauses) {
+      if (verdicts.count(c)) verdicts[c].exercised = true;
+    }
+    for (std::size_t i = 0; i < r.failures.size(); ++i) {
+      const std::string& c = i < r.failed_clauses.size() ? r.failed_clauses[i] : std::string{};
       if (!verdicts.count(c)) continue;
-      verdicts[c].exercised = true;
-      if (!r.failures.empty()) {
-        verdicts[c].kind = Verdict::Kind::fail;
-        verdicts[c].notes.push_back("vector " + r.name + ": " + r.failures.front());
-      }
+      verdicts[c].kind = Verdict::Kind::fail;
+      verdicts[c].failures.push_back("vector " + r.name + ": " + r.failures[i]);
     }
     for (const auto& v : r.violations) {
       verdicts[v.clause].kind = Verdict::Kind::fail;
-      verdicts[v.clause].notes.push_back("vector " + r.name + ":\n" + cf::render_evidence(r.trace, v));
+      verdicts[v.clause].failures.push_back("vector " + r.name + ":\n" + cf::render_evidence(r.trace, v));
     }
     if (o.verbose) std::printf("vector %-48s %s\n", r.name.c_str(), r.passed ? "pass" : "FAIL");
   }
@@ -89,10 +147,26 @@ int run_conform(const ConformOptions& o) {
     po.tests = o.tests;
     po.max_size = o.max_size;
     po.seed = o.seed;
+    po.lenient_config = o.target != "core";
     for (const auto& spec : cf::default_properties()) {
-      auto r = cf::run_property(spec, factory, po);
-      if (o.verbose) std::printf("property %-40s %s (%d sequences)\n", spec.name.c_str(), r.passed ? "pass" : "FAIL", r.tests);
-      if (!r.passed) {
+      if (std::find(info.protocols.begin(), info.protocols.end(), spec.protocol) == info.protocols.end()) continue;
+      // Each failure is shrunk, reported and saved; its clause is then set aside and the
+      // property runs again, so one run lists every divergence it can reach (up to 12).
+      cf::PropertyOptions each = po;
+      for (int round = 0; round < 12; ++round) {
+        auto r = cf::run_property(spec, factory, each);
+        if (r.not_applicable) {
+          if (o.verbose) std::printf("property %-40s n/a (%s)\n", spec.name.c_str(), r.description.c_str());
+          break;
+        }
+        if (o.verbose) {
+          std::printf("property %-40s %s (%d sequences)\n", spec.name.c_str(),
+                      r.passed ? "pass" : ("FAIL " + (r.violation ? r.violation->clause : std::string("?"))).c_str(), r.tests);
+        }
+        if (r.passed) {
+          properties.push_back(std::move(r));
+          break;
+        }
         const std::string clause = r.violation ? r.violation->clause : "D2";
         auto& v = verdicts[clause];
         v.kind = Verdict::Kind::fail;
@@ -109,15 +183,19 @@ int run_conform(const ConformOptions& o) {
           std::ofstream(dir / file) << r.counterexample.dump(2) << "\n";
           note += "\n    saved as vector " + (dir / file).string();
         }
-        v.notes.push_back(note);
+        v.failures.push_back(note);
+        const bool found_clause = r.violation.has_value();
+        properties.push_back(std::move(r));
+        if (!found_clause || !each.known_failures.insert(clause).second) break;
       }
-      properties.push_back(std::move(r));
     }
   }
 
   // ---- table -----------------------------------------------------------------------------
   int failures = 0;
-  std::printf("\nprodsm conform --target %s: %zu/%zu vectors passed", o.target.c_str(), vectors_passed, results.size());
+  nlohmann::json clause_verdicts = nlohmann::json::object();
+  std::printf("\nprodsm conform --target %s (%s): %zu/%zu vectors passed, %zu not applicable", o.target.c_str(),
+              info.sdk.c_str(), vectors_passed, results.size() - vectors_na, vectors_na);
   if (!o.skip_properties) {
     int sequences = 0;
     for (const auto& p : properties) sequences += p.tests;
@@ -133,7 +211,7 @@ int run_conform(const ConformOptions& o) {
         how = "trace checker";
         if (!clause.applies(caps)) {
           v.kind = Verdict::Kind::not_applicable;
-          how = capability_reason(clause, caps);
+          how = capability_reason(clause, caps, info.notes);
         }
         break;
       case cf::Coverage::config:
@@ -152,15 +230,18 @@ int run_conform(const ConformOptions& o) {
         how = "adapter clause: tested with each adapter";
         break;
     }
-    if (v.kind == Verdict::Kind::pass && clause.coverage == cf::Coverage::trace && !v.exercised && o.skip_properties) {
+    if (v.kind == Verdict::Kind::pass && (clause.coverage == cf::Coverage::trace || clause.coverage == cf::Coverage::config) &&
+        !v.exercised && o.skip_properties) {
       v.kind = Verdict::Kind::not_applicable;
-      how = "no vector exercises it and properties were skipped";
+      how = v.notes.empty() ? "no vector exercises it and properties were skipped"
+                            : "no vector about it could run: " + v.notes.front();
     }
     switch (v.kind) {
       case Verdict::Kind::pass: verdict = "pass"; break;
       case Verdict::Kind::fail: verdict = "FAIL"; ++failures; break;
       case Verdict::Kind::not_applicable: verdict = "n/a"; break;
     }
+    clause_verdicts[std::string(clause.id)] = verdict;
     std::printf("| %s | %s | %s — %s |\n", std::string(clause.id).c_str(), verdict.c_str(),
                 std::string(clause.title).c_str(), how.c_str());
   }
@@ -169,10 +250,51 @@ int run_conform(const ConformOptions& o) {
     for (const auto& clause : cf::clauses()) {
       const auto& v = verdicts[std::string(clause.id)];
       if (v.kind != Verdict::Kind::fail) continue;
-      for (const auto& n : v.notes) std::printf("\n[%s] %s\n", std::string(clause.id).c_str(), n.c_str());
+      for (const auto& n : v.failures) std::printf("\n[%s] %s\n", std::string(clause.id).c_str(), n.c_str());
     }
   }
   std::printf("\n%s\n", failures == 0 ? "conformant: no clause failed" : (std::to_string(failures) + " clause(s) failed").c_str());
+
+  // ---- expected findings --------------------------------------------------------------
+  const nlohmann::json verdict_file = {{"target", o.target}, {"sdk", info.sdk}, {"clauses", clause_verdicts},
+                                       {"vectors", vector_verdicts}};
+  if (!o.write_expected.empty()) {
+    std::ofstream(o.write_expected) << verdict_file.dump(2) << "\n";
+    std::printf("wrote the verdicts to %s\n", o.write_expected.c_str());
+  }
+  if (!o.expect.empty()) {
+    std::ifstream in(o.expect);
+    const auto expected = nlohmann::json::parse(in, nullptr, false);
+    if (expected.is_discarded()) {
+      std::fprintf(stderr, "prodsm conform: --expect: '%s' is not a JSON file\n", o.expect.c_str());
+      return kExitBadInput;
+    }
+    int differences = 0;
+    for (const char* part : {"clauses", "vectors"}) {
+      const auto want = expected.value(part, nlohmann::json::object());
+      const auto& got = verdict_file.at(part);
+      for (const auto& [key, value] : got.items()) {
+        if (!want.contains(key) || want.at(key) != value) {
+          std::printf("changed: %s %s: expected %s, now %s\n", part, key.c_str(),
+                      want.contains(key) ? want.at(key).dump().c_str() : "(absent)", value.dump().c_str());
+          ++differences;
+        }
+      }
+      for (const auto& [key, value] : want.items()) {
+        if (!got.contains(key)) {
+          std::printf("changed: %s %s: expected %s, now absent\n", part, key.c_str(), value.dump().c_str());
+          ++differences;
+        }
+      }
+    }
+    if (differences > 0) {
+      std::printf("%d verdict(s) differ from %s (a changed SDK or checker: review, then --write-expected)\n",
+                  differences, o.expect.c_str());
+      return kExitFailure;
+    }
+    std::printf("verdicts match %s\n", o.expect.c_str());
+    return kExitOk;
+  }
   return failures == 0 ? kExitOk : kExitFailure;
 }
 
@@ -181,16 +303,25 @@ int run_conform(const ConformOptions& o) {
 void add_conform_command(CLI::App& app, std::function<int()>& run) {
   auto o = std::make_shared<ConformOptions>();
   CLI::App* cmd = app.add_subcommand("conform", "Check a producer against the contract: vectors + properties");
-  cmd->add_option("--target", o->target, "Producer under test: core (prodsm's own core)")->capture_default_str();
-  cmd->add_option("--vectors", o->vectors, "Directory of scenario vectors (*.json)")->capture_default_str();
+  cmd->add_option("--target", o->target,
+                  "Producer under test: core (prodsm's own core), s2-ts (@s2-dev/streamstore Producer), "
+                  "ds-ts (@durable-streams/client IdempotentProducer)")
+      ->capture_default_str();
+  cmd->add_option("--vectors", o->vectors, "Directory of scenario vectors (*.json); repeat for more directories")
+      ->capture_default_str();
   cmd->add_option("--tests", o->tests, "Generated sequences per property")->capture_default_str()->check(CLI::Range(1, 1000000));
   cmd->add_option("--max-size", o->max_size, "Largest generated sequence size")->capture_default_str()->check(CLI::Range(1, 10000));
   cmd->add_option("--seed", o->seed, "Generator seed (default: RC_PARAMS or random)");
   cmd->add_option("--save-findings", o->save_findings,
                   "Write each shrunk property failure as a vector under DIR/<target>/");
   cmd->add_flag("--skip-properties", o->skip_properties, "Run only the vectors");
-  cmd->add_flag("-v,--verbose", o->verbose, "One line per vector and property");
-  cmd->footer("Exit status: 0 every clause passed or is not applicable; 1 a clause failed; 2 bad usage.");
+  cmd->add_option("--expect", o->expect,
+                  "Compare the verdicts with this file (exit 0 iff they match, whatever they are)");
+  cmd->add_option("--write-expected", o->write_expected, "Write the verdicts to this file");
+  cmd->add_flag("-v,--verbose", o->verbose, "One line per vector and property; show the driver's log");
+  cmd->footer(
+      "Exit status: 0 every clause passed or is not applicable (with --expect: the verdicts match the file); "
+      "1 a clause failed (with --expect: a verdict changed); 2 bad usage; 3 the target's driver failed.");
   cmd->callback([o, &run] { run = [o] { return run_conform(*o); }; });
 }
 

@@ -23,6 +23,7 @@ struct Capabilities {
   bool abort = true;                   ///< abort without close (C5)
   bool synchronous_rejection = true;   ///< submit refuses synchronously (A4, B4, R1)
   bool virtual_time = true;            ///< the harness controls time (B2, D3, E6)
+  bool classifies_certainty = true;    ///< failures say definite or indefinite (E2, C5)
 };
 
 class Driver {
@@ -36,6 +37,10 @@ class Driver {
   [[nodiscard]] virtual Capabilities capabilities() const = 0;
   /// Sends not yet answered.
   [[nodiscard]] virtual std::size_t unanswered_sends() const = 0;
+  /// Why the last run() returned false because the target cannot express the command
+  /// (e.g. "flush: the SDK has no non-terminal flush"); empty when it simply had nothing
+  /// to do.
+  [[nodiscard]] virtual std::string unsupported_reason() const { return {}; }
 };
 
 /// The configuration of a conformance run for prodsm's core, either protocol.

@@ -11,6 +11,7 @@
 
 #include <cstdint>
 #include <optional>
+#include <set>
 #include <string>
 #include <vector>
 
@@ -38,6 +39,13 @@ struct PropertyOptions {
   int tests = 300;         ///< sequences (RapidCheck max_success)
   int max_size = 60;       ///< RapidCheck max_size (sequence length grows up to it)
   std::optional<std::uint64_t> seed;  ///< default: RC_PARAMS, else random
+  /// Another SDK's target: a generated config key it refuses or cannot express is left at
+  /// the SDK's default instead of failing the property (the refusal itself is a config
+  /// divergence the vectors report). Never for prodsm's core.
+  bool lenient_config = false;
+  /// Clauses already known to fail on this target: their violations do not fail the
+  /// property, so a run can go on to find the next divergence.
+  std::set<std::string> known_failures;
 };
 
 struct PropertyResult {
@@ -49,6 +57,9 @@ struct PropertyResult {
   std::string evidence;              ///< rendered failing prefix
   std::string reproduce;             ///< RC_PARAMS value reproducing it
   nlohmann::json counterexample;     ///< the shrunk failing prefix as a vector
+  /// The target cannot run this property at all (every generated case was discarded:
+  /// e.g. an SDK without plain appends); `description` says why.
+  bool not_applicable = false;
 };
 
 /// Runs one property against a target. Not thread-safe (RapidCheck's global state).

@@ -79,6 +79,9 @@ struct TraceAck {
   bool duplicate = false;   ///< Durable Streams (S3)
   std::uint64_t start = 0;  ///< S2 [start, end)
   std::uint64_t end = 0;
+  /// S2, per-record completions: the record's own position, when the SDK reports it
+  /// (then [start, end) is its batch's range).
+  std::optional<std::uint64_t> seq_num;
   friend bool operator==(const TraceAck&, const TraceAck&) = default;
 };
 
@@ -95,6 +98,9 @@ struct Response {
 struct Observation {
   enum class Kind : std::uint8_t { send, done, barrier, closed, capacity };
   Kind kind = Kind::send;
+  /// When it happened, if not at the step's instant (an external driver's `advance` can
+  /// fire several timers; it reports each observation's time).
+  std::optional<Instant> at;
   // send
   std::size_t send_index = 0;      ///< position among all sends of the trace
   std::uint64_t batch = 0;         ///< the producer's batch id (opaque, echoed)

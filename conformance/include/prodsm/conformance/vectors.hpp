@@ -55,7 +55,13 @@ struct VectorResult {
   std::string file;
   std::vector<std::string> clauses;     ///< the clauses the vector is about
   bool passed = false;
+  /// The target cannot express something the vector needs (a protocol, a config key, an
+  /// operation); `not_applicable_reason` says what. Neither passed nor failed.
+  bool not_applicable = false;
+  std::string not_applicable_reason;
   std::vector<std::string> failures;    ///< expectation mismatches, one sentence each
+  /// The clause each failure is charged to: the step's "clause", else the vector's first.
+  std::vector<std::string> failed_clauses;
   std::vector<Violation> violations;    ///< trace-checker violations
   std::string evidence;                 ///< rendered counterexample (first failure)
   Trace trace;

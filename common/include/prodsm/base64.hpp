@@ -14,7 +14,7 @@
 #include <string>
 #include <string_view>
 
-namespace prodsm::tools::base64 {
+namespace prodsm::base64 {
 
 /// Encodes `bytes` as padded single-line base64.
 std::string encode(std::string_view bytes);
@@ -25,4 +25,4 @@ std::string encode(std::string_view bytes);
 /// refused too, so every accepted text has exactly one decoding.
 std::optional<std::string> decode(std::string_view text);
 
-}  // namespace prodsm::tools::base64
+}  // namespace prodsm::base64

@@ -1,10 +1,10 @@
 // SPDX-License-Identifier: Apache-2.0
-#include "base64.hpp"
+#include "prodsm/base64.hpp"
 
 #include <array>
 #include <cstdint>
 
-namespace prodsm::tools::base64 {
+namespace prodsm::base64 {
 namespace {
 
 constexpr std::string_view kAlphabet =
@@ -80,4 +80,4 @@ std::optional<std::string> decode(std::string_view text) {
   return out;
 }
 
-}  // namespace prodsm::tools::base64
+}  // namespace prodsm::base64

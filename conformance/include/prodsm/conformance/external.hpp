@@ -1,0 +1,49 @@
+// SPDX-License-Identifier: Apache-2.0
+#pragma once
+/// @file external.hpp
+/// Targets other than prodsm's core: another SDK's producer behind a driver process
+/// speaking the JSON-lines driver protocol of docs/conformance.md. The harness keeps
+/// the trace, the simulated server and the checkers; the driver translates.
+
+#include <map>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "prodsm/conformance/vectors.hpp"
+
+namespace prodsm::conformance {
+
+/// How to start a driver process.
+struct ExternalTarget {
+  std::string name;               ///< e.g. "s2-ts"
+  std::vector<std::string> argv;  ///< e.g. {"node", "<dir>/driver.mjs"}
+  Duration reply_timeout_ns = std::chrono::seconds{30};  ///< per request
+  /// The driver's stderr (its log) goes to ours when true; otherwise it is kept aside and
+  /// its last 4 KiB are appended to the error message if the driver fails.
+  bool show_driver_log = false;
+};
+
+/// What a driver said about itself (hello).
+struct TargetInfo {
+  std::string driver;
+  std::string sdk;
+  std::vector<Protocol> protocols;
+  Capabilities capabilities;
+  std::map<std::string, std::string> notes;  ///< why a capability is false
+};
+
+/// A factory of drivers for `target`. The driver process is started on first use and
+/// reused (one producer at a time; `start` gives a fresh one). `info`, when non-null, is
+/// filled from the driver's hello. On failure (the process cannot start, says nothing)
+/// the factory returns nullptr with an error.
+DriverFactory external_driver_factory(const ExternalTarget& target, TargetInfo* info, std::string* error);
+
+/// The built-in external targets: "s2-ts" and "ds-ts" (node drivers under
+/// `<source_dir>/conformance/drivers/`).
+std::optional<ExternalTarget> builtin_target(const std::string& name, const std::string& source_dir);
+
+/// Prefix of a factory error meaning "the target cannot express this" (not applicable).
+inline constexpr std::string_view kUnsupportedPrefix = "unsupported: ";
+
+}  // namespace prodsm::conformance

@@ -1,0 +1,148 @@
+// SPDX-License-Identifier: Apache-2.0
+#include "driver_process.hpp"
+
+#include <fcntl.h>
+#include <poll.h>
+#include <signal.h>
+#include <spawn.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <chrono>
+#include <cstring>
+
+extern char** environ;
+
+namespace prodsm::conformance::detail {
+
+DriverProcess::DriverProcess(const std::vector<std::string>& argv, Duration reply_timeout_ns,
+                             bool inherit_stderr)
+    : reply_timeout_ns_{reply_timeout_ns} {
+  if (argv.empty()) {
+    error_ = "no driver command";
+    return;
+  }
+  int in[2];
+  int out[2];
+  if (::pipe2(in, O_CLOEXEC) != 0 || ::pipe2(out, O_CLOEXEC) != 0) {
+    error_ = std::string("pipe: ") + std::strerror(errno);
+    return;
+  }
+  ::signal(SIGPIPE, SIG_IGN);  // a driver that died must not kill the harness
+  posix_spawn_file_actions_t actions;
+  posix_spawn_file_actions_init(&actions);
+  posix_spawn_file_actions_adddup2(&actions, in[0], 0);
+  posix_spawn_file_actions_adddup2(&actions, out[1], 1);
+  if (!inherit_stderr) {
+    char path[] = "/tmp/prodsm-driver-log-XXXXXX";
+    stderr_file_ = ::mkostemp(path, O_CLOEXEC);
+    if (stderr_file_ >= 0) {
+      ::unlink(path);
+      posix_spawn_file_actions_adddup2(&actions, stderr_file_, 2);
+    }
+  }
+  std::vector<std::string> args = argv;
+  std::vector<char*> raw;
+  for (auto& a : args) raw.push_back(a.data());
+  raw.push_back(nullptr);
+  pid_t pid = -1;
+  const int rc = ::posix_spawnp(&pid, raw[0], &actions, nullptr, raw.data(), environ);
+  posix_spawn_file_actions_destroy(&actions);
+  ::close(in[0]);
+  ::close(out[1]);
+  to_child_ = in[1];
+  from_child_ = out[0];
+  if (rc != 0) {
+    fail("cannot start " + argv[0] + ": " + std::strerror(rc));
+    return;
+  }
+  pid_ = pid;
+}
+
+void DriverProcess::fail(std::string why) {
+  error_ = std::move(why);
+  if (stderr_file_ < 0) return;
+  const off_t end = ::lseek(stderr_file_, 0, SEEK_END);
+  if (end <= 0) return;
+  const off_t from = end > 4096 ? end - 4096 : 0;
+  std::string tail(static_cast<std::size_t>(end - from), '\0');
+  const ssize_t got = ::pread(stderr_file_, tail.data(), tail.size(), from);
+  if (got > 0) {
+    tail.resize(static_cast<std::size_t>(got));
+    error_ += "; the driver's log ends with:\n" + tail;
+  }
+}
+
+DriverProcess::~DriverProcess() {
+  if (to_child_ >= 0) ::close(to_child_);  // EOF: the driver exits
+  if (from_child_ >= 0) ::close(from_child_);
+  if (stderr_file_ >= 0) ::close(stderr_file_);
+  if (pid_ > 0) {
+    int status = 0;
+    for (int i = 0; i < 50; ++i) {  // up to 1 s to exit on its own, then kill it
+      if (::waitpid(pid_, &status, WNOHANG) == pid_) return;
+      ::usleep(20'000);
+    }
+    ::kill(pid_, SIGKILL);
+    ::waitpid(pid_, &status, 0);
+  }
+}
+
+bool DriverProcess::read_line(std::string& line) {
+  const auto deadline = std::chrono::steady_clock::now() + reply_timeout_ns_;
+  while (true) {
+    const auto nl = buffer_.find('\n');
+    if (nl != std::string::npos) {
+      line = buffer_.substr(0, nl);
+      buffer_.erase(0, nl + 1);
+      return true;
+    }
+    const auto left = std::chrono::duration_cast<std::chrono::milliseconds>(deadline - std::chrono::steady_clock::now());
+    if (left.count() <= 0) {
+      fail("the driver did not answer within the reply timeout");
+      return false;
+    }
+    pollfd p{from_child_, POLLIN, 0};
+    const int n = ::poll(&p, 1, static_cast<int>(left.count()));
+    if (n < 0 && errno == EINTR) continue;
+    if (n <= 0) continue;
+    char chunk[65536];
+    const ssize_t got = ::read(from_child_, chunk, sizeof chunk);
+    if (got <= 0) {
+      fail("the driver exited");
+      return false;
+    }
+    buffer_.append(chunk, static_cast<std::size_t>(got));
+    if (buffer_.size() > (256U << 20)) {
+      fail("the driver's reply is larger than 256 MiB");
+      return false;
+    }
+  }
+}
+
+nlohmann::json DriverProcess::request(const nlohmann::json& message) {
+  auto failed = [this] { return nlohmann::json{{"ok", false}, {"error", {{"message", error_}}}}; };
+  if (!alive()) return failed();
+  const std::string line = message.dump() + "\n";
+  std::size_t written = 0;
+  while (written < line.size()) {
+    const ssize_t n = ::write(to_child_, line.data() + written, line.size() - written);
+    if (n < 0 && errno == EINTR) continue;
+    if (n <= 0) {
+      fail("writing to the driver failed");
+      return failed();
+    }
+    written += static_cast<std::size_t>(n);
+  }
+  std::string reply;
+  if (!read_line(reply)) return failed();
+  auto parsed = nlohmann::json::parse(reply, nullptr, false);
+  if (parsed.is_discarded() || !parsed.is_object()) {
+    fail("the driver answered something that is not a JSON object: " + reply.substr(0, 200));
+    return failed();
+  }
+  return parsed;
+}
+
+}  // namespace prodsm::conformance::detail

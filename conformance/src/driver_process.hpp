@@ -1,0 +1,43 @@
+// SPDX-License-Identifier: Apache-2.0
+#pragma once
+// Internal: a child process spoken to in JSON lines over its stdin/stdout.
+
+#include <string>
+#include <vector>
+
+#include <nlohmann/json.hpp>
+
+#include "prodsm/time.hpp"
+
+namespace prodsm::conformance::detail {
+
+class DriverProcess {
+ public:
+  /// Spawns argv[0] (searched in PATH) with pipes on stdin/stdout. stderr is inherited when
+  /// `inherit_stderr`, else written to an unlinked temporary file whose tail (4 KiB) is
+  /// appended to error() when the process fails.
+  DriverProcess(const std::vector<std::string>& argv, Duration reply_timeout_ns, bool inherit_stderr);
+  ~DriverProcess();
+  DriverProcess(const DriverProcess&) = delete;
+  DriverProcess& operator=(const DriverProcess&) = delete;
+
+  [[nodiscard]] bool alive() const noexcept { return pid_ > 0 && error_.empty(); }
+  [[nodiscard]] const std::string& error() const noexcept { return error_; }
+  /// Sends one request and waits for its one-line reply; a JSON object, or an object
+  /// {"ok": false, "error": {"message": ...}} when the process failed (then alive() is
+  /// false for good).
+  nlohmann::json request(const nlohmann::json& message);
+
+ private:
+  bool read_line(std::string& line);
+  void fail(std::string why);
+  int pid_ = -1;
+  int stderr_file_ = -1;
+  int to_child_ = -1;
+  int from_child_ = -1;
+  std::string buffer_;
+  std::string error_;
+  Duration reply_timeout_ns_;
+};
+
+}  // namespace prodsm::conformance::detail

@@ -1,0 +1,356 @@
+// SPDX-License-Identifier: Apache-2.0
+// External targets: a driver process per SDK, spoken to in JSON lines
+// (docs/conformance.md, "The driver protocol"). This side keeps the trace and the
+// simulated server; the driver only translates between the protocol and its SDK.
+#include <filesystem>
+#include <nlohmann/json.hpp>
+
+#include "driver_process.hpp"
+#include "prodsm/base64.hpp"
+#include "prodsm/conformance/external.hpp"
+#include "sim_server.hpp"
+
+namespace prodsm::conformance {
+namespace {
+
+using nlohmann::json;
+
+std::optional<ErrorCode> code_from(const std::string& name) {
+  for (int i = 0; i <= static_cast<int>(kLastErrorCode); ++i) {
+    if (to_string(static_cast<ErrorCode>(i)) == name) return static_cast<ErrorCode>(i);
+  }
+  return std::nullopt;
+}
+
+Error error_from(const json& j) {
+  Error e;
+  if (!j.is_object()) return make_error(ErrorCode::internal, Certainty::definite, false, "driver: no error object");
+  const std::string code = j.value("code", "");
+  e.code = code_from(code).value_or(ErrorCode::internal);
+  e.certainty = j.value("certainty", "definite") == "indefinite" ? Certainty::indefinite : Certainty::definite;
+  e.retryable = j.value("retryable", false);
+  e.message = j.value("message", code_from(code) ? std::string{} : "driver reported code '" + code + "'");
+  e.final_offset = j.value("final_offset", "");
+  return e;
+}
+
+json error_to(const Error& e) {
+  json j = {{"code", std::string(to_string(e.code))},
+            {"certainty", std::string(to_string(e.certainty))},
+            {"retryable", e.retryable},
+            {"message", e.message}};
+  if (e.code == ErrorCode::sequence_gap) {
+    j["expected_seq"] = e.expected_seq;
+    j["received_seq"] = e.received_seq;
+  }
+  if (e.code == ErrorCode::stale_epoch) j["server_epoch"] = e.server_epoch;
+  if (e.code == ErrorCode::stream_closed) j["final_offset"] = e.final_offset;
+  if (e.retry_after_ns) j["retry_after_ms"] = std::chrono::duration<double, std::milli>(*e.retry_after_ns).count();
+  return j;
+}
+
+json ack_to(const TraceAck& a, Protocol protocol) {
+  if (protocol == Protocol::s2) return {{"start", a.start}, {"end", a.end}};
+  return {{"next_offset", a.next_offset}, {"duplicate", a.duplicate}};
+}
+
+TraceAck ack_from(const json& j) {
+  TraceAck a;
+  if (!j.is_object()) return a;
+  a.start = j.value("start", std::uint64_t{0});
+  a.end = j.value("end", std::uint64_t{0});
+  a.next_offset = j.value("next_offset", "");
+  a.duplicate = j.value("duplicate", false);
+  if (j.contains("seq_num") && j.at("seq_num").is_number()) a.seq_num = j.at("seq_num").get<std::uint64_t>();
+  return a;
+}
+
+Observation observation_from(const json& j) {
+  Observation o;
+  if (j.contains("at_ms") && j.at("at_ms").is_number()) {
+    o.at = Instant{} + std::chrono::duration_cast<Duration>(std::chrono::duration<double, std::milli>(j.at("at_ms").get<double>()));
+  }
+  const std::string kind = j.value("kind", "");
+  if (kind == "send") {
+    o.kind = Observation::Kind::send;
+    o.send_index = j.value("send", std::size_t{0});
+    o.batch = j.value("batch", std::uint64_t{0});
+    o.attempt = j.value("attempt", std::uint32_t{1});
+    o.first_ticket = j.value("first_ticket", std::uint64_t{0});
+    o.count = j.value("count", std::uint32_t{0});
+    o.body = base64::decode(j.value("body_b64", "")).value_or(std::string{});
+    if (j.contains("record_ends") && j.at("record_ends").is_array()) {
+      const json& ends = j.at("record_ends");
+      for (const auto& e : ends) o.record_ends.push_back(e.get<std::uint32_t>());
+    }
+    const json st = j.value("stamp", json::object());
+    o.stamp.sequenced = st.value("sequenced", false);
+    o.stamp.epoch = st.value("epoch", std::uint64_t{0});
+    o.stamp.seq = st.value("seq", std::uint64_t{0});
+    if (st.contains("match_seq_num") && st.at("match_seq_num").is_number()) {
+      o.stamp.match_seq_num = st.at("match_seq_num").get<std::uint64_t>();
+    }
+    if (st.contains("fencing_token") && st.at("fencing_token").is_string()) {
+      o.stamp.fencing_token = st.at("fencing_token").get<std::string>();
+    }
+  } else if (kind == "done") {
+    o.kind = Observation::Kind::done;
+    o.first_ticket = j.value("first", std::uint64_t{0});
+    o.last_ticket = j.value("last", o.first_ticket);
+    o.ok = j.value("ok", false);
+    if (o.ok) {
+      o.ack = ack_from(j.value("ack", json::object()));
+    } else {
+      o.error = error_from(j.value("error", json::object()));
+    }
+  } else if (kind == "barrier") {
+    o.kind = Observation::Kind::barrier;
+    o.barrier = j.value("barrier", std::uint64_t{0});
+    o.ok = j.value("ok", false);
+    if (!o.ok) o.error = error_from(j.value("error", json::object()));
+  } else if (kind == "closed") {
+    o.kind = Observation::Kind::closed;
+    o.ok = j.value("ok", false);
+    if (!o.ok) o.error = error_from(j.value("error", json::object()));
+  } else {
+    o.kind = Observation::Kind::capacity;
+  }
+  return o;
+}
+
+SyncResult result_from(const json& r) {
+  SyncResult out;
+  if (!r.is_object()) return out;
+  if (r.contains("ticket")) {
+    out.kind = SyncResult::Kind::ticket;
+    out.value = r.at("ticket").get<std::uint64_t>();
+  } else if (r.contains("barrier")) {
+    out.kind = SyncResult::Kind::barrier;
+    out.value = r.at("barrier").get<std::uint64_t>();
+  } else if (r.contains("rejected")) {
+    out.kind = SyncResult::Kind::rejected;
+    const std::string reason = r.at("rejected").get<std::string>();
+    for (auto rr : {RejectReason::closed, RejectReason::failed, RejectReason::record_too_large,
+                    RejectReason::invalid_record, RejectReason::would_block}) {
+      if (to_string(rr) == reason) out.reason = rr;
+    }
+    if (r.contains("error")) out.error = error_from(r.at("error"));
+  } else if (r.contains("closed")) {
+    out.kind = SyncResult::Kind::closed_result;
+    out.ok = r.at("closed") == "ok";
+    if (!out.ok) {
+      Error e;
+      e.code = code_from(r.at("closed").get<std::string>()).value_or(ErrorCode::internal);
+      out.error = e;
+    }
+  }
+  return out;
+}
+
+/// One driver process shared by the drivers a factory makes (one producer at a time).
+struct Shared {
+  ExternalTarget target;
+  std::unique_ptr<detail::DriverProcess> process;
+  bool in_use = false;
+  TargetInfo info;
+  std::string hello_error;
+};
+
+class ExternalDriver final : public Driver {
+ public:
+  ExternalDriver(std::shared_ptr<Shared> shared, detail::DriverProcess* process,
+                 std::unique_ptr<detail::DriverProcess> own, TraceConfig config, Capabilities caps)
+      : shared_{std::move(shared)}, process_{process}, own_{std::move(own)}, server_{config}, caps_{caps} {
+    trace_.config = std::move(config);
+  }
+  ~ExternalDriver() override {
+    if (!own_) shared_->in_use = false;
+  }
+
+  bool run(const Command& c) override {
+    unsupported_.clear();
+    json request;
+    Input input;
+    input.at = now_;
+    std::optional<std::pair<detail::PendingSend, Response>> answered;
+    switch (c.kind) {
+      case Command::Kind::submit:
+        request = {{"op", "submit"}, {"record_b64", base64::encode(c.record)}};
+        input.kind = Input::Kind::submit;
+        input.record = c.record;
+        break;
+      case Command::Kind::flush: request = {{"op", "flush"}}; input.kind = Input::Kind::flush; break;
+      case Command::Kind::close: request = {{"op", "close"}}; input.kind = Input::Kind::close; break;
+      case Command::Kind::abort: request = {{"op", "abort"}}; input.kind = Input::Kind::abort; break;
+      case Command::Kind::advance:
+        request = {{"op", "advance"}, {"ms", std::chrono::duration<double, std::milli>(c.advance_ns).count()}};
+        input.kind = Input::Kind::advance;
+        input.at = saturating_add(now_, c.advance_ns);
+        break;
+      case Command::Kind::invalid_ack:
+        if (c.invalid == Command::Invalid::unknown_batch) {
+          unsupported_ = "invalid_ack(unknown_batch): an SDK transport call cannot be answered for a batch it never sent";
+          return false;
+        }
+        [[fallthrough]];
+      case Command::Kind::ack:
+      case Command::Kind::duplicate:
+      case Command::Kind::fail: {
+        answered = server_.answer(c);
+        if (!answered) return false;
+        const auto& [sent, response] = *answered;
+        json r = response.kind == Response::Kind::ack
+                     ? json{{"kind", "ack"}, {"ack", ack_to(response.ack, trace_.config.protocol)}, {"invalid", response.invalid}}
+                     : json{{"kind", "fail"}, {"error", error_to(response.error)}};
+        request = {{"op", "respond"}, {"send", sent.index}, {"response", r}};
+        input.kind = Input::Kind::respond;
+        input.send_index = sent.index;
+        input.response = response;
+        break;
+      }
+    }
+    const json reply = process_->request(request);
+    if (!reply.value("ok", false)) {
+      unsupported_ = reply.contains("unsupported") ? reply.at("unsupported").dump()
+                                                    : "driver error: " + reply.value("error", json::object()).dump();
+      if (answered) server_.unanswer(answered->first);
+      return false;
+    }
+    if (c.kind == Command::Kind::advance) now_ = input.at;
+    Step step;
+    step.input = std::move(input);
+    step.result = result_from(reply.value("result", json()));
+    // The first close that completes is an observation (as prodsm's core reports it),
+    // whether the SDK settled it at the call or later; later closes keep their result.
+    bool closed_now = false;
+    const json observed = reply.contains("observed") && reply.at("observed").is_array() ? reply.at("observed") : json::array();
+    for (const auto& o : observed) {
+      Observation obs = observation_from(o);
+      if (obs.kind == Observation::Kind::send) server_.sent(obs);
+      if (obs.kind == Observation::Kind::closed) {
+        if (closed_observed_) continue;  // an SDK may report a second close's outcome too
+        closed_observed_ = closed_now = true;
+      }
+      step.observed.push_back(std::move(obs));
+    }
+    if (step.result.kind == SyncResult::Kind::closed_result && closed_now) step.result = SyncResult{};
+    if (step.result.kind == SyncResult::Kind::closed_result && !closed_observed_) {
+      Observation closed;
+      closed.kind = Observation::Kind::closed;
+      closed.ok = step.result.ok;
+      if (step.result.error) closed.error = *step.result.error;
+      step.observed.push_back(std::move(closed));
+      step.result = SyncResult{};
+      closed_observed_ = true;
+    }
+    trace_.steps.push_back(std::move(step));
+    return true;
+  }
+
+  [[nodiscard]] const Trace& trace() const override { return trace_; }
+  [[nodiscard]] Capabilities capabilities() const override { return caps_; }
+  [[nodiscard]] std::size_t unanswered_sends() const override { return server_.unanswered(); }
+  [[nodiscard]] std::string unsupported_reason() const override { return unsupported_; }
+
+ private:
+  std::shared_ptr<Shared> shared_;
+  detail::DriverProcess* process_;
+  std::unique_ptr<detail::DriverProcess> own_;  ///< set when the shared process was busy
+  detail::SimServer server_;
+  Capabilities caps_;
+  Trace trace_;
+  Instant now_{};
+  std::string unsupported_;
+  bool closed_observed_ = false;
+};
+
+Capabilities capabilities_from(const json& c) {
+  Capabilities caps;
+  caps.per_record_completions = c.value("per_record_completions", false);
+  caps.flush_barrier = c.value("flush_barrier", false);
+  caps.abort = c.value("abort", false);
+  caps.synchronous_rejection = c.value("synchronous_rejection", false);
+  caps.virtual_time = c.value("virtual_time", false);
+  caps.classifies_certainty = c.value("classifies_certainty", false);
+  return caps;
+}
+
+bool hello(Shared& s, detail::DriverProcess& process) {
+  const json h = process.request({{"op", "hello"}});
+  if (!h.value("ok", false)) {
+    s.hello_error = "driver " + s.target.name + " did not answer hello: " + h.dump();
+    return false;
+  }
+  s.info.driver = h.value("driver", s.target.name);
+  s.info.sdk = h.value("sdk", "");
+  s.info.capabilities = capabilities_from(h.value("capabilities", json::object()));
+  const json protocols = h.contains("protocols") && h.at("protocols").is_array() ? h.at("protocols") : json::array();
+  for (const auto& p : protocols) s.info.protocols.push_back(p == "s2" ? Protocol::s2 : Protocol::durable_streams);
+  const json notes = h.contains("notes") && h.at("notes").is_object() ? h.at("notes") : json::object();
+  for (const auto& [k, v] : notes.items()) s.info.notes[k] = v.is_string() ? v.get<std::string>() : v.dump();
+  return true;
+}
+
+}  // namespace
+
+DriverFactory external_driver_factory(const ExternalTarget& target, TargetInfo* info, std::string* error) {
+  auto shared = std::make_shared<Shared>();
+  shared->target = target;
+  shared->process = std::make_unique<detail::DriverProcess>(target.argv, target.reply_timeout_ns, target.show_driver_log);
+  if (!shared->process->alive() || !hello(*shared, *shared->process)) {
+    if (error) *error = shared->hello_error.empty() ? shared->process->error() : shared->hello_error;
+    return nullptr;
+  }
+  if (info) *info = shared->info;
+  return [shared](Protocol protocol, const json& config, std::string* err) -> std::unique_ptr<Driver> {
+    const auto& protocols = shared->info.protocols;
+    if (std::find(protocols.begin(), protocols.end(), protocol) == protocols.end()) {
+      if (err) *err = std::string(kUnsupportedPrefix) + "protocol " + (protocol == Protocol::s2 ? "s2" : "durable_streams") +
+                      ": the SDK does not speak it";
+      return nullptr;
+    }
+    auto core = core_config_from_json(protocol, config, err);  // the harness's reading of the config
+    detail::DriverProcess* process = shared->process.get();
+    std::unique_ptr<detail::DriverProcess> own;
+    if (shared->in_use || !process->alive()) {  // a second producer at once: a second process
+      own = std::make_unique<detail::DriverProcess>(shared->target.argv, shared->target.reply_timeout_ns,
+                                                     shared->target.show_driver_log);
+      Shared scratch;
+      scratch.target = shared->target;
+      if (!own->alive() || !hello(scratch, *own)) {
+        if (err) *err = own->error();
+        return nullptr;
+      }
+      process = own.get();
+    }
+    const json reply =
+        process->request({{"op", "start"}, {"protocol", protocol == Protocol::s2 ? "s2" : "durable_streams"}, {"config", config}});
+    if (!reply.value("ok", false)) {
+      if (err) {
+        if (reply.contains("unsupported")) {
+          *err = std::string(kUnsupportedPrefix) + reply.at("unsupported").get<std::string>();
+        } else {
+          const json e = reply.value("error", json::object());
+          *err = e.value("field", std::string{}) + ": " + e.value("message", e.dump());
+          if (e.contains("key") && e.at("key").is_string()) *err += " [key " + e.at("key").get<std::string>() + "]";
+        }
+      }
+      return nullptr;
+    }
+    if (!core) {  // the SDK accepted a config prodsm's harness cannot read: keep going on defaults
+      core = core_config_from_json(protocol, json::object(), err);
+    }
+    if (!own) shared->in_use = true;
+    return std::make_unique<ExternalDriver>(shared, process, std::move(own), trace_config(*core), shared->info.capabilities);
+  };
+}
+
+std::optional<ExternalTarget> builtin_target(const std::string& name, const std::string& source_dir) {
+  if (name != "s2-ts" && name != "ds-ts") return std::nullopt;
+  ExternalTarget t;
+  t.name = name;
+  t.argv = {"node", (std::filesystem::path(source_dir) / "conformance" / "drivers" / name / "driver.mjs").string()};
+  return t;
+}
+
+}  // namespace prodsm::conformance

@@ -1,0 +1,103 @@
+// SPDX-License-Identifier: Apache-2.0
+// The simulated server (sim_server.hpp):
+//  - ack: S2 -> [base + first ticket, + count), base = the initial match_seq_num or 0
+//    (a record's position is its ticket: the stream holds the records in order);
+//    Durable Streams -> next offset = the byte tail after the body, as a 20-digit
+//    decimal string, and the tail advances.
+//  - duplicate: Durable Streams sequenced -> {no offset, duplicate}; otherwise an ack.
+//  - fail: the error of `fail_code`, with its certainty (connection_lost and
+//    protocol_error indefinite, the rest definite) and retryability (unavailable and
+//    connection_lost); sequence_gap -> expected = seq - 1 (0 for seq 0), received = seq;
+//    stale_epoch -> server epoch = the send's epoch + 1; stream_closed -> final offset =
+//    the tail.
+//  - invalid_ack: S2 -> the range is one record too long; Durable Streams -> neither an
+//    offset nor a duplicate flag; unknown_batch -> an ack for a batch id never issued.
+#include "sim_server.hpp"
+
+#include <cstdio>
+#include <iterator>
+
+namespace prodsm::conformance::detail {
+
+std::string offset_text(std::uint64_t bytes) {
+  char buf[32];
+  std::snprintf(buf, sizeof buf, "%020llu", static_cast<unsigned long long>(bytes));
+  return buf;
+}
+
+void SimServer::sent(const Observation& o) {
+  unanswered_.push_back(PendingSend{o.send_index, o.batch, o.attempt, o.first_ticket, o.count, o.body.size(), o.stamp});
+}
+
+void SimServer::unanswer(const PendingSend& send) {
+  auto it = unanswered_.begin();
+  while (it != unanswered_.end() && it->index < send.index) ++it;
+  unanswered_.insert(it, send);
+}
+
+Response SimServer::unknown_batch_ack() {
+  Response r;
+  r.kind = Response::Kind::ack;
+  r.invalid = true;
+  return r;
+}
+
+std::optional<std::pair<PendingSend, Response>> SimServer::answer(const Command& c) {
+  if (unanswered_.empty()) return std::nullopt;
+  auto it = c.which == Command::Which::oldest ? unanswered_.begin() : std::prev(unanswered_.end());
+  const PendingSend sent = *it;
+  unanswered_.erase(it);
+  Response r;
+  if (c.kind == Command::Kind::fail) {
+    r.kind = Response::Kind::fail;
+    r.error = failure(c, sent);
+    return std::make_pair(sent, r);
+  }
+  r.kind = Response::Kind::ack;
+  r.ack = ack(c, sent, r.invalid);
+  if (!r.invalid && !r.ack.duplicate && config_.protocol == Protocol::durable_streams) tail_bytes_ += sent.body_bytes;
+  return std::make_pair(sent, r);
+}
+
+TraceAck SimServer::ack(const Command& c, const PendingSend& sent, bool& invalid) const {
+  TraceAck a;
+  const bool s2 = config_.protocol == Protocol::s2;
+  const std::uint64_t start = config_.initial_match_seq_num.value_or(0) + sent.first_ticket;
+  if (c.kind == Command::Kind::invalid_ack) {
+    invalid = true;
+    if (s2) {
+      a.start = start;
+      a.end = start + sent.count + 1;  // one record too many
+    }  // Durable Streams: an ack without offset (and not a duplicate)
+    return a;
+  }
+  if (c.kind == Command::Kind::duplicate && !s2 && sent.stamp.sequenced) {
+    a.duplicate = true;
+    return a;
+  }
+  if (s2) {
+    a.start = start;
+    a.end = start + sent.count;
+  } else {
+    a.next_offset = offset_text(tail_bytes_ + sent.body_bytes);
+  }
+  return a;
+}
+
+Error SimServer::failure(const Command& c, const PendingSend& sent) const {
+  const ErrorCode code = c.fail_code;
+  const bool indefinite = code == ErrorCode::connection_lost || code == ErrorCode::protocol_error;
+  const bool retryable = code == ErrorCode::unavailable || code == ErrorCode::connection_lost;
+  Error e = make_error(code, indefinite ? Certainty::indefinite : Certainty::definite, retryable,
+                       "harness: " + std::string(to_string(code)));
+  if (code == ErrorCode::unavailable) e.retry_after_ns = c.retry_after_ns;
+  if (code == ErrorCode::sequence_gap) {
+    e.received_seq = sent.stamp.seq;
+    e.expected_seq = sent.stamp.seq > 0 ? sent.stamp.seq - 1 : 0;
+  }
+  if (code == ErrorCode::stale_epoch) e.server_epoch = sent.stamp.epoch + 1;
+  if (code == ErrorCode::stream_closed) e.final_offset = offset_text(tail_bytes_);
+  return e;
+}
+
+}  // namespace prodsm::conformance::detail

@@ -1,0 +1,60 @@
+// SPDX-License-Identifier: Apache-2.0
+#pragma once
+// Internal: the harness's simulated server — which sends are unanswered, and how a
+// server command (ack, duplicate, fail, invalid_ack) becomes a Response. Shared by the
+// built-in core driver and the external (driver-process) driver, so every target gets
+// the same answers (documented in docs/conformance.md, "The simulated server").
+
+#include <cstdint>
+#include <deque>
+#include <optional>
+
+#include "prodsm/conformance/command.hpp"
+#include "prodsm/conformance/trace.hpp"
+
+namespace prodsm::conformance::detail {
+
+/// A send as the server remembers it until it answers.
+struct PendingSend {
+  std::size_t index = 0;  ///< position among all sends of the trace
+  std::uint64_t batch = 0;
+  std::uint32_t attempt = 0;
+  std::uint64_t first_ticket = 0;
+  std::uint32_t count = 0;
+  std::size_t body_bytes = 0;
+  TraceStamp stamp;
+};
+
+class SimServer {
+ public:
+  explicit SimServer(const TraceConfig& config) : config_{config} {}
+
+  /// A send the producer made.
+  void sent(const Observation& send);
+  [[nodiscard]] std::size_t unanswered() const noexcept { return unanswered_.size(); }
+
+  /// Takes the send a server command answers (oldest or newest unanswered) and builds
+  /// the response; nullopt when nothing is unanswered. An invalid_ack of kind
+  /// unknown_batch answers no send: it is built by unknown_batch_ack().
+  std::optional<std::pair<PendingSend, Response>> answer(const Command& command);
+
+  /// Puts back a send whose answer could not be delivered (the target refused the
+  /// command), in send order.
+  void unanswer(const PendingSend& send);
+
+  /// The response to an ack naming a batch that was never sent (E5).
+  static Response unknown_batch_ack();
+
+ private:
+  Error failure(const Command& c, const PendingSend& sent) const;
+  TraceAck ack(const Command& c, const PendingSend& sent, bool& invalid) const;
+
+  TraceConfig config_;
+  std::deque<PendingSend> unanswered_;
+  std::uint64_t tail_bytes_ = 0;  ///< Durable Streams: bytes appended so far
+};
+
+/// The offset text of a Durable Streams tail of `bytes` bytes: 20 decimal digits.
+std::string offset_text(std::uint64_t bytes);
+
+}  // namespace prodsm::conformance::detail
