@@ -7,7 +7,9 @@
 //  - duplicate: Durable Streams sequenced -> {no offset, duplicate}; otherwise an ack.
 //  - fail: the error of `fail_code`, with its certainty (connection_lost and
 //    protocol_error indefinite, the rest definite) and retryability (unavailable and
-//    connection_lost); sequence_gap -> expected = seq - 1 (0 for seq 0), received = seq;
+//    connection_lost); sequence_gap -> received = seq, expected = the lowest seq of that
+//    epoch not yet acknowledged (as a real server would say), or seq - 1 (0 for seq 0)
+//    when every lower seq was acknowledged (an injected gap);
 //    stale_epoch -> server epoch = the send's epoch + 1; stream_closed -> final offset =
 //    the tail.
 //  - invalid_ack: S2 -> the range is one record too long; Durable Streams -> neither an
@@ -30,6 +32,10 @@ void SimServer::sent(const Observation& o) {
 }
 
 void SimServer::unanswer(const PendingSend& send) {
+  if (last_acked_ && last_acked_->first == send.stamp.epoch && last_acked_->second == send.stamp.seq) {
+    acked_seqs_[send.stamp.epoch].erase(send.stamp.seq);
+  }
+  last_acked_.reset();
   auto it = unanswered_.begin();
   while (it != unanswered_.end() && it->index < send.index) ++it;
   unanswered_.insert(it, send);
@@ -47,6 +53,7 @@ std::optional<std::pair<PendingSend, Response>> SimServer::answer(const Command&
   auto it = c.which == Command::Which::oldest ? unanswered_.begin() : std::prev(unanswered_.end());
   const PendingSend sent = *it;
   unanswered_.erase(it);
+  last_acked_.reset();
   Response r;
   if (c.kind == Command::Kind::fail) {
     r.kind = Response::Kind::fail;
@@ -56,6 +63,9 @@ std::optional<std::pair<PendingSend, Response>> SimServer::answer(const Command&
   r.kind = Response::Kind::ack;
   r.ack = ack(c, sent, r.invalid);
   if (!r.invalid && !r.ack.duplicate && config_.protocol == Protocol::durable_streams) tail_bytes_ += sent.body_bytes;
+  if (!r.invalid && sent.stamp.sequenced && acked_seqs_[sent.stamp.epoch].insert(sent.stamp.seq).second) {
+    last_acked_ = std::make_pair(sent.stamp.epoch, sent.stamp.seq);
+  }
   return std::make_pair(sent, r);
 }
 
@@ -84,6 +94,16 @@ TraceAck SimServer::ack(const Command& c, const PendingSend& sent, bool& invalid
   return a;
 }
 
+std::uint64_t SimServer::expected_seq(const PendingSend& sent) const {
+  const auto it = acked_seqs_.find(sent.stamp.epoch);
+  std::uint64_t lowest = 0;
+  if (it != acked_seqs_.end()) {
+    while (it->second.count(lowest) != 0) ++lowest;
+  }
+  if (lowest < sent.stamp.seq) return lowest;
+  return sent.stamp.seq > 0 ? sent.stamp.seq - 1 : 0;
+}
+
 Error SimServer::failure(const Command& c, const PendingSend& sent) const {
   const ErrorCode code = c.fail_code;
   const bool indefinite = code == ErrorCode::connection_lost || code == ErrorCode::protocol_error;
@@ -93,7 +113,7 @@ Error SimServer::failure(const Command& c, const PendingSend& sent) const {
   if (code == ErrorCode::unavailable) e.retry_after_ns = c.retry_after_ns;
   if (code == ErrorCode::sequence_gap) {
     e.received_seq = sent.stamp.seq;
-    e.expected_seq = sent.stamp.seq > 0 ? sent.stamp.seq - 1 : 0;
+    e.expected_seq = expected_seq(sent);
   }
   if (code == ErrorCode::stale_epoch) e.server_epoch = sent.stamp.epoch + 1;
   if (code == ErrorCode::stream_closed) e.final_offset = offset_text(tail_bytes_);

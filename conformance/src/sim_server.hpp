@@ -7,7 +7,9 @@
 
 #include <cstdint>
 #include <deque>
+#include <map>
 #include <optional>
+#include <set>
 
 #include "prodsm/conformance/command.hpp"
 #include "prodsm/conformance/trace.hpp"
@@ -49,8 +51,14 @@ class SimServer {
   Error failure(const Command& c, const PendingSend& sent) const;
   TraceAck ack(const Command& c, const PendingSend& sent, bool& invalid) const;
 
+  /// The lowest seq of the send's epoch the server has not acknowledged, if below the
+  /// send's seq; else seq - 1 (a gap the server invents: fault injection).
+  std::uint64_t expected_seq(const PendingSend& sent) const;
+
   TraceConfig config_;
   std::deque<PendingSend> unanswered_;
+  std::map<std::uint64_t, std::set<std::uint64_t>> acked_seqs_;  ///< Durable Streams: epoch -> seqs
+  std::optional<std::pair<std::uint64_t, std::uint64_t>> last_acked_;  ///< undone by unanswer()
   std::uint64_t tail_bytes_ = 0;  ///< Durable Streams: bytes appended so far
 };
 
