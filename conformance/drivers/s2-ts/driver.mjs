@@ -160,29 +160,22 @@ function mapConfig(protocol, config) {
     batch.lingerDurationMillis = v;
     applied.lingerDurationMillis = v;
   }
-  if (has("max_batch_records")) {
-    batch.maxBatchRecords = config.max_batch_records;
-    applied.maxBatchRecords = config.max_batch_records;
-  }
-  if (has("max_batch_bytes")) {
-    batch.maxBatchBytes = config.max_batch_bytes;
-    applied.maxBatchBytes = config.max_batch_bytes;
-  }
-  if (has("match_seq_num")) {
-    batch.matchSeqNum = config.match_seq_num;
-    applied.matchSeqNum = config.match_seq_num;
-  }
-  if (has("fencing_token")) {
-    batch.fencingToken = config.fencing_token;
-    applied.fencingToken = config.fencing_token;
-  }
-  if (has("max_unacked_bytes")) {
-    session.maxInflightBytes = config.max_unacked_bytes;
-    applied.maxInflightBytes = config.max_unacked_bytes;
-  }
-  if (has("max_in_flight")) {
-    session.maxInflightBatches = config.max_in_flight;
-    applied.maxInflightBatches = config.max_in_flight;
+  // Contract keys that are one SDK option each: [key, option group, SDK option].
+  const direct = [
+    ["max_batch_records", batch, "maxBatchRecords"],
+    ["max_batch_bytes", batch, "maxBatchBytes"],
+    ["match_seq_num", batch, "matchSeqNum"],
+    ["fencing_token", batch, "fencingToken"],
+    ["max_unacked_bytes", session, "maxInflightBytes"],
+    ["max_in_flight", session, "maxInflightBatches"],
+    ["max_attempts", retry, "maxAttempts"],
+    ["backoff_initial_ms", retry, "minBaseDelayMillis"],
+    ["backoff_max_ms", retry, "maxBaseDelayMillis"],
+  ];
+  for (const [key, group, option] of direct) {
+    if (!has(key)) continue;
+    group[option] = config[key];
+    applied[option] = config[key];
   }
   if (has("max_unacked_batches")) {
     throw unsupported(
@@ -195,18 +188,6 @@ function mapConfig(protocol, config) {
       "max_pending_barriers",
       "Producer.flush() has no limit on pending flushes: each one is a promise in the Producer's operation chain",
     );
-  }
-  if (has("max_attempts")) {
-    retry.maxAttempts = config.max_attempts;
-    applied.maxAttempts = config.max_attempts;
-  }
-  if (has("backoff_initial_ms")) {
-    retry.minBaseDelayMillis = config.backoff_initial_ms;
-    applied.minBaseDelayMillis = config.backoff_initial_ms;
-  }
-  if (has("backoff_max_ms")) {
-    retry.maxBaseDelayMillis = config.backoff_max_ms;
-    applied.maxBaseDelayMillis = config.backoff_max_ms;
   }
   if (has("retry_mode")) {
     const m = config.retry_mode;

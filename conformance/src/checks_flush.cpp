@@ -1,0 +1,131 @@
+// SPDX-License-Identifier: Apache-2.0
+// Flush barrier: F1–F5 — docs/contract.md.
+// Each checker reads the trace through the index and the reference model's prediction
+// and names the steps that show a violation.
+#include <algorithm>
+#include <string>
+
+#include "checker_support.hpp"
+
+namespace prodsm::conformance::detail {
+
+Result check_f1(const Checked& c) {
+  const auto& x = c.index;
+  if (epoch_changed(x)) return std::nullopt;  // one batch in flight during a claim (S5)
+  for (const auto& f : x.flushes) {
+    if (!f.accepted || f.cutoff == 0) continue;
+    const auto& last = x.tickets[f.cutoff - 1];
+    if (last.completions > 0 && last.done_step <= f.step) continue;
+    const bool sent = last.batch && x.sends[x.batches.at(*last.batch).sends.front()].step <= f.step;
+    if (sent) continue;
+    if (in_flight_after(x, f.step) < x.config.max_in_flight && !some_batch_waiting(x, f.step) &&
+        !c.prediction.terminal) {
+      return violation("F1", "flush " + std::to_string(f.barrier) + " did not send the partial batch at once (" +
+                                 t(f.cutoff - 1) + " unsent, in-flight slots free)",
+                       {last.submit_step, f.step});
+    }
+  }
+  return std::nullopt;
+}
+
+Result check_f2(const Checked& c) {
+  const auto& x = c.index;
+  for (const auto& f : x.flushes) {
+    if (!f.accepted) continue;
+    std::size_t ready = f.step;
+    bool all_ok = true;
+    for (std::uint64_t k = 0; k < f.cutoff; ++k) {
+      const auto& tk = x.tickets[k];
+      if (tk.completions == 0) {
+        all_ok = false;
+        break;
+      }
+      all_ok = all_ok && tk.ok;
+      ready = std::max(ready, tk.done_step);
+    }
+    if (!all_ok) continue;
+    const auto* bd = barrier_done(x, f.barrier);
+    if (bd == nullptr || bd->step != ready) {
+      return violation("F2", "flush " + std::to_string(f.barrier) +
+                                 " did not complete when every record before it was durable",
+                       {f.step, ready});
+    }
+  }
+  return std::nullopt;
+}
+
+Result check_f3(const Checked& c) {
+  const auto& x = c.index;
+  // A flush at or after close/abort is C2's to judge: it must be refused, not be empty.
+  const auto end = close_or_abort_step(x);
+  for (const auto& f : x.flushes) {
+    if (!f.accepted || (end && f.step >= *end)) continue;
+    bool pending = false;
+    for (std::uint64_t k = 0; k < f.cutoff; ++k) {
+      const auto& tk = x.tickets[k];
+      if (tk.completions == 0 || tk.done_step >= f.step) pending = true;
+    }
+    if (pending) continue;
+    const Step& step = x.trace.steps[f.step];
+    const bool sent = std::any_of(step.observed.begin(), step.observed.end(),
+                                  [](const Observation& o) { return o.kind == Observation::Kind::send; });
+    const auto* bd = barrier_done(x, f.barrier);
+    if (bd == nullptr || bd->step != f.step || sent) {
+      return violation("F3", "an empty flush did not complete at once without sending", {f.step});
+    }
+  }
+  return std::nullopt;
+}
+
+Result check_f4(const Checked& c) {
+  const auto& x = c.index;
+  const auto end = close_or_abort_step(x);
+  for (std::size_t i = 0; i < x.trace.steps.size(); ++i) {
+    const Step& s = x.trace.steps[i];
+    if ((s.input.kind == Input::Kind::submit || s.input.kind == Input::Kind::flush) &&
+        s.result.kind == SyncResult::Kind::rejected && s.result.reason == RejectReason::closed &&
+        (!end || i < *end)) {
+      return violation("F4", "the producer refused with `closed` although it was never closed", {i});
+    }
+  }
+  return std::nullopt;
+}
+
+Result check_f5(const Checked& c) {
+  const auto& x = c.index;
+  for (const auto& bd : x.barrier_dones) {
+    auto it = x.flush_by_barrier.find(bd.obs->barrier);
+    if (it == x.flush_by_barrier.end()) continue;
+    const auto& f = x.flushes[it->second];
+    // Judged on the records' reported outcomes; a target without per-record outcomes is
+    // judged on the reference model's.
+    std::optional<std::uint64_t> failed;
+    for (std::uint64_t k = 0; k < f.cutoff; ++k) {
+      const bool did_fail = c.caps.per_record_completions ? (x.tickets[k].completions > 0 && !x.tickets[k].ok)
+                                                          : c.prediction.tickets[k] == Outcome::failed;
+      if (did_fail) {
+        failed = k;
+        break;
+      }
+    }
+    if (bd.obs->ok && failed) {
+      return violation("F5", "flush " + std::to_string(f.barrier) + " succeeded although " + t(*failed) +
+                                 " it covers failed",
+                       {f.step, x.tickets[*failed].done_step, bd.step});
+    }
+    if (!bd.obs->ok && !failed) {
+      return violation("F5", "flush " + std::to_string(f.barrier) + " failed although every record it covers succeeded",
+                       {f.step, bd.step});
+    }
+    if (!bd.obs->ok && failed && x.tickets[*failed].completions > 0 &&
+        bd.obs->error.code != x.tickets[*failed].error.code) {
+      return violation("F5", "flush " + std::to_string(f.barrier) + " failed with " +
+                                 std::string(to_string(bd.obs->error.code)) + ", not the sticky " +
+                                 std::string(to_string(x.tickets[*failed].error.code)),
+                       {x.tickets[*failed].done_step, bd.step});
+    }
+  }
+  return std::nullopt;
+}
+
+}  // namespace prodsm::conformance::detail
