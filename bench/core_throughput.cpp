@@ -34,9 +34,7 @@ struct AckFor<prodsm::DurableStreamsPolicy> {
 };
 template <>
 struct AckFor<prodsm::S2Policy> {
-  static prodsm::S2Policy::Ack make(std::uint64_t n, std::uint32_t count) {
-    return {n, n + count};
-  }
+  static prodsm::S2Policy::Ack make(std::uint64_t n, std::uint32_t count) { return {n, n + count}; }
 };
 
 template <class Policy>
@@ -77,8 +75,7 @@ void run_core(benchmark::State& state, prodsm::ProducerConfig<Policy> config) {
     drive();
   }
   const auto records = static_cast<double>(state.iterations());
-  const auto allocations =
-      static_cast<double>(prodsm::bench::allocation_count() - allocations_before);
+  const auto allocations = static_cast<double>(prodsm::bench::allocation_count() - allocations_before);
   const auto batches = static_cast<double>(sends - sends_before);
   state.SetItemsProcessed(state.iterations());
   state.SetBytesProcessed(state.iterations() * static_cast<std::int64_t>(record.size()));

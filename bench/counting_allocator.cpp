@@ -28,10 +28,18 @@ std::uint64_t prodsm::bench::allocation_count() noexcept {
   return g_allocations.load(std::memory_order_relaxed);
 }
 
-void* operator new(std::size_t size) { return counted_alloc(size); }
-void* operator new[](std::size_t size) { return counted_alloc(size); }
-void* operator new(std::size_t size, std::align_val_t a) { return counted_alloc_aligned(size, a); }
-void* operator new[](std::size_t size, std::align_val_t a) { return counted_alloc_aligned(size, a); }
+void* operator new(std::size_t size) {
+  return counted_alloc(size);
+}
+void* operator new[](std::size_t size) {
+  return counted_alloc(size);
+}
+void* operator new(std::size_t size, std::align_val_t a) {
+  return counted_alloc_aligned(size, a);
+}
+void* operator new[](std::size_t size, std::align_val_t a) {
+  return counted_alloc_aligned(size, a);
+}
 void* operator new(std::size_t size, const std::nothrow_t&) noexcept {
   try {
     return counted_alloc(size);
@@ -46,11 +54,27 @@ void* operator new[](std::size_t size, const std::nothrow_t&) noexcept {
     return nullptr;
   }
 }
-void operator delete(void* p) noexcept { std::free(p); }
-void operator delete[](void* p) noexcept { std::free(p); }
-void operator delete(void* p, std::size_t) noexcept { std::free(p); }
-void operator delete[](void* p, std::size_t) noexcept { std::free(p); }
-void operator delete(void* p, std::align_val_t) noexcept { std::free(p); }
-void operator delete[](void* p, std::align_val_t) noexcept { std::free(p); }
-void operator delete(void* p, std::size_t, std::align_val_t) noexcept { std::free(p); }
-void operator delete[](void* p, std::size_t, std::align_val_t) noexcept { std::free(p); }
+void operator delete(void* p) noexcept {
+  std::free(p);
+}
+void operator delete[](void* p) noexcept {
+  std::free(p);
+}
+void operator delete(void* p, std::size_t) noexcept {
+  std::free(p);
+}
+void operator delete[](void* p, std::size_t) noexcept {
+  std::free(p);
+}
+void operator delete(void* p, std::align_val_t) noexcept {
+  std::free(p);
+}
+void operator delete[](void* p, std::align_val_t) noexcept {
+  std::free(p);
+}
+void operator delete(void* p, std::size_t, std::align_val_t) noexcept {
+  std::free(p);
+}
+void operator delete[](void* p, std::size_t, std::align_val_t) noexcept {
+  std::free(p);
+}

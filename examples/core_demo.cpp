@@ -44,11 +44,9 @@ int main() {
         std::printf("%6.1f ms  send batch %llu (seq %llu, %u records, %zu bytes)\n",
                     std::chrono::duration<double, std::milli>(now.time_since_epoch()).count(),
                     static_cast<unsigned long long>(send->batch.value),
-                    static_cast<unsigned long long>(send->stamp.seq), send->record_count,
-                    send->body.size());
+                    static_cast<unsigned long long>(send->stamp.seq), send->record_count, send->body.size());
         server.push_back({send->batch, send->attempt, send->body.size(), now + 1ms});
-      } else if (auto* done = std::get_if<prodsm::TicketsCompleted<prodsm::DurableStreamsPolicy>>(
-                     &*action)) {
+      } else if (auto* done = std::get_if<prodsm::TicketsCompleted<prodsm::DurableStreamsPolicy>>(&*action)) {
         completed += done->last.value - done->first.value + 1;
         if (!done->result) std::printf("  failed: %s\n", done->result.error().describe().c_str());
       } else if (auto* barrier = std::get_if<prodsm::BarrierCompleted>(&*action)) {
@@ -105,8 +103,7 @@ int main() {
   }
   const auto& stats = producer.stats();
   std::printf("records %llu completed %llu, batches %llu, stream bytes %zu\n",
-              static_cast<unsigned long long>(stats.records_accepted),
-              static_cast<unsigned long long>(completed),
+              static_cast<unsigned long long>(stats.records_accepted), static_cast<unsigned long long>(completed),
               static_cast<unsigned long long>(stats.batches_sealed), stream_bytes);
   return completed == stats.records_accepted ? 0 : 1;
 }

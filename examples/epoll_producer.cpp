@@ -38,7 +38,9 @@ namespace {
 
 using prodsm::DurableStreamsPolicy;
 
-prodsm::Instant now() { return std::chrono::steady_clock::now(); }  // CLOCK_MONOTONIC
+prodsm::Instant now() {
+  return std::chrono::steady_clock::now();
+}  // CLOCK_MONOTONIC
 
 /// One request on the connection: the core's (batch, attempt), echoed back with its outcome.
 struct Request {
@@ -62,9 +64,9 @@ struct Loop {
   int input = -1;
   bool input_pollable = false;  // pipes and terminals go through epoll; regular files are always ready
   bool input_eof = false;
-  bool wants_input = true;      // false after a would-block, until CapacityAvailable
-  bool resume = false;          // CapacityAvailable came: submit the buffered lines again
-  std::string input_buffer;     // bytes read, not yet submitted (at most one partial line)
+  bool wants_input = true;   // false after a would-block, until CapacityAvailable
+  bool resume = false;       // CapacityAvailable came: submit the buffered lines again
+  std::string input_buffer;  // bytes read, not yet submitted (at most one partial line)
 
   int sock = -1;  // one pipelined keep-alive connection
   bool connected = false;
@@ -80,8 +82,8 @@ struct Loop {
     while (auto action = producer.poll_action()) {
       if (auto* send = std::get_if<prodsm::SendBatch<DurableStreamsPolicy>>(&*action)) {
         // Copy the body: the core recycles its buffer once the batch completes.
-        std::string bytes = prodsm::ds::encode_batch(url, "application/octet-stream", send->body.size(),
-                                                     send->stamp, producer_id, {});
+        std::string bytes =
+            prodsm::ds::encode_batch(url, "application/octet-stream", send->body.size(), send->stamp, producer_id, {});
         bytes.append(reinterpret_cast<const char*>(send->body.data()), send->body.size());
         requests.push_back({std::move(bytes), 0, send->batch, send->attempt, send->stamp.sequenced});
       } else if (auto* done = std::get_if<prodsm::TicketsCompleted<DurableStreamsPolicy>>(&*action)) {
@@ -252,12 +254,10 @@ struct Loop {
     connected = false;
     for (Request& r : std::exchange(requests, {})) {
       const bool on_wire = r.written > 0;
-      producer.handle_failure(now(), r.batch, r.attempt,
-                              prodsm::make_error(on_wire ? prodsm::ErrorCode::connection_lost
-                                                         : prodsm::ErrorCode::unavailable,
-                                                 on_wire ? prodsm::Certainty::indefinite
-                                                         : prodsm::Certainty::definite,
-                                                 true, why));
+      producer.handle_failure(
+          now(), r.batch, r.attempt,
+          prodsm::make_error(on_wire ? prodsm::ErrorCode::connection_lost : prodsm::ErrorCode::unavailable,
+                             on_wire ? prodsm::Certainty::indefinite : prodsm::Certainty::definite, true, why));
     }
   }
 
@@ -299,9 +299,8 @@ struct Loop {
       if (file_ready) read_input();
     }
     if (sock >= 0) ::close(sock);
-    std::fprintf(stderr, "%s: %llu records appended, %llu failed, %llu batches, %llu retries\n",
-                 ok ? "done" : "failed", static_cast<unsigned long long>(records),
-                 static_cast<unsigned long long>(failed),
+    std::fprintf(stderr, "%s: %llu records appended, %llu failed, %llu batches, %llu retries\n", ok ? "done" : "failed",
+                 static_cast<unsigned long long>(records), static_cast<unsigned long long>(failed),
                  static_cast<unsigned long long>(producer.stats().batches_sealed),
                  static_cast<unsigned long long>(producer.stats().retries));
     return ok ? 0 : 1;

@@ -51,7 +51,8 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size
   if (in.ConsumeBool()) {
     prodsm::DurableStreamsConfig c;
     fill(in, c);
-    c.protocol.body_format = static_cast<prodsm::DurableStreamsPolicy::BodyFormat>(in.ConsumeIntegral<std::uint8_t>() % 3);
+    c.protocol.body_format =
+        static_cast<prodsm::DurableStreamsPolicy::BodyFormat>(in.ConsumeIntegral<std::uint8_t>() % 3);
     if (in.ConsumeBool()) {
       c.protocol.idempotent = prodsm::DurableStreamsPolicy::IdempotentOptions{
           in.ConsumeRandomLengthString(300), in.ConsumeIntegral<std::uint64_t>(), in.ConsumeBool()};

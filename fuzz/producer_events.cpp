@@ -22,7 +22,9 @@ cf::CoreConfig config_from(FuzzedDataProvider& in) {
   auto fill = [&](auto& cfg, std::uint64_t min_bytes) {
     const int linger = in.ConsumeIntegralInRange(0, 3);
     cfg.linger = linger == 3 ? prodsm::Linger::disabled()
-                             : prodsm::Linger::after(std::chrono::milliseconds{linger == 0 ? 0 : linger == 1 ? 1 : 50});
+                             : prodsm::Linger::after(std::chrono::milliseconds{linger == 0   ? 0
+                                                                               : linger == 1 ? 1
+                                                                                             : 50});
     cfg.max_batch_records = in.ConsumeIntegralInRange<std::uint32_t>(1, 8);
     cfg.max_batch_bytes = in.ConsumeIntegralInRange<std::uint64_t>(min_bytes, 128);
     cfg.max_unacked_bytes = cfg.max_batch_bytes * in.ConsumeIntegralInRange<std::uint64_t>(1, 8);
@@ -32,7 +34,8 @@ cf::CoreConfig config_from(FuzzedDataProvider& in) {
     cfg.delivery_timeout_ns = cfg.linger.duration_ns() + std::chrono::milliseconds{in.ConsumeIntegralInRange(1, 500)};
     cfg.retry.max_attempts = in.ConsumeIntegralInRange<std::uint32_t>(1, 5);
     cfg.retry.backoff_initial_ns = std::chrono::milliseconds{in.ConsumeIntegralInRange(0, 2)};
-    cfg.retry.backoff_max_ns = cfg.retry.backoff_initial_ns + std::chrono::milliseconds{in.ConsumeIntegralInRange(0, 4)};
+    cfg.retry.backoff_max_ns =
+        cfg.retry.backoff_initial_ns + std::chrono::milliseconds{in.ConsumeIntegralInRange(0, 4)};
     cfg.retry.mode = in.ConsumeBool() ? prodsm::RetryMode::all : prodsm::RetryMode::no_side_effects;
     cfg.retry.jitter_seed = in.ConsumeIntegral<std::uint64_t>();
   };
@@ -42,8 +45,8 @@ cf::CoreConfig config_from(FuzzedDataProvider& in) {
                                               : prodsm::DurableStreamsPolicy::BodyFormat::bytes;
     fill(d, prodsm::DurableStreamsPolicy::kMinBatchBytes);
     if (in.ConsumeBool()) {
-      d.protocol.idempotent = prodsm::DurableStreamsPolicy::IdempotentOptions{"fuzz", in.ConsumeIntegralInRange<std::uint64_t>(0, 3),
-                                                                              in.ConsumeBool()};
+      d.protocol.idempotent = prodsm::DurableStreamsPolicy::IdempotentOptions{
+          "fuzz", in.ConsumeIntegralInRange<std::uint64_t>(0, 3), in.ConsumeBool()};
     }
   } else {
     fill(c.s2, 8);
@@ -69,12 +72,15 @@ cf::Command command_from(FuzzedDataProvider& in, bool json) {
     case 3: c = cf::Command::of(K::flush); break;
     case 4: c = cf::Command::advance_by(std::chrono::milliseconds{in.ConsumeIntegralInRange(0, 60)}); break;
     case 5:
-    case 6: c = cf::Command::of(in.ConsumeBool() ? K::ack : K::duplicate); c.which = which; break;
+    case 6:
+      c = cf::Command::of(in.ConsumeBool() ? K::ack : K::duplicate);
+      c.which = which;
+      break;
     case 7: {
       static constexpr prodsm::ErrorCode kCodes[] = {
-          prodsm::ErrorCode::unavailable, prodsm::ErrorCode::connection_lost, prodsm::ErrorCode::condition_failed,
-          prodsm::ErrorCode::conflict, prodsm::ErrorCode::sequence_gap, prodsm::ErrorCode::stale_epoch,
-          prodsm::ErrorCode::stream_closed, prodsm::ErrorCode::not_found, prodsm::ErrorCode::rejected,
+          prodsm::ErrorCode::unavailable,   prodsm::ErrorCode::connection_lost, prodsm::ErrorCode::condition_failed,
+          prodsm::ErrorCode::conflict,      prodsm::ErrorCode::sequence_gap,    prodsm::ErrorCode::stale_epoch,
+          prodsm::ErrorCode::stream_closed, prodsm::ErrorCode::not_found,       prodsm::ErrorCode::rejected,
           prodsm::ErrorCode::protocol_error};
       c = cf::Command::fail_with(in.PickValueInArray(kCodes), which);
       if (in.ConsumeBool()) c.retry_after_ns = std::chrono::milliseconds{in.ConsumeIntegralInRange(0, 5)};

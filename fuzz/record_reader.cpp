@@ -14,9 +14,8 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size
   const std::size_t max_record = in.ConsumeIntegralInRange<std::size_t>(1, 4096);
   const std::string text = in.ConsumeRemainingBytesAsString();
   std::istringstream stream(text);
-  prodsm::tools::RecordReader reader(stream, json ? prodsm::tools::RecordReader::Mode::json
-                                                  : prodsm::tools::RecordReader::Mode::bytes,
-                                     max_record);
+  prodsm::tools::RecordReader reader(
+      stream, json ? prodsm::tools::RecordReader::Mode::json : prodsm::tools::RecordReader::Mode::bytes, max_record);
   std::string joined;
   for (int i = 0; i < 100000; ++i) {
     auto next = reader.next();

@@ -37,10 +37,9 @@ struct Runner {
     thread.join();
   }
 
-  prodsm::asio::Producer make(const std::string& name, prodsm::Linger linger,
-                              prodsm::asio::ConnectionMode mode) {
-    const std::string url = base + "/bench-prodsm/" + name + "-" + std::to_string(::getpid()) + "-" +
-                            std::to_string(++counter);
+  prodsm::asio::Producer make(const std::string& name, prodsm::Linger linger, prodsm::asio::ConnectionMode mode) {
+    const std::string url =
+        base + "/bench-prodsm/" + name + "-" + std::to_string(::getpid()) + "-" + std::to_string(++counter);
     prodsm::asio::ProducerOptions o;
     o.url = url;
     o.producer.linger = linger;
@@ -48,16 +47,14 @@ struct Runner {
     o.producer.protocol.idempotent = prodsm::DurableStreamsPolicy::IdempotentOptions{"bench-" + name, 0, false};
     o.session.mode = mode;
     auto p = prodsm::asio::Producer::create(io.get_executor(), o).value();
-    auto created = prodsm::asio::async_create_stream(p.session(), p.url(), o.content_type, {}, {},
-                                                     ::asio::use_future)
-                       .get();
+    auto created =
+        prodsm::asio::async_create_stream(p.session(), p.url(), o.content_type, {}, {}, ::asio::use_future).get();
     if (!created) std::fprintf(stderr, "create failed: %s\n", created.error().describe().c_str());
     return p;
   }
 };
 
-std::string throughput(Runner& r, prodsm::asio::ConnectionMode mode, std::size_t records,
-                       std::size_t record_bytes) {
+std::string throughput(Runner& r, prodsm::asio::ConnectionMode mode, std::size_t records, std::size_t record_bytes) {
   auto p = r.make(mode == prodsm::asio::ConnectionMode::pipelined ? "tp-pipelined" : "tp-pool",
                   prodsm::Linger::after(std::chrono::milliseconds{5}), mode);
   const std::string record(record_bytes - 1, 'x');

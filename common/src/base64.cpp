@@ -7,8 +7,7 @@
 namespace prodsm::base64 {
 namespace {
 
-constexpr std::string_view kAlphabet =
-    "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/";
+constexpr std::string_view kAlphabet = "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/";
 
 /// 6-bit value of each byte, or 0xFF when the byte is not in the alphabet.
 constexpr std::array<std::uint8_t, 256> make_values() {

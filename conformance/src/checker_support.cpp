@@ -12,7 +12,9 @@ Violation violation(std::string clause, std::string message, std::vector<std::si
   return Violation{std::move(clause), std::move(message), std::move(evidence)};
 }
 
-std::string t(std::uint64_t ticket) { return "ticket " + std::to_string(ticket); }
+std::string t(std::uint64_t ticket) {
+  return "ticket " + std::to_string(ticket);
+}
 
 std::uint64_t batch_bytes(const detail::TraceIndex& x, std::uint64_t first, std::uint32_t count) {
   std::uint64_t bytes = x.config.batch_overhead();

@@ -12,14 +12,30 @@ namespace {
 
 using namespace detail;  // Checked, Result, check_<id>
 
-bool always(const Capabilities&) { return true; }
-bool needs_records(const Capabilities& c) { return c.per_record_completions; }
-bool needs_flush(const Capabilities& c) { return c.flush_barrier; }
-bool needs_abort(const Capabilities& c) { return c.abort; }
-bool needs_sync(const Capabilities& c) { return c.synchronous_rejection; }
-bool needs_time(const Capabilities& c) { return c.virtual_time; }
-bool needs_records_time(const Capabilities& c) { return c.per_record_completions && c.virtual_time; }
-bool needs_certainty(const Capabilities& c) { return c.per_record_completions && c.classifies_certainty; }
+bool always(const Capabilities&) {
+  return true;
+}
+bool needs_records(const Capabilities& c) {
+  return c.per_record_completions;
+}
+bool needs_flush(const Capabilities& c) {
+  return c.flush_barrier;
+}
+bool needs_abort(const Capabilities& c) {
+  return c.abort;
+}
+bool needs_sync(const Capabilities& c) {
+  return c.synchronous_rejection;
+}
+bool needs_time(const Capabilities& c) {
+  return c.virtual_time;
+}
+bool needs_records_time(const Capabilities& c) {
+  return c.per_record_completions && c.virtual_time;
+}
+bool needs_certainty(const Capabilities& c) {
+  return c.per_record_completions && c.classifies_certainty;
+}
 
 struct Entry {
   Clause clause;
@@ -29,7 +45,8 @@ struct Entry {
 const std::vector<Entry>& entries() {
   static const std::vector<Entry> all = {
       {{"P1", "submit, flush and close are linearized in call order", Coverage::trace, needs_flush}, check_p1},
-      {{"P2", "exactly one completion per accepted submit, none for a refused one", Coverage::trace, needs_records}, check_p2},
+      {{"P2", "exactly one completion per accepted submit, none for a refused one", Coverage::trace, needs_records},
+       check_p2},
       {{"P3", "completions in submission order, errors and close included", Coverage::trace, needs_records}, check_p3},
       {{"P4", "a success carries the batch ack and the record's index", Coverage::trace, needs_records}, check_p4},
       {{"B1", "when a batch is sealed", Coverage::trace, always}, check_b1},
@@ -41,7 +58,8 @@ const std::vector<Entry>& entries() {
       {{"F2", "flush does not wait for later records", Coverage::trace, needs_flush}, check_f2},
       {{"F3", "an empty flush completes at once and sends nothing", Coverage::trace, needs_flush}, check_f3},
       {{"F4", "the producer stays open after flush", Coverage::trace, needs_flush}, check_f4},
-      {{"F5", "flush fails iff a covered record failed, with the sticky error", Coverage::trace, needs_flush}, check_f5},
+      {{"F5", "flush fails iff a covered record failed, with the sticky error", Coverage::trace, needs_flush},
+       check_f5},
       {{"C1", "close = flush + drain; a second close returns the same result", Coverage::trace, always}, check_c1},
       {{"C2", "submit or flush after close is refused with closed", Coverage::trace, needs_sync}, check_c2},
       {{"C3", "close racing a barrier stays consistent", Coverage::trace, needs_flush}, check_c3},

@@ -15,9 +15,9 @@ Result check_b1(const Checked& c) {
   for (const auto& [id, b] : x.batches) {
     const auto first_send = x.sends[b.sends.front()].step;
     if (b.count > cfg.max_batch_records) {
-      return violation("B1", "batch " + std::to_string(id) + " has " + std::to_string(b.count) +
-                                 " records, above max_batch_records",
-                       {first_send});
+      return violation(
+          "B1", "batch " + std::to_string(id) + " has " + std::to_string(b.count) + " records, above max_batch_records",
+          {first_send});
     }
     if (batch_bytes(x, b.first, b.count) > cfg.max_batch_bytes) {
       return violation("B1", "batch " + std::to_string(id) + " exceeds max_batch_bytes", {first_send});
@@ -36,19 +36,15 @@ Result check_b1(const Checked& c) {
       const Step& step = x.trace.steps[s];
       switch (step.input.kind) {
         case Input::Kind::flush:
-        case Input::Kind::close:
-          reason = true;
-          break;
+        case Input::Kind::close: reason = true; break;
         case Input::Kind::submit:
         case Input::Kind::respond:
-          reason = step.result.kind == SyncResult::Kind::rejected &&
-                   step.result.reason == RejectReason::would_block;
+          reason = step.result.kind == SyncResult::Kind::rejected && step.result.reason == RejectReason::would_block;
           break;
         case Input::Kind::advance:
           reason = cfg.linger_ns && step.input.at >= saturating_add(first_at, *cfg.linger_ns);
           break;
-        default:
-          break;
+        default: break;
       }
     }
     if (!reason) {
@@ -57,8 +53,9 @@ Result check_b1(const Checked& c) {
       }
     }
     if (!reason) {
-      return violation("B1", "batch " + std::to_string(id) + " was sealed with room for " + t(last + 1) +
-                                 " and no flush, close, linger expiry or would-block in between",
+      return violation("B1",
+                       "batch " + std::to_string(id) + " was sealed with room for " + t(last + 1) +
+                           " and no flush, close, linger expiry or would-block in between",
                        {from, next.submit_step, first_send});
     }
   }
@@ -86,9 +83,10 @@ Result check_b2(const Checked& c) {
       if (s >= x.tickets[last].submit_step && s <= send.step) reason = true;
     }
     if (!reason) {
-      return violation("B2", "batch " + std::to_string(id) + " was sent before its linger elapsed" +
-                                 (cfg.linger_ns ? std::string{} : std::string{" (linger disabled)"}) +
-                                 " without being full, flushed, closed or blocked",
+      return violation("B2",
+                       "batch " + std::to_string(id) + " was sent before its linger elapsed" +
+                           (cfg.linger_ns ? std::string{} : std::string{" (linger disabled)"}) +
+                           " without being full, flushed, closed or blocked",
                        {x.tickets[b.first].submit_step, send.step});
     }
   }
@@ -109,8 +107,8 @@ Result check_b4(const Checked& c) {
         s.result.reason == RejectReason::record_too_large) {
       return violation("B4", "a record that fits max_batch_bytes was refused as too large", {i});
     }
-    if (oversized && s.result.kind == SyncResult::Kind::rejected &&
-        s.result.reason == RejectReason::record_too_large && !s.observed.empty()) {
+    if (oversized && s.result.kind == SyncResult::Kind::rejected && s.result.reason == RejectReason::record_too_large &&
+        !s.observed.empty()) {
       return violation("B4", "refusing an oversized record changed the producer", {i});
     }
   }

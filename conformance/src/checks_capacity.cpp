@@ -17,7 +17,8 @@ Result check_r1(const Checked& c) {
     while (ticket < x.tickets.size() && x.tickets[ticket].submit_step == i) unacked += x.tickets[ticket++].meter;
     for (const auto& o : x.trace.steps[i].observed) {
       if (o.kind != Observation::Kind::done) continue;
-      for (std::uint64_t k = o.first_ticket; k <= o.last_ticket && k < x.tickets.size(); ++k) unacked -= x.tickets[k].meter;
+      for (std::uint64_t k = o.first_ticket; k <= o.last_ticket && k < x.tickets.size(); ++k)
+        unacked -= x.tickets[k].meter;
     }
     if (unacked > x.config.max_unacked_bytes) {
       return violation("R1", "unacknowledged bytes " + std::to_string(unacked) + " exceed max_unacked_bytes", {i});
@@ -29,7 +30,8 @@ Result check_r1(const Checked& c) {
   for (std::size_t w : x.would_block_steps) {
     for (std::size_t i = w + 1; i < x.trace.steps.size(); ++i) {
       const auto& obs = x.trace.steps[i].observed;
-      const auto done = std::find_if(obs.begin(), obs.end(), [](const Observation& o) { return o.kind == Observation::Kind::done; });
+      const auto done =
+          std::find_if(obs.begin(), obs.end(), [](const Observation& o) { return o.kind == Observation::Kind::done; });
       if (done == obs.end()) continue;
       const bool announced = std::any_of(x.capacity.begin(), x.capacity.end(),
                                          [&](const auto& cap) { return cap.first > w && cap.first <= i; });
@@ -77,8 +79,9 @@ Result check_r3(const Checked& c) {
       if (r && r->kind == Response::Kind::fail && r->error.code == ErrorCode::sequence_gap) ++gaps;
     }
     if (b.sends.size() > x.config.max_attempts + gaps + claims) {
-      return violation("R3", "batch " + std::to_string(id) + " was sent " + std::to_string(b.sends.size()) +
-                                 " times, more than retry.max_attempts allows",
+      return violation("R3",
+                       "batch " + std::to_string(id) + " was sent " + std::to_string(b.sends.size()) +
+                           " times, more than retry.max_attempts allows",
                        {x.sends[b.sends.front()].step, x.sends[b.sends.back()].step});
     }
   }

@@ -30,13 +30,13 @@ Result check_c1(const Checked& c) {
   // per-record outcomes the model decides.
   const bool aborted = !x.abort_steps.empty() && x.abort_steps.front() <= closed.step;
   const bool failure_allowed = aborted || c.prediction.terminal;
-  const bool wrong = c.caps.per_record_completions
-                         ? (closed.obs->ok ? !all_ok || aborted : all_ok && !failure_allowed)
-                         : closed.obs->ok != !failure_allowed;
+  const bool wrong = c.caps.per_record_completions ? (closed.obs->ok ? !all_ok || aborted : all_ok && !failure_allowed)
+                                                   : closed.obs->ok != !failure_allowed;
   if (wrong) {
-    return violation("C1", std::string("close reported ") + (closed.obs->ok ? "success" : "failure") +
-                               " but the records say otherwise",
-                     {closed.step});
+    return violation(
+        "C1",
+        std::string("close reported ") + (closed.obs->ok ? "success" : "failure") + " but the records say otherwise",
+        {closed.step});
   }
   for (std::size_t s : x.close_steps) {
     const auto& r = x.trace.steps[s].result;

@@ -21,8 +21,9 @@ Result check_e1(const Checked& c) {
       return std::nullopt;
     }
     if (e.code != *first) {
-      return violation("E1", std::string("failure ") + std::string(to_string(e.code)) + " after the sticky " +
-                                 std::string(to_string(*first)),
+      return violation("E1",
+                       std::string("failure ") + std::string(to_string(e.code)) + " after the sticky " +
+                           std::string(to_string(*first)),
                        {first_step, step});
     }
     return std::nullopt;
@@ -30,7 +31,8 @@ Result check_e1(const Checked& c) {
   for (std::size_t i = 0; i < x.trace.steps.size(); ++i) {
     for (const auto& o : x.trace.steps[i].observed) {
       if ((o.kind == Observation::Kind::done || o.kind == Observation::Kind::barrier ||
-           o.kind == Observation::Kind::closed) && !o.ok) {
+           o.kind == Observation::Kind::closed) &&
+          !o.ok) {
         if (auto v = see(o.error, i)) return v;
       }
     }
@@ -43,9 +45,10 @@ Result check_e1(const Checked& c) {
     for (std::uint64_t k = 0; k < x.tickets.size(); ++k) {
       const auto& tk = x.tickets[k];
       if (tk.completions == 0 && p.tickets[k] == Outcome::failed) {
-        return violation("E1", t(k) + " never failed although the terminal error " +
-                                   std::string(to_string(*p.terminal)) + " happened",
-                         {tk.submit_step, p.terminal_step});
+        return violation(
+            "E1",
+            t(k) + " never failed although the terminal error " + std::string(to_string(*p.terminal)) + " happened",
+            {tk.submit_step, p.terminal_step});
       }
       if (tk.completions == 0) continue;
       if (p.tickets[k] == Outcome::ok && !tk.ok) {
@@ -57,8 +60,9 @@ Result check_e1(const Checked& c) {
                          {p.terminal_step, tk.done_step});
       }
       if (p.tickets[k] == Outcome::failed && tk.error.code != *p.terminal) {
-        return violation("E1", t(k) + " failed with " + std::string(to_string(tk.error.code)) +
-                                   "; the first terminal error was " + std::string(to_string(*p.terminal)),
+        return violation("E1",
+                         t(k) + " failed with " + std::string(to_string(tk.error.code)) +
+                             "; the first terminal error was " + std::string(to_string(*p.terminal)),
                          {p.terminal_step, tk.done_step});
       }
     }
@@ -95,8 +99,9 @@ Result check_e2(const Checked& c) {
       return violation("E2", t(k) + " was never sent but its failure is indefinite", {tk.done_step});
     }
     if (tk.error.certainty != c.prediction.certainty[k]) {
-      return violation("E2", t(k) + " failed " + std::string(to_string(tk.error.certainty)) + "; expected " +
-                                 std::string(to_string(c.prediction.certainty[k])),
+      return violation("E2",
+                       t(k) + " failed " + std::string(to_string(tk.error.certainty)) + "; expected " +
+                           std::string(to_string(c.prediction.certainty[k])),
                        {tk.done_step});
     }
   }
@@ -128,14 +133,15 @@ Result check_e4(const Checked& c) {
     for (std::size_t s : b.sends) {
       const auto& send = x.sends[s];
       if (!send.response || send.response->kind != Response::Kind::fail ||
-          send.response->error.certainty != Certainty::indefinite || !c.prediction.effective_answer[*send.response_step]) {
+          send.response->error.certainty != Certainty::indefinite ||
+          !c.prediction.effective_answer[*send.response_step]) {
         continue;
       }
       if (!safe) {
         if (auto again = resend_after(x, b, *send.response_step)) {
-          return violation("E4", "batch " + std::to_string(id) +
-                                     " was resent after an indefinite failure without safe sequencing",
-                           {*send.response_step, *again});
+          return violation(
+              "E4", "batch " + std::to_string(id) + " was resent after an indefinite failure without safe sequencing",
+              {*send.response_step, *again});
         }
       }
     }
@@ -155,8 +161,9 @@ Result check_e5(const Checked& c) {
       // A ticket the target had already resolved before the invalid ack is E1's business.
       if (c.prediction.tickets[k] == Outcome::failed && tk.completions > 0 && tk.done_step >= i &&
           tk.error.code != ErrorCode::invalid_ack) {
-        return violation("E5", "an invalid acknowledgement did not fail the producer with invalid_ack (" + t(k) +
-                                   " failed with " + std::string(to_string(tk.error.code)) + ")",
+        return violation("E5",
+                         "an invalid acknowledgement did not fail the producer with invalid_ack (" + t(k) +
+                             " failed with " + std::string(to_string(tk.error.code)) + ")",
                          {i, tk.done_step});
       }
     }
@@ -164,7 +171,8 @@ Result check_e5(const Checked& c) {
       const auto batch = x.sends[s.input.send_index].obs->batch;
       const auto& b = x.batches.at(batch);
       if (b.completed && b.completed_ok) {
-        return violation("E5", "a batch answered with an invalid acknowledgement was reported successful", {i, b.completed_step});
+        return violation("E5", "a batch answered with an invalid acknowledgement was reported successful",
+                         {i, b.completed_step});
       }
     }
   }

@@ -20,8 +20,9 @@ Result check_f1(const Checked& c) {
     if (sent) continue;
     if (in_flight_after(x, f.step) < x.config.max_in_flight && !some_batch_waiting(x, f.step) &&
         !c.prediction.terminal) {
-      return violation("F1", "flush " + std::to_string(f.barrier) + " did not send the partial batch at once (" +
-                                 t(f.cutoff - 1) + " unsent, in-flight slots free)",
+      return violation("F1",
+                       "flush " + std::to_string(f.barrier) + " did not send the partial batch at once (" +
+                           t(f.cutoff - 1) + " unsent, in-flight slots free)",
                        {last.submit_step, f.step});
     }
   }
@@ -46,9 +47,9 @@ Result check_f2(const Checked& c) {
     if (!all_ok) continue;
     const auto* bd = barrier_done(x, f.barrier);
     if (bd == nullptr || bd->step != ready) {
-      return violation("F2", "flush " + std::to_string(f.barrier) +
-                                 " did not complete when every record before it was durable",
-                       {f.step, ready});
+      return violation(
+          "F2", "flush " + std::to_string(f.barrier) + " did not complete when every record before it was durable",
+          {f.step, ready});
     }
   }
   return std::nullopt;
@@ -83,8 +84,7 @@ Result check_f4(const Checked& c) {
   for (std::size_t i = 0; i < x.trace.steps.size(); ++i) {
     const Step& s = x.trace.steps[i];
     if ((s.input.kind == Input::Kind::submit || s.input.kind == Input::Kind::flush) &&
-        s.result.kind == SyncResult::Kind::rejected && s.result.reason == RejectReason::closed &&
-        (!end || i < *end)) {
+        s.result.kind == SyncResult::Kind::rejected && s.result.reason == RejectReason::closed && (!end || i < *end)) {
       return violation("F4", "the producer refused with `closed` although it was never closed", {i});
     }
   }
@@ -109,8 +109,8 @@ Result check_f5(const Checked& c) {
       }
     }
     if (bd.obs->ok && failed) {
-      return violation("F5", "flush " + std::to_string(f.barrier) + " succeeded although " + t(*failed) +
-                                 " it covers failed",
+      return violation("F5",
+                       "flush " + std::to_string(f.barrier) + " succeeded although " + t(*failed) + " it covers failed",
                        {f.step, x.tickets[*failed].done_step, bd.step});
     }
     if (!bd.obs->ok && !failed) {
@@ -119,9 +119,10 @@ Result check_f5(const Checked& c) {
     }
     if (!bd.obs->ok && failed && x.tickets[*failed].completions > 0 &&
         bd.obs->error.code != x.tickets[*failed].error.code) {
-      return violation("F5", "flush " + std::to_string(f.barrier) + " failed with " +
-                                 std::string(to_string(bd.obs->error.code)) + ", not the sticky " +
-                                 std::string(to_string(x.tickets[*failed].error.code)),
+      return violation("F5",
+                       "flush " + std::to_string(f.barrier) + " failed with " +
+                           std::string(to_string(bd.obs->error.code)) + ", not the sticky " +
+                           std::string(to_string(x.tickets[*failed].error.code)),
                        {x.tickets[*failed].done_step, bd.step});
     }
   }

@@ -24,8 +24,9 @@ Result check_p1(const Checked& c) {
     for (std::uint64_t k = 0; k < f.cutoff; ++k) {
       const auto& tk = x.tickets[k];
       if (tk.completions == 0 || tk.done_seq > bd.seq) {
-        return violation("P1", "barrier " + std::to_string(f.barrier) + " completed before " + t(k) +
-                                   ", submitted before the flush, completed",
+        return violation("P1",
+                         "barrier " + std::to_string(f.barrier) + " completed before " + t(k) +
+                             ", submitted before the flush, completed",
                          {tk.submit_step, f.step, bd.step});
       }
     }
@@ -38,7 +39,8 @@ Result check_p2(const Checked& c) {
   for (std::uint64_t k = 0; k < x.tickets.size(); ++k) {
     const auto& tk = x.tickets[k];
     if (tk.completions > 1) {
-      return violation("P2", t(k) + " completed " + std::to_string(tk.completions) + " times", {tk.submit_step, tk.done_step});
+      return violation("P2", t(k) + " completed " + std::to_string(tk.completions) + " times",
+                       {tk.submit_step, tk.done_step});
     }
     if (tk.completions == 0 && c.prediction.tickets[k] == Outcome::ok) {
       return violation("P2", t(k) + " was acknowledged, with every record before it, but never completed",
@@ -65,9 +67,10 @@ Result check_p3(const Checked& c) {
   std::uint64_t next = 0;
   for (const auto& d : x.dones) {
     if (d.obs->first_ticket != next) {
-      return violation("P3", "completion of tickets " + std::to_string(d.obs->first_ticket) + ".." +
-                                 std::to_string(d.obs->last_ticket) + " is out of submission order (expected " +
-                                 t(next) + " next)",
+      return violation("P3",
+                       "completion of tickets " + std::to_string(d.obs->first_ticket) + ".." +
+                           std::to_string(d.obs->last_ticket) + " is out of submission order (expected " + t(next) +
+                           " next)",
                        {d.step});
     }
     next = d.obs->last_ticket + 1;
@@ -83,9 +86,10 @@ Result check_p3(const Checked& c) {
     const auto cutoff = x.flushes[it->second].cutoff;
     for (const auto& d : x.dones) {
       if (d.obs->first_ticket >= cutoff && d.seq < bd.seq) {
-        return violation("P3", "a record submitted after flush " + std::to_string(bd.obs->barrier) +
-                                   " completed before that barrier",
-                         {x.flushes[it->second].step, d.step, bd.step});
+        return violation(
+            "P3",
+            "a record submitted after flush " + std::to_string(bd.obs->barrier) + " completed before that barrier",
+            {x.flushes[it->second].step, d.step, bd.step});
       }
     }
   }
@@ -118,9 +122,10 @@ Result check_p4(const Checked& c) {
         return violation("P4", "S2 ack range does not give one position per record", {d.step});
       }
       if (a.seq_num && span == batch->count && *a.seq_num != a.start + (d.obs->first_ticket - batch->first)) {
-        return violation("P4", t(d.obs->first_ticket) + " was given position " + std::to_string(*a.seq_num) +
-                                   ", not batch start + index",
-                         {d.step});
+        return violation(
+            "P4",
+            t(d.obs->first_ticket) + " was given position " + std::to_string(*a.seq_num) + ", not batch start + index",
+            {d.step});
       }
     } else if (d.obs->ack.next_offset.empty() && !d.obs->ack.duplicate) {
       return violation("P4", "Durable Streams success without next offset or duplicate flag", {d.step});

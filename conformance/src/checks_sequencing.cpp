@@ -17,10 +17,12 @@ Result check_s1(const Checked& c) {
     if (x.config.initial_match_seq_num) {
       const std::uint64_t expected = *x.config.initial_match_seq_num + b.first;
       if (first.obs->stamp.match_seq_num != expected) {
-        return violation("S1", "batch " + std::to_string(id) + " carries match_seq_num " +
-                                   (first.obs->stamp.match_seq_num ? std::to_string(*first.obs->stamp.match_seq_num) : "none") +
-                                   ", expected " + std::to_string(expected),
-                         {first.step});
+        return violation(
+            "S1",
+            "batch " + std::to_string(id) + " carries match_seq_num " +
+                (first.obs->stamp.match_seq_num ? std::to_string(*first.obs->stamp.match_seq_num) : "none") +
+                ", expected " + std::to_string(expected),
+            {first.step});
       }
     }
     for (std::size_t s : b.sends) {
@@ -44,7 +46,8 @@ Result check_s2(const Checked& c) {
     for (std::size_t s : b.sends) {
       const auto& send = x.sends[s];
       if (send.obs->body != first.obs->body) {
-        return violation("S2", "a resend of batch " + std::to_string(id) + " is not byte-identical", {first.step, send.step});
+        return violation("S2", "a resend of batch " + std::to_string(id) + " is not byte-identical",
+                         {first.step, send.step});
       }
       if (send.obs->stamp.sequenced != (x.config.sequencing == Sequencing::ds_idempotent)) {
         return violation("S2", "producer headers present when they should not be, or missing", {send.step});
@@ -56,7 +59,7 @@ Result check_s2(const Checked& c) {
   // seq (batches acknowledged in an earlier epoch are not renumbered, S5); resends within
   // the epoch keep their seq.
   std::map<std::uint64_t, std::pair<std::uint64_t, std::uint64_t>> seq_of;  // batch -> (epoch, seq)
-  std::optional<std::pair<std::uint64_t, std::uint64_t>> previous;        // (batch, seq) in current epoch
+  std::optional<std::pair<std::uint64_t, std::uint64_t>> previous;          // (batch, seq) in current epoch
   std::optional<std::uint64_t> epoch;
   for (const auto& s : x.sends) {
     if (!s.obs) continue;
@@ -72,8 +75,9 @@ Result check_s2(const Checked& c) {
     }
     seq_of[s.obs->batch] = {st.epoch, st.seq};
     if (previous && previous->first < s.obs->batch && st.seq != previous->second + 1) {
-      return violation("S2", "seq does not advance by one per batch (batch " + std::to_string(s.obs->batch) +
-                                 " has seq " + std::to_string(st.seq) + ")",
+      return violation("S2",
+                       "seq does not advance by one per batch (batch " + std::to_string(s.obs->batch) + " has seq " +
+                           std::to_string(st.seq) + ")",
                        {s.step});
     }
     if (!previous || previous->first < s.obs->batch) previous = std::make_pair(s.obs->batch, st.seq);
@@ -121,8 +125,9 @@ Result check_s4(const Checked& c) {
         if (other_id >= id) break;
         const auto acked = acked_at(x, other);
         if (!acked || *acked > *again) {
-          return violation("S4", "batch " + std::to_string(id) + " was resent after a gap before batch " +
-                                     std::to_string(other_id) + " was acknowledged",
+          return violation("S4",
+                           "batch " + std::to_string(id) + " was resent after a gap before batch " +
+                               std::to_string(other_id) + " was acknowledged",
                            {*send.response_step, *again});
         }
       }
@@ -148,8 +153,9 @@ Result check_s5(const Checked& c) {
       if (!x.config.auto_claim) return violation("S5", "the epoch changed without auto-claim", {i});
       if (o.stamp.epoch < epoch) return violation("S5", "the epoch went backwards", {i});
       if (o.stamp.epoch != max_server_epoch + 1) {
-        return violation("S5", "claimed epoch " + std::to_string(o.stamp.epoch) + ", expected server epoch + 1 = " +
-                                   std::to_string(max_server_epoch + 1),
+        return violation("S5",
+                         "claimed epoch " + std::to_string(o.stamp.epoch) +
+                             ", expected server epoch + 1 = " + std::to_string(max_server_epoch + 1),
                          {i});
       }
       if (o.stamp.seq != 0) return violation("S5", "a new epoch did not start at seq 0", {i});
@@ -201,9 +207,9 @@ Result check_s6(const Checked& c) {
           return violation("S6", "a batch was sent after the stream was closed", {i, j});
         }
         if (o.kind == Observation::Kind::done && !o.ok && o.error.code != ErrorCode::stream_closed) {
-          return violation("S6", "records failed with " + std::string(to_string(o.error.code)) +
-                                     " after the stream was closed",
-                           {i, j});
+          return violation(
+              "S6", "records failed with " + std::string(to_string(o.error.code)) + " after the stream was closed",
+              {i, j});
         }
       }
     }

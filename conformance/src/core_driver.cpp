@@ -41,7 +41,9 @@ TraceAck to_trace(const S2Policy::Ack& a) {
 DurableStreamsPolicy::Ack from_trace(const TraceAck& a, DurableStreamsPolicy*) {
   return {a.next_offset, a.duplicate};
 }
-S2Policy::Ack from_trace(const TraceAck& a, S2Policy*) { return {a.start, a.end}; }
+S2Policy::Ack from_trace(const TraceAck& a, S2Policy*) {
+  return {a.start, a.end};
+}
 
 template <class Policy>
 class CoreDriver final : public Driver {
@@ -116,8 +118,7 @@ class CoreDriver final : public Driver {
       case K::ack:
       case K::duplicate:
       case K::fail:
-      case K::invalid_ack:
-        return respond(c);
+      case K::invalid_ack: return respond(c);
     }
     return false;
   }

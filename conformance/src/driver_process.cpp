@@ -16,8 +16,7 @@ extern char** environ;
 
 namespace prodsm::conformance::detail {
 
-DriverProcess::DriverProcess(const std::vector<std::string>& argv, Duration reply_timeout_ns,
-                             bool inherit_stderr)
+DriverProcess::DriverProcess(const std::vector<std::string>& argv, Duration reply_timeout_ns, bool inherit_stderr)
     : reply_timeout_ns_{reply_timeout_ns} {
   if (argv.empty()) {
     error_ = "no driver command";
@@ -98,7 +97,8 @@ bool DriverProcess::read_line(std::string& line) {
       buffer_.erase(0, nl + 1);
       return true;
     }
-    const auto left = std::chrono::duration_cast<std::chrono::milliseconds>(deadline - std::chrono::steady_clock::now());
+    const auto left =
+        std::chrono::duration_cast<std::chrono::milliseconds>(deadline - std::chrono::steady_clock::now());
     if (left.count() <= 0) {
       fail("the driver did not answer within the reply timeout");
       return false;

@@ -12,8 +12,8 @@ std::string observation_text(const Observation& o) {
   std::ostringstream s;
   switch (o.kind) {
     case Observation::Kind::send:
-      s << "send#" << o.send_index << " batch " << o.batch << " attempt " << o.attempt << " tickets "
-        << o.first_ticket << "+" << o.count;
+      s << "send#" << o.send_index << " batch " << o.batch << " attempt " << o.attempt << " tickets " << o.first_ticket
+        << "+" << o.count;
       if (o.stamp.sequenced) {
         if (o.stamp.match_seq_num) {
           s << " match_seq_num " << *o.stamp.match_seq_num;
@@ -24,18 +24,13 @@ std::string observation_text(const Observation& o) {
       break;
     case Observation::Kind::done:
       s << "done tickets " << o.first_ticket << ".." << o.last_ticket << " "
-        << (o.ok ? (o.ack.duplicate ? std::string("ok(duplicate)") : std::string("ok"))
-                 : o.error.describe());
+        << (o.ok ? (o.ack.duplicate ? std::string("ok(duplicate)") : std::string("ok")) : o.error.describe());
       break;
     case Observation::Kind::barrier:
       s << "barrier " << o.barrier << " " << (o.ok ? std::string("ok") : o.error.describe());
       break;
-    case Observation::Kind::closed:
-      s << "closed " << (o.ok ? std::string("ok") : o.error.describe());
-      break;
-    case Observation::Kind::capacity:
-      s << "capacity available";
-      break;
+    case Observation::Kind::closed: s << "closed " << (o.ok ? std::string("ok") : o.error.describe()); break;
+    case Observation::Kind::capacity: s << "capacity available"; break;
   }
   return s.str();
 }
@@ -43,8 +38,8 @@ std::string observation_text(const Observation& o) {
 
 std::string describe(const Step& step, std::size_t index) {
   std::ostringstream s;
-  s << "#" << index << " @"
-    << std::chrono::duration<double, std::milli>(step.input.at.time_since_epoch()).count() << "ms ";
+  s << "#" << index << " @" << std::chrono::duration<double, std::milli>(step.input.at.time_since_epoch()).count()
+    << "ms ";
   switch (step.input.kind) {
     case Input::Kind::submit: s << "submit(" << step.input.record.size() << "B)"; break;
     case Input::Kind::flush: s << "flush"; break;
@@ -52,11 +47,12 @@ std::string describe(const Step& step, std::size_t index) {
     case Input::Kind::abort: s << "abort"; break;
     case Input::Kind::advance: s << "timer"; break;
     case Input::Kind::respond:
-      s << "answer send#" << (step.input.send_index == SIZE_MAX ? std::string("?") : std::to_string(step.input.send_index))
-        << " with "
+      s << "answer send#"
+        << (step.input.send_index == SIZE_MAX ? std::string("?") : std::to_string(step.input.send_index)) << " with "
         << (step.input.response.kind == Response::Kind::ack
-                ? (step.input.response.invalid ? std::string("an invalid ack")
-                                               : (step.input.response.ack.duplicate ? std::string("duplicate") : std::string("ack")))
+                ? (step.input.response.invalid
+                       ? std::string("an invalid ack")
+                       : (step.input.response.ack.duplicate ? std::string("duplicate") : std::string("ack")))
                 : std::string(to_string(step.input.response.error.code)));
       break;
   }
@@ -70,7 +66,6 @@ std::string describe(const Step& step, std::size_t index) {
   for (const auto& o : step.observed) s << "\n      " << observation_text(o);
   return s.str();
 }
-
 
 std::string render_evidence(const Trace& trace, const Violation& v) {
   std::ostringstream s;

@@ -68,7 +68,8 @@ TraceAck ack_from(const json& j) {
 Observation observation_from(const json& j) {
   Observation o;
   if (j.contains("at_ms") && j.at("at_ms").is_number()) {
-    o.at = Instant{} + std::chrono::duration_cast<Duration>(std::chrono::duration<double, std::milli>(j.at("at_ms").get<double>()));
+    o.at = Instant{} +
+           std::chrono::duration_cast<Duration>(std::chrono::duration<double, std::milli>(j.at("at_ms").get<double>()));
   }
   const std::string kind = j.value("kind", "");
   if (kind == "send") {
@@ -179,9 +180,18 @@ class ExternalDriver final : public Driver {
         input.kind = Input::Kind::submit;
         input.record = c.record;
         break;
-      case Command::Kind::flush: request = {{"op", "flush"}}; input.kind = Input::Kind::flush; break;
-      case Command::Kind::close: request = {{"op", "close"}}; input.kind = Input::Kind::close; break;
-      case Command::Kind::abort: request = {{"op", "abort"}}; input.kind = Input::Kind::abort; break;
+      case Command::Kind::flush:
+        request = {{"op", "flush"}};
+        input.kind = Input::Kind::flush;
+        break;
+      case Command::Kind::close:
+        request = {{"op", "close"}};
+        input.kind = Input::Kind::close;
+        break;
+      case Command::Kind::abort:
+        request = {{"op", "abort"}};
+        input.kind = Input::Kind::abort;
+        break;
       case Command::Kind::advance:
         request = {{"op", "advance"}, {"ms", std::chrono::duration<double, std::milli>(c.advance_ns).count()}};
         input.kind = Input::Kind::advance;
@@ -189,7 +199,8 @@ class ExternalDriver final : public Driver {
         break;
       case Command::Kind::invalid_ack:
         if (c.invalid == Command::Invalid::unknown_batch) {
-          unsupported_ = "invalid_ack(unknown_batch): an SDK transport call cannot be answered for a batch it never sent";
+          unsupported_ =
+              "invalid_ack(unknown_batch): an SDK transport call cannot be answered for a batch it never sent";
           return false;
         }
         [[fallthrough]];
@@ -199,9 +210,10 @@ class ExternalDriver final : public Driver {
         answered = server_.answer(c);
         if (!answered) return false;
         const auto& [sent, response] = *answered;
-        json r = response.kind == Response::Kind::ack
-                     ? json{{"kind", "ack"}, {"ack", ack_to(response.ack, trace_.config.protocol)}, {"invalid", response.invalid}}
-                     : json{{"kind", "fail"}, {"error", error_to(response.error)}};
+        json r = response.kind == Response::Kind::ack ? json{{"kind", "ack"},
+                                                             {"ack", ack_to(response.ack, trace_.config.protocol)},
+                                                             {"invalid", response.invalid}}
+                                                      : json{{"kind", "fail"}, {"error", error_to(response.error)}};
         request = {{"op", "respond"}, {"send", sent.index}, {"response", r}};
         input.kind = Input::Kind::respond;
         input.send_index = sent.index;
@@ -212,7 +224,7 @@ class ExternalDriver final : public Driver {
     const json reply = process_->request(request);
     if (!reply.value("ok", false)) {
       unsupported_ = reply.contains("unsupported") ? reply.at("unsupported").dump()
-                                                    : "driver error: " + reply.value("error", json::object()).dump();
+                                                   : "driver error: " + reply.value("error", json::object()).dump();
       if (answered) server_.unanswer(answered->first);
       return false;
     }
@@ -223,7 +235,8 @@ class ExternalDriver final : public Driver {
     // The first close that completes is an observation (as prodsm's core reports it),
     // whether the SDK settled it at the call or later; later closes keep their result.
     bool closed_now = false;
-    const json observed = reply.contains("observed") && reply.at("observed").is_array() ? reply.at("observed") : json::array();
+    const json observed =
+        reply.contains("observed") && reply.at("observed").is_array() ? reply.at("observed") : json::array();
     for (const auto& o : observed) {
       Observation obs = observation_from(o);
       if (obs.kind == Observation::Kind::send) server_.sent(obs);
@@ -296,7 +309,8 @@ bool hello(Shared& s, detail::DriverProcess& process) {
 DriverFactory external_driver_factory(const ExternalTarget& target, TargetInfo* info, std::string* error) {
   auto shared = std::make_shared<Shared>();
   shared->target = target;
-  shared->process = std::make_unique<detail::DriverProcess>(target.argv, target.reply_timeout_ns, target.show_driver_log);
+  shared->process =
+      std::make_unique<detail::DriverProcess>(target.argv, target.reply_timeout_ns, target.show_driver_log);
   if (!shared->process->alive() || !hello(*shared, *shared->process)) {
     if (error) *error = shared->hello_error.empty() ? shared->process->error() : shared->hello_error;
     return nullptr;
@@ -305,8 +319,9 @@ DriverFactory external_driver_factory(const ExternalTarget& target, TargetInfo* 
   return [shared](Protocol protocol, const json& config, std::string* err) -> std::unique_ptr<Driver> {
     const auto& protocols = shared->info.protocols;
     if (std::find(protocols.begin(), protocols.end(), protocol) == protocols.end()) {
-      if (err) *err = std::string(kUnsupportedPrefix) + "protocol " + (protocol == Protocol::s2 ? "s2" : "durable_streams") +
-                      ": the SDK does not speak it";
+      if (err)
+        *err = std::string(kUnsupportedPrefix) + "protocol " + (protocol == Protocol::s2 ? "s2" : "durable_streams") +
+               ": the SDK does not speak it";
       return nullptr;
     }
     auto core = core_config_from_json(protocol, config, err);  // the harness's reading of the config
@@ -314,7 +329,7 @@ DriverFactory external_driver_factory(const ExternalTarget& target, TargetInfo* 
     std::unique_ptr<detail::DriverProcess> own;
     if (shared->in_use || !process->alive()) {  // a second producer at once: a second process
       own = std::make_unique<detail::DriverProcess>(shared->target.argv, shared->target.reply_timeout_ns,
-                                                     shared->target.show_driver_log);
+                                                    shared->target.show_driver_log);
       Shared scratch;
       scratch.target = shared->target;
       if (!own->alive() || !hello(scratch, *own)) {
@@ -323,8 +338,8 @@ DriverFactory external_driver_factory(const ExternalTarget& target, TargetInfo* 
       }
       process = own.get();
     }
-    const json reply =
-        process->request({{"op", "start"}, {"protocol", protocol == Protocol::s2 ? "s2" : "durable_streams"}, {"config", config}});
+    const json reply = process->request(
+        {{"op", "start"}, {"protocol", protocol == Protocol::s2 ? "s2" : "durable_streams"}, {"config", config}});
     if (!reply.value("ok", false)) {
       if (err) {
         if (reply.contains("unsupported")) {
@@ -341,7 +356,8 @@ DriverFactory external_driver_factory(const ExternalTarget& target, TargetInfo* 
       core = core_config_from_json(protocol, json::object(), err);
     }
     if (!own) shared->in_use = true;
-    return std::make_unique<ExternalDriver>(shared, process, std::move(own), trace_config(*core), shared->info.capabilities);
+    return std::make_unique<ExternalDriver>(shared, process, std::move(own), trace_config(*core),
+                                            shared->info.capabilities);
   };
 }
 

@@ -12,14 +12,14 @@ namespace {
 struct ModelBatch {
   std::uint64_t first = 0;
   std::uint32_t count = 0;
-  std::uint32_t retries = 0;       ///< failure-driven resends and claims (E4, S5 budget)
-  bool ambiguous = false;          ///< some attempt ended indefinite
+  std::uint32_t retries = 0;  ///< failure-driven resends and claims (E4, S5 budget)
+  bool ambiguous = false;     ///< some attempt ended indefinite
   bool acked = false;
-  std::size_t latest_send = 0;     ///< index of its newest send
+  std::size_t latest_send = 0;  ///< index of its newest send
   bool latest_answered = false;
   bool had_unacked_before_latest = false;  ///< S4: earlier batches unacked when it left
-  bool parked_stale = false;       ///< S5: waiting to become the oldest
-  std::size_t renumbered_after = 0;  ///< a claim superseded sends up to this index
+  bool parked_stale = false;               ///< S5: waiting to become the oldest
+  std::size_t renumbered_after = 0;        ///< a claim superseded sends up to this index
 };
 
 }  // namespace
@@ -114,15 +114,15 @@ Prediction predict(const Trace& trace) {
         auto found = batch_of_send.find(in.send_index);
         if (found == batch_of_send.end()) break;
         ModelBatch& b = batches[found->second];
-        const bool stale = b.acked || in.send_index != b.latest_send || b.latest_answered ||
-                           in.send_index < b.renumbered_after;
+        const bool stale =
+            b.acked || in.send_index != b.latest_send || b.latest_answered || in.send_index < b.renumbered_after;
         if (stale) break;  // superseded or already resolved: ignored
         p.effective_answer[i] = true;
         b.latest_answered = true;
         const Response& r = in.response;
         if (r.kind == Response::Kind::ack) {
           if (r.invalid) {
-            b.ambiguous = true;  // an answer we cannot read: the batch may have been appended
+            b.ambiguous = true;                   // an answer we cannot read: the batch may have been appended
             terminal(ErrorCode::invalid_ack, i);  // E5
             break;
           }
@@ -143,8 +143,7 @@ Prediction predict(const Trace& trace) {
         const bool oldest = oldest_unacked() == found->second;
         if (e.code == ErrorCode::sequence_gap) {  // S4
           const bool resolvable = cfg.sequencing == Sequencing::ds_idempotent &&
-                                  e.expected_seq < seq_of_send[in.send_index] &&
-                                  b.had_unacked_before_latest;
+                                  e.expected_seq < seq_of_send[in.send_index] && b.had_unacked_before_latest;
           if (!resolvable) terminal(e.code, i);
           break;
         }
@@ -168,8 +167,7 @@ Prediction predict(const Trace& trace) {
         terminal(e.code, i);  // E3, S6, rejections, protocol errors
         break;
       }
-      default:
-        break;
+      default: break;
     }
     record_sends();
     for (const Observation& o : step.observed) {

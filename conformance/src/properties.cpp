@@ -58,15 +58,15 @@ struct Sut {
     nlohmann::json steps = nlohmann::json::array();
     for (const auto& c : executed) steps.push_back(command_to_json(c));
     const std::string evidence = render_evidence(driver->trace(), v) + "    config " + config.dump() + "\n";
-    g_last_failure = Failure{
-        nlohmann::json{{"name", "finding " + spec->name + " " + v.clause},
-                       {"source", "shrunk counterexample of the property " + spec->name + ": " + v.message},
-                       {"clauses", {v.clause}},
-                       {"protocol", spec->protocol == Protocol::s2 ? "s2" : "durable_streams"},
-                       {"config", config},
-                       {"steps", steps},
-                       {"expect", nlohmann::json::object()}},
-        v, evidence};
+    g_last_failure =
+        Failure{nlohmann::json{{"name", "finding " + spec->name + " " + v.clause},
+                               {"source", "shrunk counterexample of the property " + spec->name + ": " + v.message},
+                               {"clauses", {v.clause}},
+                               {"protocol", spec->protocol == Protocol::s2 ? "s2" : "durable_streams"},
+                               {"config", config},
+                               {"steps", steps},
+                               {"expect", nlohmann::json::object()}},
+                v, evidence};
     RC_FAIL(evidence);
   }
 };
@@ -105,7 +105,8 @@ rc::Gen<CoreConfig> gen_config(const PropertySpec& spec) {
       cfg.max_unacked_batches = *rc::gen::element<U32>(U32{in_flight}, U32{in_flight + 1}, U32{16}, U32{1024});
       cfg.max_pending_barriers = *rc::gen::element<U32>(U32{1}, U32{2}, U32{1024});
       const Duration floor = disabled ? Duration{0} : linger;
-      cfg.delivery_timeout_ns = floor + *rc::gen::element(Duration{1ms}, Duration{20ms}, Duration{200ms}, Duration{120s});
+      cfg.delivery_timeout_ns =
+          floor + *rc::gen::element(Duration{1ms}, Duration{20ms}, Duration{200ms}, Duration{120s});
       cfg.retry.max_attempts = *rc::gen::element<U32>(U32{1}, U32{2}, U32{3}, U32{10});
       cfg.retry.backoff_initial_ns = *rc::gen::element(Duration{0}, Duration{1ms});
       cfg.retry.backoff_max_ns = cfg.retry.backoff_initial_ns + *rc::gen::element(Duration{0}, Duration{4ms});
@@ -114,7 +115,8 @@ rc::Gen<CoreConfig> gen_config(const PropertySpec& spec) {
     };
     if (spec.protocol == Protocol::durable_streams) {
       auto& d = c.durable_streams;
-      d.protocol.body_format = *rc::gen::element(DurableStreamsPolicy::BodyFormat::bytes, DurableStreamsPolicy::BodyFormat::json);
+      d.protocol.body_format =
+          *rc::gen::element(DurableStreamsPolicy::BodyFormat::bytes, DurableStreamsPolicy::BodyFormat::json);
       fill(d, DurableStreamsPolicy::kMinBatchBytes, 1000);
       if (spec.sequencing == Sequencing::ds_idempotent) {
         d.protocol.idempotent = DurableStreamsPolicy::IdempotentOptions{
@@ -289,14 +291,15 @@ void conformance_property(const PropertySpec& spec, const DriverFactory& factory
   if (auto v = check_replay(first, again->trace())) {
     nlohmann::json steps = nlohmann::json::array();
     for (const auto& c : executed) steps.push_back(command_to_json(c));
-    g_last_failure = Failure{nlohmann::json{{"name", "finding " + spec.name + " D2"},
-                                            {"source", "shrunk counterexample of the property " + spec.name + ": " + v->message},
-                                            {"clauses", {"D2"}},
-                                            {"protocol", spec.protocol == Protocol::s2 ? "s2" : "durable_streams"},
-                                            {"config", config_json},
-                                            {"steps", steps},
-                                            {"expect", nlohmann::json::object()}},
-                             *v, render_evidence(first, *v)};
+    g_last_failure =
+        Failure{nlohmann::json{{"name", "finding " + spec.name + " D2"},
+                               {"source", "shrunk counterexample of the property " + spec.name + ": " + v->message},
+                               {"clauses", {"D2"}},
+                               {"protocol", spec.protocol == Protocol::s2 ? "s2" : "durable_streams"},
+                               {"config", config_json},
+                               {"steps", steps},
+                               {"expect", nlohmann::json::object()}},
+                *v, render_evidence(first, *v)};
     RC_FAIL(render_evidence(first, *v));
   }
 }
@@ -321,9 +324,8 @@ PropertyResult run_property(const PropertySpec& spec, const DriverFactory& facto
     void onTestFinished(const rc::detail::TestMetadata&, const rc::detail::TestResult&) override {}
   } quiet;
   // RC_PARAMS="reproduce=..." (printed with a failure) replays exactly that case.
-  const auto result = rc::detail::checkProperty(
-      rc::detail::toProperty([&] { conformance_property(spec, factory); }), metadata, params, quiet,
-      rc::detail::configuration().reproduce);
+  const auto result = rc::detail::checkProperty(rc::detail::toProperty([&] { conformance_property(spec, factory); }),
+                                                metadata, params, quiet, rc::detail::configuration().reproduce);
   PropertyResult out;
   out.name = spec.name;
   rc::detail::SuccessResult success;

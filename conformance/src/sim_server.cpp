@@ -78,7 +78,7 @@ TraceAck SimServer::ack(const Command& c, const PendingSend& sent, bool& invalid
     if (s2) {
       a.start = start;
       a.end = start + sent.count + 1;  // one record too many
-    }  // Durable Streams: an ack without offset (and not a duplicate)
+    }                                  // Durable Streams: an ack without offset (and not a duplicate)
     return a;
   }
   if (c.kind == Command::Kind::duplicate && !s2 && sent.stamp.sequenced) {

@@ -57,9 +57,9 @@ class SimServer {
 
   TraceConfig config_;
   std::deque<PendingSend> unanswered_;
-  std::map<std::uint64_t, std::set<std::uint64_t>> acked_seqs_;  ///< Durable Streams: epoch -> seqs
+  std::map<std::uint64_t, std::set<std::uint64_t>> acked_seqs_;        ///< Durable Streams: epoch -> seqs
   std::optional<std::pair<std::uint64_t, std::uint64_t>> last_acked_;  ///< undone by unanswer()
-  std::uint64_t tail_bytes_ = 0;  ///< Durable Streams: bytes appended so far
+  std::uint64_t tail_bytes_ = 0;                                       ///< Durable Streams: bytes appended so far
 };
 
 /// The offset text of a Durable Streams tail of `bytes` bytes: 20 decimal digits.

@@ -23,8 +23,7 @@ TraceIndex::TraceIndex(const Trace& traced) : trace{traced}, config{traced.confi
           info.meter = config.meter(info.size);
           tickets.push_back(info);
           ++accepted;
-        } else if (step.result.kind == SyncResult::Kind::rejected &&
-                   step.result.reason == RejectReason::would_block) {
+        } else if (step.result.kind == SyncResult::Kind::rejected && step.result.reason == RejectReason::would_block) {
           would_block_steps.push_back(i);
         }
         break;
@@ -35,27 +34,21 @@ TraceIndex::TraceIndex(const Trace& traced) : trace{traced}, config{traced.confi
         f.barrier = step.result.value;
         f.cutoff = accepted;
         if (f.accepted) flush_by_barrier[f.barrier] = flushes.size();
-        if (step.result.kind == SyncResult::Kind::rejected &&
-            step.result.reason == RejectReason::would_block) {
+        if (step.result.kind == SyncResult::Kind::rejected && step.result.reason == RejectReason::would_block) {
           would_block_steps.push_back(i);
         }
         flushes.push_back(f);
         break;
       }
-      case Input::Kind::close:
-        close_steps.push_back(i);
-        break;
-      case Input::Kind::abort:
-        abort_steps.push_back(i);
-        break;
+      case Input::Kind::close: close_steps.push_back(i); break;
+      case Input::Kind::abort: abort_steps.push_back(i); break;
       case Input::Kind::respond:
         if (step.input.send_index < sends.size()) {
           sends[step.input.send_index].response_step = i;
           sends[step.input.send_index].response = &step.input.response;
         }
         break;
-      case Input::Kind::advance:
-        break;
+      case Input::Kind::advance: break;
     }
     for (const Observation& o : step.observed) {
       switch (o.kind) {
@@ -105,15 +98,9 @@ TraceIndex::TraceIndex(const Trace& traced) : trace{traced}, config{traced.confi
             }
           }
           break;
-        case Observation::Kind::barrier:
-          barrier_dones.push_back(BarrierDoneInfo{i, seq, &o});
-          break;
-        case Observation::Kind::closed:
-          closeds.push_back(ClosedInfo{i, seq, &o});
-          break;
-        case Observation::Kind::capacity:
-          capacity.emplace_back(i, seq);
-          break;
+        case Observation::Kind::barrier: barrier_dones.push_back(BarrierDoneInfo{i, seq, &o}); break;
+        case Observation::Kind::closed: closeds.push_back(ClosedInfo{i, seq, &o}); break;
+        case Observation::Kind::capacity: capacity.emplace_back(i, seq); break;
       }
       ++seq;
     }

@@ -76,8 +76,8 @@ struct TraceIndex {
 
   const Trace& trace;
   const TraceConfig& config;
-  std::vector<TicketInfo> tickets;          ///< by ticket
-  std::vector<SendInfo> sends;              ///< by send index
+  std::vector<TicketInfo> tickets;  ///< by ticket
+  std::vector<SendInfo> sends;      ///< by send index
   std::map<std::uint64_t, BatchInfo> batches;
   std::vector<FlushInfo> flushes;
   std::map<std::uint64_t, std::size_t> flush_by_barrier;  ///< barrier id -> flushes index

@@ -50,7 +50,9 @@ bool read_ms(const json& obj, const char* key, Duration& out, std::string* error
   return true;
 }
 
-double to_ms(Duration d) { return std::chrono::duration<double, std::milli>(d).count(); }
+double to_ms(Duration d) {
+  return std::chrono::duration<double, std::milli>(d).count();
+}
 
 template <class Config>
 bool apply_common(const json& j, Config& c, std::string* error) {
@@ -75,8 +77,7 @@ bool apply_common(const json& j, Config& c, std::string* error) {
       !read_number(j, "max_pending_barriers", c.max_pending_barriers, error) ||
       !read_ms(j, "delivery_timeout_ms", c.delivery_timeout_ns, error) ||
       !read_number(j, "max_attempts", c.retry.max_attempts, error) ||
-      !read_ms(j, "backoff_initial_ms", backoff_initial, error) ||
-      !read_ms(j, "backoff_max_ms", backoff_max, error) ||
+      !read_ms(j, "backoff_initial_ms", backoff_initial, error) || !read_ms(j, "backoff_max_ms", backoff_max, error) ||
       !read_number(j, "jitter_seed", c.retry.jitter_seed, error)) {
     return false;
   }
@@ -184,10 +185,23 @@ std::string completion_text(const Observation& o) {
 }  // namespace
 
 std::optional<CoreConfig> core_config_from_json(Protocol protocol, const json& j, std::string* error) {
-  static const std::set<std::string> known = {
-      "linger_ms", "max_batch_records", "max_batch_bytes", "max_unacked_bytes", "max_unacked_batches",
-      "max_in_flight", "max_pending_barriers", "delivery_timeout_ms", "max_attempts", "backoff_initial_ms",
-      "backoff_max_ms", "retry_mode", "jitter_seed", "json", "idempotent", "match_seq_num", "fencing_token"};
+  static const std::set<std::string> known = {"linger_ms",
+                                              "max_batch_records",
+                                              "max_batch_bytes",
+                                              "max_unacked_bytes",
+                                              "max_unacked_batches",
+                                              "max_in_flight",
+                                              "max_pending_barriers",
+                                              "delivery_timeout_ms",
+                                              "max_attempts",
+                                              "backoff_initial_ms",
+                                              "backoff_max_ms",
+                                              "retry_mode",
+                                              "jitter_seed",
+                                              "json",
+                                              "idempotent",
+                                              "match_seq_num",
+                                              "fencing_token"};
   if (j.is_null()) return core_config_from_json(protocol, json::object(), error);
   if (!j.is_object()) {
     fail(error, "config: must be an object");
@@ -297,14 +311,16 @@ std::optional<Command> command_from_json(const json& step, std::string* error) {
       fail(error, "step.ms: advance needs a number of milliseconds");
       return std::nullopt;
     }
-    c.advance_ns = std::chrono::duration_cast<Duration>(std::chrono::duration<double, std::milli>(step.at("ms").get<double>()));
+    c.advance_ns =
+        std::chrono::duration_cast<Duration>(std::chrono::duration<double, std::milli>(step.at("ms").get<double>()));
   } else if (what == "ack" || what == "duplicate") {
     c.kind = what == "ack" ? Command::Kind::ack : Command::Kind::duplicate;
     if (!which()) return std::nullopt;
   } else if (what == "fail") {
     c.kind = Command::Kind::fail;
     if (!which()) return std::nullopt;
-    const std::string code = step.contains("code") && step.at("code").is_string() ? step.at("code").get<std::string>() : "";
+    const std::string code =
+        step.contains("code") && step.at("code").is_string() ? step.at("code").get<std::string>() : "";
     auto parsed = error_code_from(code);
     if (!parsed) {
       fail(error, "step.code: unknown error code '" + code + "'");
@@ -318,7 +334,8 @@ std::optional<Command> command_from_json(const json& step, std::string* error) {
   } else if (what == "invalid_ack") {
     c.kind = Command::Kind::invalid_ack;
     if (!which()) return std::nullopt;
-    const std::string kind = step.contains("kind") && step.at("kind").is_string() ? step.at("kind").get<std::string>() : "wrong_count";
+    const std::string kind =
+        step.contains("kind") && step.at("kind").is_string() ? step.at("kind").get<std::string>() : "wrong_count";
     if (kind == "wrong_count") {
       c.invalid = Command::Invalid::wrong_count;
     } else if (kind == "unknown_batch") {
@@ -358,7 +375,9 @@ json command_to_json(const Command& c) {
   return j;
 }
 
-std::string describe(const Command& c) { return command_to_json(c).dump(); }
+std::string describe(const Command& c) {
+  return command_to_json(c).dump();
+}
 
 DriverFactory core_driver_factory() {
   return [](Protocol protocol, const json& config, std::string* error) -> std::unique_ptr<Driver> {
@@ -493,8 +512,7 @@ VectorResult run_vector(const json& v, const std::string& file, const DriverFact
           order.push_back("closed");
           closed = o.ok ? "ok" : "failed:" + std::string(to_string(o.error.code));
           break;
-        case Observation::Kind::capacity:
-          break;
+        case Observation::Kind::capacity: break;
       }
     }
   }
@@ -584,7 +602,8 @@ VectorResult run_vector(const json& v, const std::string& file, const DriverFact
         stamps.push_back(json::object());
       }
     }
-    if (expect.at("stamps") != stamps) failure("expected stamps " + expect.at("stamps").dump() + ", got " + stamps.dump());
+    if (expect.at("stamps") != stamps)
+      failure("expected stamps " + expect.at("stamps").dump() + ", got " + stamps.dump());
   }
   r.violations = check_trace(trace, driver->capabilities());
   r.passed = r.failures.empty() && r.violations.empty();

@@ -53,8 +53,7 @@ struct DurableStreamsPolicy::JsonValidator::State {
 DurableStreamsPolicy::JsonValidator::JsonValidator() : state_{std::make_unique<State>()} {}
 DurableStreamsPolicy::JsonValidator::~JsonValidator() = default;
 
-std::optional<std::string_view> DurableStreamsPolicy::JsonValidator::check(
-    std::span<const std::byte> record) {
+std::optional<std::string_view> DurableStreamsPolicy::JsonValidator::check(std::span<const std::byte> record) {
   const std::size_t needed = record.size() + simdjson::SIMDJSON_PADDING;
   if (state_->padded.size() < needed) state_->padded.resize(needed);
   std::memcpy(state_->padded.data(), record.data(), record.size());
@@ -78,8 +77,7 @@ DurableStreamsPolicy::Stamp DurableStreamsPolicy::stamp(std::uint32_t record_cou
 std::optional<std::string> DurableStreamsPolicy::claim_epoch(std::uint64_t server_epoch) {
   if (!options_.idempotent) return std::string{"not an idempotent producer"};
   if (server_epoch < epoch_) {
-    return "server reported epoch " + std::to_string(server_epoch) + " below ours (" +
-           std::to_string(epoch_) + ")";
+    return "server reported epoch " + std::to_string(server_epoch) + " below ours (" + std::to_string(epoch_) + ")";
   }
   if (server_epoch >= kMaxSequenceValue) {
     return "cannot claim an epoch above 2^53-1 (server epoch " + std::to_string(server_epoch) + ")";
@@ -89,8 +87,7 @@ std::optional<std::string> DurableStreamsPolicy::claim_epoch(std::uint64_t serve
   return std::nullopt;
 }
 
-std::optional<std::string> DurableStreamsPolicy::check_ack(const Stamp& stamp,
-                                                           std::uint32_t record_count,
+std::optional<std::string> DurableStreamsPolicy::check_ack(const Stamp& stamp, std::uint32_t record_count,
                                                            const Ack& ack) const {
   (void)record_count;
   if (ack.duplicate && !stamp.sequenced) {

@@ -8,14 +8,12 @@ namespace prodsm {
 std::optional<ConfigError> S2Policy::validate(const Options& options) {
   if (options.fencing_token && options.fencing_token->size() > kMaxFencingTokenBytes) {
     return ConfigError{"protocol.fencing_token",
-                       "must be at most 36 bytes (got " +
-                           std::to_string(options.fencing_token->size()) + ")"};
+                       "must be at most 36 bytes (got " + std::to_string(options.fencing_token->size()) + ")"};
   }
   return std::nullopt;
 }
 
-S2Policy::S2Policy(const Options& options)
-    : options_{options}, next_match_{options.match_seq_num} {}
+S2Policy::S2Policy(const Options& options) : options_{options}, next_match_{options.match_seq_num} {}
 
 S2Policy::Stamp S2Policy::stamp(std::uint32_t record_count) {
   Stamp s;
@@ -31,17 +29,14 @@ S2Policy::Stamp S2Policy::stamp(std::uint32_t record_count) {
   return s;
 }
 
-std::optional<std::string> S2Policy::check_ack(const Stamp& stamp, std::uint32_t record_count,
-                                               const Ack& ack) {
-  if (ack.end_seq_num < ack.start_seq_num ||
-      ack.end_seq_num - ack.start_seq_num != record_count) {
-    return "ack covers seq_nums [" + std::to_string(ack.start_seq_num) + ", " +
-           std::to_string(ack.end_seq_num) + ") but the batch has " +
-           std::to_string(record_count) + " records";
+std::optional<std::string> S2Policy::check_ack(const Stamp& stamp, std::uint32_t record_count, const Ack& ack) {
+  if (ack.end_seq_num < ack.start_seq_num || ack.end_seq_num - ack.start_seq_num != record_count) {
+    return "ack covers seq_nums [" + std::to_string(ack.start_seq_num) + ", " + std::to_string(ack.end_seq_num) +
+           ") but the batch has " + std::to_string(record_count) + " records";
   }
   if (stamp.match_seq_num && ack.start_seq_num != *stamp.match_seq_num) {
-    return "ack starts at seq_num " + std::to_string(ack.start_seq_num) +
-           " but the batch was stamped match_seq_num " + std::to_string(*stamp.match_seq_num);
+    return "ack starts at seq_num " + std::to_string(ack.start_seq_num) + " but the batch was stamped match_seq_num " +
+           std::to_string(*stamp.match_seq_num);
   }
   return std::nullopt;
 }

@@ -62,18 +62,16 @@ struct Outcome {
   std::string error;  // describe() when failed
   std::size_t consumed = 0;
   bool operator==(const Outcome& o) const {
-    return state == o.state && response.status == o.response.status &&
-           response.headers == o.response.headers && response.body == o.response.body &&
-           response.keep_alive == o.response.keep_alive && error == o.error &&
+    return state == o.state && response.status == o.response.status && response.headers == o.response.headers &&
+           response.body == o.response.body && response.keep_alive == o.response.keep_alive && error == o.error &&
            consumed == o.consumed;
   }
 };
 
 inline std::ostream& operator<<(std::ostream& out, const Outcome& o) {
   return out << "{state " << static_cast<int>(o.state) << ", status " << o.response.status << ", "
-             << o.response.headers.size() << " headers, body " << o.response.body.size()
-             << " bytes, keep_alive " << o.response.keep_alive << ", consumed " << o.consumed
-             << ", error '" << o.error << "'}";
+             << o.response.headers.size() << " headers, body " << o.response.body.size() << " bytes, keep_alive "
+             << o.response.keep_alive << ", consumed " << o.consumed << ", error '" << o.error << "'}";
 }
 
 /// Parses every response in `bytes` one after the other (resetting in between), feeding
@@ -114,15 +112,13 @@ inline Response parse_capture(std::string_view name) {
   ResponseParser parser;
   parser.reset(is_head_capture(name));
   const std::size_t used = parser.feed(span_of(bytes));
-  EXPECT_EQ(parser.state(), ResponseParser::State::complete)
-      << name << ": " << parser.error().describe();
+  EXPECT_EQ(parser.state(), ResponseParser::State::complete) << name << ": " << parser.error().describe();
   EXPECT_EQ(used, bytes.size()) << name << ": bytes left after the response";
   return parser.take_response();
 }
 
 /// Parses a literal response fed whole; finish_eof when still incomplete.
-inline ResponseParser parse_text(std::string_view bytes, bool head = false,
-                                 ResponseLimits limits = {}) {
+inline ResponseParser parse_text(std::string_view bytes, bool head = false, ResponseLimits limits = {}) {
   ResponseParser parser(limits);
   parser.reset(head);
   parser.feed(span_of(bytes));

@@ -18,9 +18,8 @@ Error append_error(std::string_view capture, bool sequenced) {
 // ---- append: success (S3, S7) ------------------------------------------------------------
 
 TEST(ClassifyAppendCaptures, S7_Plain204IsAppendedWithNextOffset) {
-  for (const char* capture :
-       {"append_plain_204", "append_plain_second_204", "append_json_array_204",
-        "append_chunked_request_204", "append_content_type_with_params_204"}) {
+  for (const char* capture : {"append_plain_204", "append_plain_second_204", "append_json_array_204",
+                              "append_chunked_request_204", "append_content_type_with_params_204"}) {
     auto ack = classify_append(parse_capture(capture), kPlain);
     ASSERT_TRUE(ack.has_value()) << capture << ": " << ack.error().describe();
     EXPECT_FALSE(ack->duplicate) << capture;
@@ -34,9 +33,9 @@ TEST(ClassifyAppendCaptures, S7_Producer200IsAppendedWithNextOffset) {
   auto ack = classify_append(parse_capture("append_producer_200"), kSequenced);
   ASSERT_TRUE(ack.has_value()) << ack.error().describe();
   EXPECT_EQ(*ack, (DurableStreamsPolicy::Ack{"0000000000000000_0000000000000007", false}));
-  for (const char* capture : {"append_producer_seq1_200", "append_producer_epoch1_seq0_200",
-                              "append_producer_new_id_epoch7_seq0_200", "fault_503_then_retry_200",
-                              "after_clear_post_200"}) {
+  for (const char* capture :
+       {"append_producer_seq1_200", "append_producer_epoch1_seq0_200", "append_producer_new_id_epoch7_seq0_200",
+        "fault_503_then_retry_200", "after_clear_post_200"}) {
     auto a = classify_append(parse_capture(capture), kSequenced);
     ASSERT_TRUE(a.has_value()) << capture;
     EXPECT_FALSE(a->duplicate);
@@ -111,8 +110,8 @@ TEST(ClassifyAppendCaptures, S5_StaleEpoch403CarriesServerEpoch) {
 }
 
 TEST(ClassifyAppendCaptures, S6_AppendAfterClose409IsStreamClosedWithFinalOffset) {
-  for (const char* capture : {"append_after_close_409", "producer_append_after_close_409",
-                              "append_after_close_wrong_ct_409"}) {
+  for (const char* capture :
+       {"append_after_close_409", "producer_append_after_close_409", "append_after_close_wrong_ct_409"}) {
     for (const bool sequenced : {kPlain, kSequenced}) {
       const Error e = append_error(capture, sequenced);
       EXPECT_EQ(e.code, ErrorCode::stream_closed) << capture;
@@ -125,8 +124,7 @@ TEST(ClassifyAppendCaptures, S6_AppendAfterClose409IsStreamClosedWithFinalOffset
 }
 
 TEST(ClassifyAppendCaptures, S6_OlderOrNextSeqAfterProducerClose409IsStreamClosed) {
-  for (const char* capture :
-       {"close_with_producer_next_seq_409", "close_with_producer_old_seq_409"}) {
+  for (const char* capture : {"close_with_producer_next_seq_409", "close_with_producer_old_seq_409"}) {
     const Error e = append_error(capture, kSequenced);
     EXPECT_EQ(e.code, ErrorCode::stream_closed) << capture;
     EXPECT_EQ(e.final_offset, "0000000000000000_0000000000000020");
@@ -134,8 +132,7 @@ TEST(ClassifyAppendCaptures, S6_OlderOrNextSeqAfterProducerClose409IsStreamClose
 }
 
 TEST(ClassifyAppendCaptures, E3_WrongContentType409IsConflictQuotingTheServer) {
-  for (const char* capture :
-       {"append_wrong_content_type_409", "append_producer_dup_wrong_ct_409"}) {
+  for (const char* capture : {"append_wrong_content_type_409", "append_producer_dup_wrong_ct_409"}) {
     const Error e = append_error(capture, kSequenced);
     EXPECT_EQ(e.code, ErrorCode::conflict) << capture;
     EXPECT_EQ(e.certainty, Certainty::definite);
@@ -164,8 +161,7 @@ TEST(ClassifyAppendCaptures, S7_BadRequest400IsRejectedWithServerText) {
     const char* text;
   };
   for (const Case c : {Case{"append_json_empty_array_400", "Empty arrays are not allowed"},
-                       Case{"append_json_invalid_400", "Invalid JSON"},
-                       Case{"append_empty_body_400", "Empty body"},
+                       Case{"append_json_invalid_400", "Invalid JSON"}, Case{"append_empty_body_400", "Empty body"},
                        Case{"append_no_content_type_400", "Content-Type header is required"},
                        Case{"append_producer_missing_seq_400", "must be provided together"},
                        Case{"append_producer_missing_id_400", "must be provided together"},
@@ -244,9 +240,8 @@ TEST(ClassifyCreateCaptures, Created201) {
 }
 
 TEST(ClassifyCreateCaptures, SameConfiguration200IsNotCreated) {
-  for (const char* capture :
-       {"put_same_config_200", "put_same_config_charset_200", "put_no_content_type_same_200",
-        "put_closed_stream_with_closed_200"}) {
+  for (const char* capture : {"put_same_config_200", "put_same_config_charset_200", "put_no_content_type_same_200",
+                              "put_closed_stream_with_closed_200"}) {
     auto r = classify_create(parse_capture(capture));
     ASSERT_TRUE(r.has_value()) << capture;
     EXPECT_FALSE(r->created) << capture;
@@ -256,15 +251,13 @@ TEST(ClassifyCreateCaptures, SameConfiguration200IsNotCreated) {
 }
 
 TEST(ClassifyCreateCaptures, E3_OtherConfiguration409IsConflict) {
-  for (const char* capture :
-       {"put_different_content_type_409", "put_closed_stream_without_closed_409"}) {
+  for (const char* capture : {"put_different_content_type_409", "put_closed_stream_without_closed_409"}) {
     auto r = classify_create(parse_capture(capture));
     ASSERT_FALSE(r.has_value()) << capture;
     EXPECT_EQ(r.error().code, ErrorCode::conflict);
     EXPECT_EQ(r.error().certainty, Certainty::definite);
     EXPECT_EQ(r.error().http_status, 409);
-    EXPECT_NE(r.error().message.find("different configuration"), std::string::npos)
-        << r.error().message;
+    EXPECT_NE(r.error().message.find("different configuration"), std::string::npos) << r.error().message;
   }
 }
 
@@ -279,9 +272,8 @@ TEST(ClassifyCloseCaptures, Close204GivesFinalOffset) {
 }
 
 TEST(ClassifyCloseCaptures, S3_ProducerCloseAndItsRetry204Succeed) {
-  for (const char* capture :
-       {"close_only_with_producer_seq0_204", "close_only_with_producer_retry_204",
-        "close_only_producer_retry_of_body_close_204"}) {
+  for (const char* capture : {"close_only_with_producer_seq0_204", "close_only_with_producer_retry_204",
+                              "close_only_producer_retry_of_body_close_204"}) {
     auto r = classify_close(parse_capture(capture), kSequenced);
     ASSERT_TRUE(r.has_value()) << capture;
     EXPECT_FALSE(r->final_offset.empty());
@@ -304,11 +296,8 @@ TEST(ClassifyCloseCaptures, S6_ProducerCloseAfterPlainClose409IsStreamClosed) {
 }
 
 TEST(ClassifyCloseCaptures, MissingStream404IsNotFound) {
-  EXPECT_EQ(classify_close(parse_capture("close_missing_stream_404"), kPlain).error().code,
-            ErrorCode::not_found);
-  EXPECT_EQ(classify_close(parse_capture("close_only_with_producer_missing_stream_404"), kSequenced)
-                .error()
-                .code,
+  EXPECT_EQ(classify_close(parse_capture("close_missing_stream_404"), kPlain).error().code, ErrorCode::not_found);
+  EXPECT_EQ(classify_close(parse_capture("close_only_with_producer_missing_stream_404"), kSequenced).error().code,
             ErrorCode::not_found);
 }
 
@@ -385,8 +374,7 @@ TEST(ClassifyReadCaptures, BadOffset400IsRejectedAndDeleted404IsNotFound) {
   auto bad = classify_read(parse_capture("get_bytes_bad_offset_400"));
   ASSERT_FALSE(bad.has_value());
   EXPECT_EQ(bad.error().code, ErrorCode::rejected);
-  EXPECT_NE(bad.error().message.find("Invalid offset format"), std::string::npos)
-      << bad.error().message;
+  EXPECT_NE(bad.error().message.find("Invalid offset format"), std::string::npos) << bad.error().message;
   EXPECT_EQ(classify_read(parse_capture("get_deleted_404")).error().code, ErrorCode::not_found);
 }
 
@@ -457,8 +445,7 @@ TEST(ClassifyPipelinedCaptures, DroppedConnectionWithoutBytesIsProtocolError) {
   const auto outcomes = parse_all(load_capture("fault_drop_connection"), false, 1 << 20);
   ASSERT_EQ(outcomes.size(), 1U);
   EXPECT_EQ(outcomes[0].state, ResponseParser::State::failed);
-  EXPECT_NE(outcomes[0].error.find("connection closed before the response completed"),
-            std::string::npos)
+  EXPECT_NE(outcomes[0].error.find("connection closed before the response completed"), std::string::npos)
       << outcomes[0].error;
 }
 

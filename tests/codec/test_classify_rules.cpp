@@ -32,9 +32,9 @@ TEST(ParseProtocolNumber, AcceptsPlainDecimalUpTo2Pow53Minus1) {
 }
 
 TEST(ParseProtocolNumber, RejectsSignsSpacesOtherFormsAndValuesAbove2Pow53Minus1) {
-  for (const char* text : {"", "9007199254740992", "9999999999999999", "18446744073709551616",
-                           "99999999999999999999", "00000000000000001", "+1", "-1", " 1", "1 ",
-                           "1e3", "0x1", "abc", "1.0", "1,0", "1_0", "\xd9\xa1"}) {
+  for (const char* text :
+       {"", "9007199254740992", "9999999999999999", "18446744073709551616", "99999999999999999999", "00000000000000001",
+        "+1", "-1", " 1", "1 ", "1e3", "0x1", "abc", "1.0", "1,0", "1_0", "\xd9\xa1"}) {
     EXPECT_FALSE(parse_protocol_number(text).has_value()) << "'" << text << "'";
   }
   EXPECT_FALSE(parse_protocol_number(std::string_view("1\0", 2)).has_value());
@@ -61,11 +61,9 @@ TEST(ClassifyAppendRules, S6_StreamClosedValueIsCaseInsensitiveAndTrimmed) {
 
 TEST(ClassifyAppendRules, S6_OtherStreamClosedValuesCountAsAbsent) {
   for (const char* value : {"false", "1", "yes", "", "truee", "tru"}) {
-    EXPECT_EQ(append_error(resp(409, {{"Stream-Closed", value}})).code, ErrorCode::conflict)
-        << "'" << value << "'";
-    EXPECT_EQ(
-        append_error(resp(409, {{"Stream-Closed", value}, {"Producer-Expected-Seq", "2"}})).code,
-        ErrorCode::sequence_gap);
+    EXPECT_EQ(append_error(resp(409, {{"Stream-Closed", value}})).code, ErrorCode::conflict) << "'" << value << "'";
+    EXPECT_EQ(append_error(resp(409, {{"Stream-Closed", value}, {"Producer-Expected-Seq", "2"}})).code,
+              ErrorCode::sequence_gap);
   }
 }
 
@@ -77,8 +75,7 @@ TEST(ClassifyAppendRules, S6_StreamClosedWithoutOffsetHasUnknownFinalOffset) {
 }
 
 TEST(ClassifyAppendRules, S4_GapHeadersAreCaseInsensitive) {
-  const Error e =
-      append_error(resp(409, {{"PRODUCER-EXPECTED-SEQ", " 4 "}, {"producer-received-seq", "9"}}));
+  const Error e = append_error(resp(409, {{"PRODUCER-EXPECTED-SEQ", " 4 "}, {"producer-received-seq", "9"}}));
   EXPECT_EQ(e.code, ErrorCode::sequence_gap);
   EXPECT_EQ(e.expected_seq, 4U);
   EXPECT_EQ(e.received_seq, 9U);
@@ -103,17 +100,13 @@ TEST(ClassifyAppendRules, E5_MalformedExpectedSeqIsProtocolErrorNamingTheValue) 
 }
 
 TEST(ClassifyAppendRules, E5_NumbersAbove2Pow53Minus1InProducerHeadersAreProtocolErrors) {
-  EXPECT_EQ(append_error(resp(409, {{"Producer-Expected-Seq", "9007199254740992"}})).code,
-            ErrorCode::protocol_error);
-  EXPECT_EQ(append_error(resp(409, {{"Producer-Expected-Seq", "1"},
-                                    {"Producer-Received-Seq", "18446744073709551616"}}))
-                .code,
-            ErrorCode::protocol_error);
-  EXPECT_EQ(append_error(resp(403, {{"Producer-Epoch", "9007199254740992"}})).code,
-            ErrorCode::protocol_error);
+  EXPECT_EQ(append_error(resp(409, {{"Producer-Expected-Seq", "9007199254740992"}})).code, ErrorCode::protocol_error);
+  EXPECT_EQ(
+      append_error(resp(409, {{"Producer-Expected-Seq", "1"}, {"Producer-Received-Seq", "18446744073709551616"}})).code,
+      ErrorCode::protocol_error);
+  EXPECT_EQ(append_error(resp(403, {{"Producer-Epoch", "9007199254740992"}})).code, ErrorCode::protocol_error);
   EXPECT_EQ(append_error(resp(403, {{"Producer-Epoch", "-1"}})).code, ErrorCode::protocol_error);
-  EXPECT_EQ(append_error(resp(403, {{"Producer-Epoch", "9007199254740991"}})).server_epoch,
-            9007199254740991U);
+  EXPECT_EQ(append_error(resp(403, {{"Producer-Epoch", "9007199254740991"}})).server_epoch, 9007199254740991U);
 }
 
 TEST(ClassifyAppendRules, E3_Plain409IsConflictQuotingAtMost200BodyBytes) {
@@ -151,8 +144,8 @@ TEST(ClassifyAppendRules, S5_StaleEpochMessageNamesServerEpoch) {
 // ---- success needs its offset (S3, S7) ------------------------------------------------------
 
 TEST(ClassifyAppendRules, S7_SuccessWithoutNextOffsetIsProtocolError) {
-  for (const auto& r : {resp(200), resp(200, {{"Stream-Next-Offset", ""}}),
-                        resp(200, {{"Stream-Next-Offset", "   "}})}) {
+  for (const auto& r :
+       {resp(200), resp(200, {{"Stream-Next-Offset", ""}}), resp(200, {{"Stream-Next-Offset", "   "}})}) {
     const Error e = append_error(r);
     EXPECT_EQ(e.code, ErrorCode::protocol_error);
     EXPECT_EQ(e.certainty, Certainty::indefinite);
@@ -178,8 +171,7 @@ TEST(ClassifyAppendRules, S7_OffsetHeaderIsCaseInsensitiveAndTrimmed) {
 }
 
 TEST(ClassifyAppendRules, FirstOfRepeatedHeadersWins) {
-  auto ack = classify_append(
-      resp(204, {{"Stream-Next-Offset", "first"}, {"Stream-Next-Offset", "second"}}), false);
+  auto ack = classify_append(resp(204, {{"Stream-Next-Offset", "first"}, {"Stream-Next-Offset", "second"}}), false);
   ASSERT_TRUE(ack.has_value());
   EXPECT_EQ(ack->next_offset, "first");
 }
@@ -192,11 +184,10 @@ TEST(ClassifyAppendRules, S7_RetryAfterDeltaSecondsUpToOneDay) {
     std::optional<std::chrono::seconds> expected;
   };
   for (const Case c :
-       {Case{"0", std::chrono::seconds{0}}, Case{"2", std::chrono::seconds{2}},
-        Case{" 30 ", std::chrono::seconds{30}}, Case{"86400", std::chrono::seconds{86400}},
-        Case{"86401", std::nullopt}, Case{"Wed, 21 Oct 2015 07:28:00 GMT", std::nullopt},
-        Case{"-1", std::nullopt}, Case{"1.5", std::nullopt}, Case{"", std::nullopt},
-        Case{"99999999999999999999", std::nullopt}}) {
+       {Case{"0", std::chrono::seconds{0}}, Case{"2", std::chrono::seconds{2}}, Case{" 30 ", std::chrono::seconds{30}},
+        Case{"86400", std::chrono::seconds{86400}}, Case{"86401", std::nullopt},
+        Case{"Wed, 21 Oct 2015 07:28:00 GMT", std::nullopt}, Case{"-1", std::nullopt}, Case{"1.5", std::nullopt},
+        Case{"", std::nullopt}, Case{"99999999999999999999", std::nullopt}}) {
     for (const int status : {503, 429}) {
       const Error e = append_error(resp(status, {{"Retry-After", c.value}}));
       EXPECT_EQ(e.code, ErrorCode::unavailable);
@@ -231,8 +222,7 @@ TEST(ClassifyAppendRules, S7_ClientErrorsAreRejectedAndNotFoundIs404Or410) {
 }
 
 TEST(ClassifyAppendRules, S7_AnythingElseIsProtocolError) {
-  for (const int status :
-       {0, -1, 1, 99, 100, 101, 199, 201, 202, 206, 301, 304, 600, 999, 1000, 70000}) {
+  for (const int status : {0, -1, 1, 99, 100, 101, 199, 201, 202, 206, 301, 304, 600, 999, 1000, 70000}) {
     const Error e = append_error(resp(status, {{"Stream-Next-Offset", "x"}}));
     EXPECT_EQ(e.code, ErrorCode::protocol_error) << status;
     EXPECT_EQ(e.certainty, Certainty::indefinite);
@@ -242,16 +232,13 @@ TEST(ClassifyAppendRules, S7_AnythingElseIsProtocolError) {
 }
 
 TEST(ClassifyAppendRules, MessagesNameOperationAndStatus) {
-  EXPECT_EQ(append_error(resp(404)).message,
-            "append: HTTP 404 Not Found: the stream does not exist");
+  EXPECT_EQ(append_error(resp(404)).message, "append: HTTP 404 Not Found: the stream does not exist");
   EXPECT_EQ(append_error(resp(410)).message, "append: HTTP 410 Gone: the stream is gone");
   EXPECT_EQ(append_error(resp(503, {{"Retry-After", "2"}})).message,
             "append: HTTP 503 Service Unavailable: service unavailable; Retry-After 2 s");
-  EXPECT_EQ(
-      append_error(resp(409, {{"Producer-Expected-Seq", "1"}, {"Producer-Received-Seq", "5"}}))
-          .message,
-      "append: HTTP 409 Conflict: producer sequence gap; the server expected seq 1, "
-      "received 5");
+  EXPECT_EQ(append_error(resp(409, {{"Producer-Expected-Seq", "1"}, {"Producer-Received-Seq", "5"}})).message,
+            "append: HTTP 409 Conflict: producer sequence gap; the server expected seq 1, "
+            "received 5");
   EXPECT_EQ(append_error(resp(722)).message, "append: HTTP 722: unexpected status for append");
 }
 
@@ -259,11 +246,9 @@ TEST(ClassifyAppendRules, MessagesNameOperationAndStatus) {
 
 TEST(ClassifyCreateRules, StatusesOtherThan201And200AreErrors) {
   EXPECT_EQ(classify_create(resp(204)).error().code, ErrorCode::protocol_error);
-  EXPECT_EQ(classify_create(resp(409, {{"Stream-Closed", "true"}})).error().code,
-            ErrorCode::conflict)
+  EXPECT_EQ(classify_create(resp(409, {{"Stream-Closed", "true"}})).error().code, ErrorCode::conflict)
       << "a create conflict is about configuration, not S6";
-  EXPECT_EQ(classify_create(resp(403, {{"Producer-Epoch", "3"}})).error().code,
-            ErrorCode::rejected);
+  EXPECT_EQ(classify_create(resp(403, {{"Producer-Epoch", "3"}})).error().code, ErrorCode::rejected);
   EXPECT_EQ(classify_create(resp(400, {}, "Invalid Stream-TTL")).error().code, ErrorCode::rejected);
   const Error busy = classify_create(resp(429, {{"Retry-After", "3"}})).error();
   EXPECT_EQ(busy.code, ErrorCode::unavailable);
@@ -278,17 +263,12 @@ TEST(ClassifyCloseRules, SuccessAndProducerErrors) {
   ASSERT_TRUE(ok.has_value());
   EXPECT_EQ(ok->final_offset, "f");
   EXPECT_TRUE(classify_close(resp(204), false)->final_offset.empty());
-  EXPECT_EQ(classify_close(resp(403, {{"Producer-Epoch", "2"}}), true).error().code,
-            ErrorCode::stale_epoch);
-  EXPECT_EQ(
-      classify_close(resp(409, {{"Stream-Closed", "true"}, {"Producer-Expected-Seq", "1"}}), true)
-          .error()
-          .code,
-      ErrorCode::stream_closed);
+  EXPECT_EQ(classify_close(resp(403, {{"Producer-Epoch", "2"}}), true).error().code, ErrorCode::stale_epoch);
+  EXPECT_EQ(classify_close(resp(409, {{"Stream-Closed", "true"}, {"Producer-Expected-Seq", "1"}}), true).error().code,
+            ErrorCode::stream_closed);
   EXPECT_EQ(classify_close(resp(409), false).error().code, ErrorCode::conflict);
   EXPECT_EQ(classify_close(resp(201), false).error().code, ErrorCode::protocol_error);
-  EXPECT_EQ(classify_close(resp(404), false).error().message,
-            "close: HTTP 404 Not Found: the stream does not exist");
+  EXPECT_EQ(classify_close(resp(404), false).error().message, "close: HTTP 404 Not Found: the stream does not exist");
 }
 
 TEST(ClassifyHeadRules, NeedsNextOffsetAndToleratesMissingContentType) {
@@ -297,22 +277,19 @@ TEST(ClassifyHeadRules, NeedsNextOffsetAndToleratesMissingContentType) {
   ASSERT_TRUE(r.has_value());
   EXPECT_TRUE(r->content_type.empty());
   EXPECT_TRUE(r->closed);
-  EXPECT_EQ(classify_head(resp(204, {{"Stream-Next-Offset", "o"}})).error().code,
-            ErrorCode::protocol_error);
+  EXPECT_EQ(classify_head(resp(204, {{"Stream-Next-Offset", "o"}})).error().code, ErrorCode::protocol_error);
   EXPECT_EQ(classify_head(resp(410)).error().code, ErrorCode::not_found);
   EXPECT_EQ(classify_head(resp(503)).error().code, ErrorCode::unavailable);
 }
 
 TEST(ClassifyReadRules, NeedsNextOffsetAndReadsFlags) {
   EXPECT_EQ(classify_read(resp(200, {}, "data")).error().code, ErrorCode::protocol_error);
-  auto r = classify_read(
-      resp(200, {{"Stream-Next-Offset", "o"}, {"Stream-Up-To-Date", "TRUE"}}, "data"));
+  auto r = classify_read(resp(200, {{"Stream-Next-Offset", "o"}, {"Stream-Up-To-Date", "TRUE"}}, "data"));
   ASSERT_TRUE(r.has_value());
   EXPECT_TRUE(r->up_to_date);
   EXPECT_FALSE(r->closed);
   EXPECT_EQ(r->body, "data");
-  auto partial =
-      classify_read(resp(200, {{"Stream-Next-Offset", "o"}, {"Stream-Up-To-Date", "false"}}));
+  auto partial = classify_read(resp(200, {{"Stream-Next-Offset", "o"}, {"Stream-Up-To-Date", "false"}}));
   ASSERT_TRUE(partial.has_value());
   EXPECT_FALSE(partial->up_to_date);
   EXPECT_EQ(classify_read(resp(410)).error().code, ErrorCode::not_found);
@@ -320,14 +297,10 @@ TEST(ClassifyReadRules, NeedsNextOffsetAndReadsFlags) {
 }
 
 TEST(ClassifyReadRules, UnrequestedCompressionIsProtocolError) {
-  const Error e =
-      classify_read(resp(200, {{"Stream-Next-Offset", "o"}, {"Content-Encoding", "gzip"}}, "\x1f"))
-          .error();
+  const Error e = classify_read(resp(200, {{"Stream-Next-Offset", "o"}, {"Content-Encoding", "gzip"}}, "\x1f")).error();
   EXPECT_EQ(e.code, ErrorCode::protocol_error);
   EXPECT_NE(e.message.find("Content-Encoding 'gzip'"), std::string::npos) << e.message;
-  EXPECT_TRUE(
-      classify_read(resp(200, {{"Stream-Next-Offset", "o"}, {"content-encoding", "Identity"}}))
-          .has_value());
+  EXPECT_TRUE(classify_read(resp(200, {{"Stream-Next-Offset", "o"}, {"content-encoding", "Identity"}})).has_value());
 }
 
 TEST(ClassifyDeleteRules, Success200Or204AndErrors) {
@@ -336,8 +309,7 @@ TEST(ClassifyDeleteRules, Success200Or204AndErrors) {
   EXPECT_EQ(classify_delete(resp(202)).error().code, ErrorCode::protocol_error);
   EXPECT_EQ(classify_delete(resp(410)).error().code, ErrorCode::not_found);
   EXPECT_EQ(classify_delete(resp(503)).error().code, ErrorCode::unavailable);
-  EXPECT_EQ(classify_delete(resp(405)).error().message,
-            "delete: HTTP 405 Method Not Allowed: rejected");
+  EXPECT_EQ(classify_delete(resp(405)).error().message, "delete: HTTP 405 Method Not Allowed: rejected");
 }
 
 TEST(ResponseHeaderLookup, CaseInsensitiveFirstMatch) {

@@ -20,8 +20,7 @@ void expect_protocol_failure(const ResponseParser& p, std::string_view text_part
 // ---- bodies --------------------------------------------------------------------------------
 
 TEST(ParserFraming, ContentLengthBody) {
-  const std::string bytes =
-      "HTTP/1.1 200 OK\r\nContent-Length: 5\r\nStream-Next-Offset: x\r\n\r\nhello";
+  const std::string bytes = "HTTP/1.1 200 OK\r\nContent-Length: 5\r\nStream-Next-Offset: x\r\n\r\nhello";
   ResponseParser p;
   EXPECT_EQ(p.feed(span_of(bytes)), bytes.size());
   ASSERT_EQ(p.state(), State::complete);
@@ -89,8 +88,7 @@ TEST(ParserFraming, HeadCaptureWithoutHeadFlagIsEofDelimited) {
 
 TEST(ParserFraming, NoContentAndNotModifiedHaveNoBodyWhateverTheHeaders) {
   for (const char* status : {"204 No Content", "304 Not Modified"}) {
-    const std::string first =
-        std::string("HTTP/1.1 ") + status + "\r\nTransfer-Encoding: chunked\r\n\r\n";
+    const std::string first = std::string("HTTP/1.1 ") + status + "\r\nTransfer-Encoding: chunked\r\n\r\n";
     const std::string bytes = first + "5\r\nhello\r\n0\r\n\r\n";
     ResponseParser p;
     EXPECT_EQ(p.feed(span_of(bytes)), first.size()) << status;
@@ -114,8 +112,7 @@ TEST(ParserFraming, ConnectionCloseAndHttp10AreNotKeepAlive) {
 // ---- headers -------------------------------------------------------------------------------
 
 TEST(ParserHeaders, NamesAndValuesSplitAcrossFeedsAreJoined) {
-  const std::string bytes =
-      "HTTP/1.1 204 No Content\r\nStream-Next-Offset: 0001_0002\r\nX-B: v\r\n\r\n";
+  const std::string bytes = "HTTP/1.1 204 No Content\r\nStream-Next-Offset: 0001_0002\r\nX-B: v\r\n\r\n";
   for (std::size_t cut1 = 1; cut1 < bytes.size(); ++cut1) {
     for (const std::size_t cut2 : {cut1 + 1, cut1 + 3, bytes.size()}) {
       if (cut2 > bytes.size()) continue;
@@ -137,8 +134,7 @@ TEST(ParserHeaders, EmptyValuesAndSurroundingWhitespace) {
       "HTTP/1.1 204 No Content\r\nX-Empty:\r\nX-Spaces:    \r\nStream-Next-Offset: \t o p \t\r\n"
       "X-Last: z\r\n\r\n");
   ASSERT_EQ(p.state(), State::complete) << p.error().describe();
-  const Headers expected = {
-      {"X-Empty", ""}, {"X-Spaces", ""}, {"Stream-Next-Offset", "o p"}, {"X-Last", "z"}};
+  const Headers expected = {{"X-Empty", ""}, {"X-Spaces", ""}, {"Stream-Next-Offset", "o p"}, {"X-Last", "z"}};
   EXPECT_EQ(p.response().headers, expected);
 }
 
@@ -175,9 +171,8 @@ TEST(ParserInterim, TooManyInterimResponsesFail) {
 }
 
 TEST(ParserInterim, SwitchingProtocolsFails) {
-  expect_protocol_failure(
-      parse_text("HTTP/1.1 101 Switching Protocols\r\nUpgrade: h2c\r\nConnection: Upgrade\r\n\r\n"),
-      "101");
+  expect_protocol_failure(parse_text("HTTP/1.1 101 Switching Protocols\r\nUpgrade: h2c\r\nConnection: Upgrade\r\n\r\n"),
+                          "101");
   expect_protocol_failure(parse_text("HTTP/1.1 101 Switching Protocols\r\n\r\n"), "101");
 }
 
@@ -192,8 +187,7 @@ TEST(ParserPipelining, TwoResponsesInOneBufferParseOneAfterTheOther) {
   EXPECT_EQ(used, first.size()) << "feed stops right after the first response";
   ASSERT_EQ(p.state(), State::complete);
   EXPECT_EQ(p.response().status, 204);
-  EXPECT_EQ(p.feed(span_of(std::string_view(bytes).substr(used))), 0U)
-      << "nothing more is consumed until reset";
+  EXPECT_EQ(p.feed(span_of(std::string_view(bytes).substr(used))), 0U) << "nothing more is consumed until reset";
   p.reset();
   EXPECT_EQ(p.feed(span_of(std::string_view(bytes).substr(used))), second.size());
   ASSERT_EQ(p.state(), State::complete);
@@ -206,10 +200,8 @@ TEST(ParserPipelining, RecordedPipelinedResponsesSplitExactly) {
     const char* capture;
     std::vector<int> statuses;
   };
-  for (const Case& c : {Case{"pipelined_post_get", {204, 200}},
-                        Case{"pipelined_producer_5", {200, 200, 200, 200, 200}},
-                        Case{"pipelined_delayed_first", {200, 409}},
-                        Case{"keepalive_sequential_3", {503, 204, 200}}}) {
+  for (const Case& c : {Case{"pipelined_post_get", {204, 200}}, Case{"pipelined_producer_5", {200, 200, 200, 200, 200}},
+                        Case{"pipelined_delayed_first", {200, 409}}, Case{"keepalive_sequential_3", {503, 204, 200}}}) {
     const std::string bytes = load_capture(c.capture);
     const auto outcomes = parse_all(bytes, false, bytes.size());
     ASSERT_EQ(outcomes.size(), c.statuses.size()) << c.capture;
@@ -238,8 +230,7 @@ TEST(ParserCaptures, EveryCaptureFedByteByByteOrInPiecesEqualsFedWhole) {
         EXPECT_EQ(o.state, State::complete) << name << ": " << o.error;
       }
     }
-    for (const std::size_t chunk :
-         {std::size_t{1}, std::size_t{2}, std::size_t{3}, std::size_t{7}, std::size_t{64}}) {
+    for (const std::size_t chunk : {std::size_t{1}, std::size_t{2}, std::size_t{3}, std::size_t{7}, std::size_t{64}}) {
       EXPECT_EQ(parse_all(bytes, head, chunk), whole) << name << " in pieces of " << chunk;
     }
   }
@@ -258,9 +249,8 @@ TEST(ParserCaptures, ParsedCaptureHasExpectedStatusHeadersAndBody) {
 // ---- truncation (E5) --------------------------------------------------------------------------
 
 TEST(ParserTruncation, E5_EveryTruncatedCaptureFailsOnEof) {
-  for (const char* name : {"append_plain_204", "append_producer_200", "append_producer_gap_409",
-                           "get_json_catchup_200", "fault_503_retry_after", "put_create_201",
-                           "expect_100_continue", "head_200"}) {
+  for (const char* name : {"append_plain_204", "append_producer_200", "append_producer_gap_409", "get_json_catchup_200",
+                           "fault_503_retry_after", "put_create_201", "expect_100_continue", "head_200"}) {
     const std::string bytes = load_capture(name);
     for (std::size_t len = 0; len < bytes.size(); ++len) {
       ResponseParser p;
@@ -271,8 +261,7 @@ TEST(ParserTruncation, E5_EveryTruncatedCaptureFailsOnEof) {
       ASSERT_EQ(p.state(), State::failed) << name << " cut at " << len;
       EXPECT_EQ(p.error().code, ErrorCode::protocol_error);
       EXPECT_EQ(p.error().certainty, Certainty::indefinite);
-      EXPECT_NE(p.error().message.find("connection closed before the response completed"),
-                std::string::npos)
+      EXPECT_NE(p.error().message.find("connection closed before the response completed"), std::string::npos)
           << p.error().message;
     }
   }
@@ -312,8 +301,7 @@ TEST(ParserLimits, R3_TooManyHeadersFail) {
 TEST(ParserLimits, R3_TooManyTrailerFieldsFail) {
   ResponseLimits limits;
   limits.max_headers = 2;
-  const std::string bytes =
-      "HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\n\r\n0\r\nT1: a\r\nT2: b\r\n\r\n";
+  const std::string bytes = "HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\n\r\n0\r\nT1: a\r\nT2: b\r\n\r\n";
   expect_protocol_failure(parse_text(bytes, false, limits), "header fields");
 }
 
@@ -333,9 +321,8 @@ TEST(ParserLimits, R3_OversizedHeaderBlockFails) {
   std::string many = "HTTP/1.1 204 No Content\r\n";
   for (int i = 0; i < 20; ++i) many += "X: 1\r\n";
   expect_protocol_failure(parse_text(many + "\r\n", false, limits), "header block exceeds");
-  expect_protocol_failure(
-      parse_text("HTTP/1.1 204 " + std::string(150, 'R') + "\r\n\r\n", false, limits),
-      "header block exceeds");
+  expect_protocol_failure(parse_text("HTTP/1.1 204 " + std::string(150, 'R') + "\r\n\r\n", false, limits),
+                          "header block exceeds");
 }
 
 TEST(ParserLimits, R3_DefaultHeaderLimitStopsAHugeHeaderEarly) {
@@ -353,8 +340,7 @@ TEST(ParserLimits, R3_OversizedContentLengthBodyFailsBeforeTheBodyArrives) {
   ResponseParser p(limits);
   p.feed(span_of(head));
   expect_protocol_failure(p, "response body of 101 bytes exceeds the limit of 100 bytes");
-  const std::string exact =
-      "HTTP/1.1 200 OK\r\nContent-Length: 100\r\n\r\n" + std::string(100, 'b');
+  const std::string exact = "HTTP/1.1 200 OK\r\nContent-Length: 100\r\n\r\n" + std::string(100, 'b');
   EXPECT_EQ(parse_text(exact, false, limits).state(), State::complete);
   // HEAD: the announced length is not a body.
   EXPECT_EQ(parse_text(head, true, limits).state(), State::complete);
@@ -363,15 +349,13 @@ TEST(ParserLimits, R3_OversizedContentLengthBodyFailsBeforeTheBodyArrives) {
 TEST(ParserLimits, R3_OversizedChunkedBodyFails) {
   ResponseLimits limits;
   limits.max_body_bytes = 10;
-  const std::string one_big =
-      "HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\n\r\nb\r\n" + std::string(11, 'x');
+  const std::string one_big = "HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\n\r\nb\r\n" + std::string(11, 'x');
   expect_protocol_failure(parse_text(one_big, false, limits), "exceeds the limit of 10 bytes");
   const std::string many_small =
       "HTTP/1.1 200 OK\r\nTransfer-Encoding: "
       "chunked\r\n\r\n6\r\nabcdef\r\n6\r\nabcdef\r\n0\r\n\r\n";
   expect_protocol_failure(parse_text(many_small, false, limits), "exceeds the limit of 10 bytes");
-  const std::string fits =
-      "HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\n\r\n5\r\nabcde\r\n5\r\nabcde\r\n0\r\n\r\n";
+  const std::string fits = "HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\n\r\n5\r\nabcde\r\n5\r\nabcde\r\n0\r\n\r\n";
   EXPECT_EQ(parse_text(fits, false, limits).state(), State::complete);
 }
 
@@ -389,9 +373,8 @@ TEST(ParserLimits, R3_OversizedEofDelimitedBodyFails) {
 
 TEST(ParserHostile, E5_BadStatusLinesFail) {
   for (const char* bytes :
-       {"HTTP/1.1 2000 OK\r\n\r\n", "HTTX/1.1 200 OK\r\n\r\n", "HTTP/1.1 abc OK\r\n\r\n",
-        "HTTP/1.1\r\n\r\n", "HTTP/x.1 200 OK\r\n\r\n", "GET / HTTP/1.1\r\n\r\n",
-        " HTTP/1.1 200 OK\r\n", "HTTP/1.1 20 OK\r\n\r\n",
+       {"HTTP/1.1 2000 OK\r\n\r\n", "HTTX/1.1 200 OK\r\n\r\n", "HTTP/1.1 abc OK\r\n\r\n", "HTTP/1.1\r\n\r\n",
+        "HTTP/x.1 200 OK\r\n\r\n", "GET / HTTP/1.1\r\n\r\n", " HTTP/1.1 200 OK\r\n", "HTTP/1.1 20 OK\r\n\r\n",
         "\x16\x03\x01\x02\x00\x01\x00\x01\xfc\x03\x03"}) {
     SCOPED_TRACE(bytes);
     auto p = parse_text(bytes);
@@ -401,9 +384,8 @@ TEST(ParserHostile, E5_BadStatusLinesFail) {
 }
 
 TEST(ParserHostile, E5_BadHeaderSyntaxFails) {
-  for (const char* bytes :
-       {"HTTP/1.1 200 OK\r\nBad Name: v\r\n\r\n", "HTTP/1.1 200 OK\r\nX: a\rb\r\n\r\n",
-        "HTTP/1.1 200 OK\r\n: novalue\r\n\r\n", "HTTP/1.1 200 OK\r\nX\x01Y: v\r\n\r\n"}) {
+  for (const char* bytes : {"HTTP/1.1 200 OK\r\nBad Name: v\r\n\r\n", "HTTP/1.1 200 OK\r\nX: a\rb\r\n\r\n",
+                            "HTTP/1.1 200 OK\r\n: novalue\r\n\r\n", "HTTP/1.1 200 OK\r\nX\x01Y: v\r\n\r\n"}) {
     SCOPED_TRACE(bytes);
     expect_protocol_failure(parse_text(bytes), "malformed HTTP response");
   }
@@ -412,9 +394,8 @@ TEST(ParserHostile, E5_BadHeaderSyntaxFails) {
 }
 
 TEST(ParserHostile, E5_OnlyHttp1ResponsesAreAccepted) {
-  for (const char* bytes :
-       {"HTTP/2.0 200 OK\r\nContent-Length: 0\r\n\r\n",
-        "HTTP/0.9 200 OK\r\nContent-Length: 0\r\n\r\n", "HTTP/9.9 204 No Content\r\n\r\n"}) {
+  for (const char* bytes : {"HTTP/2.0 200 OK\r\nContent-Length: 0\r\n\r\n",
+                            "HTTP/0.9 200 OK\r\nContent-Length: 0\r\n\r\n", "HTTP/9.9 204 No Content\r\n\r\n"}) {
     SCOPED_TRACE(bytes);
     expect_protocol_failure(parse_text(bytes), "unsupported HTTP version");
   }
@@ -425,32 +406,28 @@ TEST(ParserHostile, E5_OnlyHttp1ResponsesAreAccepted) {
 TEST(ParserHostile, E5_TransferCodingsOtherThanChunkedFail) {
   for (const char* coding : {"gzip", "gzip, chunked", "chunked, gzip", "identity", "chunked,"}) {
     SCOPED_TRACE(coding);
-    const std::string bytes =
-        std::string("HTTP/1.1 200 OK\r\nTransfer-Encoding: ") + coding + "\r\n\r\n0\r\n\r\n";
+    const std::string bytes = std::string("HTTP/1.1 200 OK\r\nTransfer-Encoding: ") + coding + "\r\n\r\n0\r\n\r\n";
     expect_protocol_failure(parse_text(bytes), "unsupported Transfer-Encoding");
   }
-  EXPECT_EQ(parse_text("HTTP/1.1 200 OK\r\nTransfer-Encoding: CHUNKED\r\n\r\n0\r\n\r\n").state(),
-            State::complete);
-  EXPECT_EQ(parse_text("HTTP/1.1 200 OK\r\nTransfer-Encoding: gzip\r\n\r\n", true).state(),
-            State::complete)
+  EXPECT_EQ(parse_text("HTTP/1.1 200 OK\r\nTransfer-Encoding: CHUNKED\r\n\r\n0\r\n\r\n").state(), State::complete);
+  EXPECT_EQ(parse_text("HTTP/1.1 200 OK\r\nTransfer-Encoding: gzip\r\n\r\n", true).state(), State::complete)
       << "HEAD: no body, so its coding does not matter";
 }
 
 TEST(ParserHostile, E5_ChunkSizeOverflowFails) {
-  expect_protocol_failure(
-      parse_text("HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\n\r\nffffffffffffffffff\r\n"),
-      "malformed HTTP response");
+  expect_protocol_failure(parse_text("HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\n\r\nffffffffffffffffff\r\n"),
+                          "malformed HTTP response");
   expect_protocol_failure(parse_text("HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\n\r\nzz\r\n"),
                           "malformed HTTP response");
 }
 
 TEST(ParserHostile, E5_BadOrConflictingContentLengthFails) {
-  for (const char* bytes : {"HTTP/1.1 200 OK\r\nContent-Length: 99999999999999999999999\r\n\r\n",
-                            "HTTP/1.1 200 OK\r\nContent-Length: -1\r\n\r\n",
-                            "HTTP/1.1 200 OK\r\nContent-Length: 1x\r\n\r\n",
-                            "HTTP/1.1 200 OK\r\nContent-Length: 1\r\nContent-Length: 2\r\n\r\nab",
-                            "HTTP/1.1 200 OK\r\nContent-Length: 3\r\nTransfer-Encoding: "
-                            "chunked\r\n\r\n3\r\nabc\r\n0\r\n\r\n"}) {
+  for (const char* bytes :
+       {"HTTP/1.1 200 OK\r\nContent-Length: 99999999999999999999999\r\n\r\n",
+        "HTTP/1.1 200 OK\r\nContent-Length: -1\r\n\r\n", "HTTP/1.1 200 OK\r\nContent-Length: 1x\r\n\r\n",
+        "HTTP/1.1 200 OK\r\nContent-Length: 1\r\nContent-Length: 2\r\n\r\nab",
+        "HTTP/1.1 200 OK\r\nContent-Length: 3\r\nTransfer-Encoding: "
+        "chunked\r\n\r\n3\r\nabc\r\n0\r\n\r\n"}) {
     expect_protocol_failure(parse_text(bytes), "malformed HTTP response");
   }
 }

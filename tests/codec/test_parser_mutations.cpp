@@ -103,8 +103,7 @@ TEST(ParserMutations, E5_RandomMutationsOfCapturesNeverCrashAndEndInAKnownState)
   std::size_t counts[3] = {0, 0, 0};
   constexpr int kIterations = 20000;
   for (int i = 0; i < kIterations; ++i) {
-    const std::size_t which =
-        std::uniform_int_distribution<std::size_t>(0, captures.size() - 1)(rng);
+    const std::size_t which = std::uniform_int_distribution<std::size_t>(0, captures.size() - 1)(rng);
     const std::string bytes = mutate(captures[which], rng);
     const bool head = (rng() & 7U) == 0;
     const ResponseLimits limits = (rng() & 3U) == 0 ? small : ResponseLimits{};
@@ -127,8 +126,7 @@ TEST(ParserMutations, E5_RandomMutationsOfCapturesNeverCrashAndEndInAKnownState)
       ASSERT_TRUE(s == State::incomplete || s == State::complete || s == State::failed);
       ++counts[static_cast<int>(s)];
       if (s == State::failed) {
-        ASSERT_TRUE(parser.error().code == ErrorCode::protocol_error ||
-                    parser.error().code == ErrorCode::internal);
+        ASSERT_TRUE(parser.error().code == ErrorCode::protocol_error || parser.error().code == ErrorCode::internal);
         ASSERT_FALSE(parser.error().message.empty());
         break;
       }

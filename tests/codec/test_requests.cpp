@@ -150,18 +150,15 @@ TEST(EncodeHead, HeadRequest) {
 }
 
 TEST(EncodeDelete, DeleteRequest) {
-  EXPECT_EQ(encode_delete(kUrl, kDefault),
-            "DELETE /s/bytes HTTP/1.1\r\nHost: 127.0.0.1:4437\r\n\r\n");
+  EXPECT_EQ(encode_delete(kUrl, kDefault), "DELETE /s/bytes HTTP/1.1\r\nHost: 127.0.0.1:4437\r\n\r\n");
 }
 
 TEST(EncodeRead, OffsetFromStartAndOpaqueOffsets) {
-  EXPECT_EQ(encode_read(kUrl, "-1", kDefault),
-            "GET /s/bytes?offset=-1 HTTP/1.1\r\nHost: 127.0.0.1:4437\r\n\r\n");
+  EXPECT_EQ(encode_read(kUrl, "-1", kDefault), "GET /s/bytes?offset=-1 HTTP/1.1\r\nHost: 127.0.0.1:4437\r\n\r\n");
   EXPECT_EQ(encode_read(kUrl, "0000000000000000_0000000000000027", kDefault),
             "GET /s/bytes?offset=0000000000000000_0000000000000027 HTTP/1.1\r\n"
             "Host: 127.0.0.1:4437\r\n\r\n");
-  EXPECT_EQ(encode_read(kUrl, "now", kDefault),
-            "GET /s/bytes?offset=now HTTP/1.1\r\nHost: 127.0.0.1:4437\r\n\r\n");
+  EXPECT_EQ(encode_read(kUrl, "now", kDefault), "GET /s/bytes?offset=now HTTP/1.1\r\nHost: 127.0.0.1:4437\r\n\r\n");
 }
 
 TEST(EncodeRead, OffsetIsPercentEncoded) {
@@ -170,21 +167,19 @@ TEST(EncodeRead, OffsetIsPercentEncoded) {
             "Host: 127.0.0.1:4437\r\n\r\n");
   EXPECT_EQ(encode_read(kUrl, std::string_view("\r\n\0\xff", 4), kDefault),
             "GET /s/bytes?offset=%0D%0A%00%FF HTTP/1.1\r\nHost: 127.0.0.1:4437\r\n\r\n");
-  EXPECT_EQ(encode_read(kUrl, "", kDefault),
-            "GET /s/bytes?offset= HTTP/1.1\r\nHost: 127.0.0.1:4437\r\n\r\n");
+  EXPECT_EQ(encode_read(kUrl, "", kDefault), "GET /s/bytes?offset= HTTP/1.1\r\nHost: 127.0.0.1:4437\r\n\r\n");
 }
 
 TEST(EncodeRequests, Ipv6HostInBrackets) {
   const StreamUrl v6{"::1", 8080, "/s"};
   EXPECT_EQ(encode_head(v6, kDefault), "HEAD /s HTTP/1.1\r\nHost: [::1]:8080\r\n\r\n");
-  EXPECT_EQ(encode_head(StreamUrl{"::1", 80, "/s"}, kDefault),
-            "HEAD /s HTTP/1.1\r\nHost: [::1]\r\n\r\n");
+  EXPECT_EQ(encode_head(StreamUrl{"::1", 80, "/s"}, kDefault), "HEAD /s HTTP/1.1\r\nHost: [::1]\r\n\r\n");
 }
 
 TEST(EncodeRequests, NeverAsksForCompression) {
   for (const std::string& request :
-       {encode_read(kUrl, "-1", kDefault), encode_head(kUrl, kDefault),
-        encode_append(kUrl, "a/b", 1, {}, kDefault), encode_create(kUrl, "a/b", {}, kDefault)}) {
+       {encode_read(kUrl, "-1", kDefault), encode_head(kUrl, kDefault), encode_append(kUrl, "a/b", 1, {}, kDefault),
+        encode_create(kUrl, "a/b", {}, kDefault)}) {
     EXPECT_EQ(request.find("Accept-Encoding"), std::string::npos);
     EXPECT_NE(request.find(" HTTP/1.1\r\nHost: 127.0.0.1:4437\r\n"), std::string::npos);
   }
@@ -221,8 +216,7 @@ TEST(EncodeRequests, InvalidExtraHeadersAreNeverWritten) {
                            {"producer-seq", "7"},
                            {"Bad Name", "v"},
                            {"X-Ok", "fine"}};
-  EXPECT_EQ(encode_delete(kUrl, options),
-            "DELETE /s/bytes HTTP/1.1\r\nHost: 127.0.0.1:4437\r\nX-Ok: fine\r\n\r\n");
+  EXPECT_EQ(encode_delete(kUrl, options), "DELETE /s/bytes HTTP/1.1\r\nHost: 127.0.0.1:4437\r\nX-Ok: fine\r\n\r\n");
 }
 
 TEST(EncodeRequests, CodecValuesCannotInjectHeaders) {
@@ -245,18 +239,17 @@ TEST(EncodeRequests, CodecValuesCannotInjectHeaders) {
 }
 
 TEST(CheckExtraHeader, AcceptsOrdinaryHeaders) {
-  for (const Header& h : {Header{"Authorization", "Bearer x"}, Header{"X-Request-Id", "abc"},
-                          Header{"x-empty", ""}, Header{"X-Tab", "a\tb"},
-                          Header{"Stream-Forked-From", "/src"}, Header{"User-Agent", "prodsm/0.1"},
-                          Header{"X-Utf8", "caf\xc3\xa9"}, Header{"!#$%&'*+-.^_`|~09az", "v"}}) {
+  for (const Header& h :
+       {Header{"Authorization", "Bearer x"}, Header{"X-Request-Id", "abc"}, Header{"x-empty", ""},
+        Header{"X-Tab", "a\tb"}, Header{"Stream-Forked-From", "/src"}, Header{"User-Agent", "prodsm/0.1"},
+        Header{"X-Utf8", "caf\xc3\xa9"}, Header{"!#$%&'*+-.^_`|~09az", "v"}}) {
     EXPECT_EQ(check_extra_header(h), std::nullopt) << h.name;
   }
 }
 
 TEST(CheckExtraHeader, RejectsCrLfInjectionAndControlCharacters) {
-  for (const std::string& value :
-       {std::string("a\r\nX-Injected: 1"), std::string("a\nb"), std::string("a\rb"),
-        std::string("a\0b", 3), std::string("a\x7f"), std::string("\x01")}) {
+  for (const std::string& value : {std::string("a\r\nX-Injected: 1"), std::string("a\nb"), std::string("a\rb"),
+                                   std::string("a\0b", 3), std::string("a\x7f"), std::string("\x01")}) {
     const auto why = check_extra_header(Header{"X-Test", value});
     ASSERT_TRUE(why.has_value());
     EXPECT_NE(why->find("control character"), std::string::npos) << *why;

@@ -45,9 +45,8 @@ TEST(StreamUrlParse, PortRange) {
   EXPECT_EQ(parse_ok("http://h:1/").port, 1);
   EXPECT_EQ(parse_ok("http://h:65535/").port, 65535);
   EXPECT_EQ(parse_ok("http://h:08080/").port, 8080);
-  for (const char* bad :
-       {"http://h:0/", "http://h:65536/", "http://h:99999/", "http://h:123456/", "http://h:-1/",
-        "http://h:12a/", "http://h:/", "http://h:+80/", "http://h:1:2/"}) {
+  for (const char* bad : {"http://h:0/", "http://h:65536/", "http://h:99999/", "http://h:123456/", "http://h:-1/",
+                          "http://h:12a/", "http://h:/", "http://h:+80/", "http://h:1:2/"}) {
     EXPECT_NE(parse_error(bad).find("bad port"), std::string::npos) << bad;
   }
 }
@@ -95,13 +94,11 @@ TEST(StreamUrlParse, RejectsQueryAndFragment) {
 TEST(StreamUrlParse, RejectsSpacesControlsAndNonAscii) {
   for (const std::string_view bad :
        {std::string_view{"http://h/a b"}, std::string_view{"http://h/a\r\nHost: evil"},
-        std::string_view{"http://h/a\tb"}, std::string_view{"http://h/\x7f"},
-        std::string_view{"http://h/caf\xc3\xa9"}, std::string_view{" http://h/"},
-        std::string_view{"http://h/a\0b", 12}}) {
+        std::string_view{"http://h/a\tb"}, std::string_view{"http://h/\x7f"}, std::string_view{"http://h/caf\xc3\xa9"},
+        std::string_view{" http://h/"}, std::string_view{"http://h/a\0b", 12}}) {
     EXPECT_NE(parse_error(bad).find("space, control or non-ASCII character"), std::string::npos);
   }
-  EXPECT_EQ(parse_error("http://h/a b"),
-            "URL contains a space, control or non-ASCII character at byte 10");
+  EXPECT_EQ(parse_error("http://h/a b"), "URL contains a space, control or non-ASCII character at byte 10");
 }
 
 }  // namespace

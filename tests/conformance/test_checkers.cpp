@@ -57,9 +57,15 @@ nlohmann::json with(nlohmann::json base, const nlohmann::json& more) {
   base.update(more);
   return base;
 }
-nlohmann::json submit(const std::string& r) { return {{"do", "submit"}, {"record", r}}; }
-nlohmann::json simple(const char* what) { return {{"do", what}}; }
-nlohmann::json answer(const char* what, const char* which = "oldest") { return {{"do", what}, {"which", which}}; }
+nlohmann::json submit(const std::string& r) {
+  return {{"do", "submit"}, {"record", r}};
+}
+nlohmann::json simple(const char* what) {
+  return {{"do", what}};
+}
+nlohmann::json answer(const char* what, const char* which = "oldest") {
+  return {{"do", what}, {"which", which}};
+}
 nlohmann::json fail(const char* code, const char* which = "oldest") {
   return {{"do", "fail"}, {"code", code}, {"which", which}};
 }
@@ -198,7 +204,8 @@ TEST(Checkers, E2NeverSentButIndefinite) {
 }
 
 TEST(Checkers, E3ResentAfterConditionFailure) {
-  Trace t = run(Protocol::s2, with(kLong, {{"match_seq_num", 0}}), {submit("a"), simple("flush"), fail("condition_failed")});
+  Trace t =
+      run(Protocol::s2, with(kLong, {{"match_seq_num", 0}}), {submit("a"), simple("flush"), fail("condition_failed")});
   Observation resend = *find(t, Observation::Kind::send);
   resend.attempt = 2;
   resend.send_index = 1;
@@ -231,7 +238,8 @@ TEST(Checkers, E6RecordOutlivesDeliveryDeadline) {
 }
 
 TEST(Checkers, R1TooManyInFlight) {
-  Trace t = run(Protocol::s2, with(kLong, {{"max_batch_records", 1}, {"max_in_flight", 2}}), {submit("a"), submit("b")});
+  Trace t =
+      run(Protocol::s2, with(kLong, {{"max_batch_records", 1}, {"max_in_flight", 2}}), {submit("a"), submit("b")});
   t.config.max_in_flight = 1;
   EXPECT_TRUE(reports(t, "R1")) << reported(t);
 }
@@ -276,11 +284,13 @@ TEST(Checkers, S3DuplicateNotReported) {
 }
 
 TEST(Checkers, S4ResentBeforeLowerSeqCompleted) {
-  Trace t = run(Protocol::durable_streams, with(kLong, {{"max_batch_records", 1}, {"idempotent", {{"producer_id", "p"}}}}),
-                {submit("a"), submit("b"), fail("sequence_gap", "newest"), answer("ack")});
+  Trace t =
+      run(Protocol::durable_streams, with(kLong, {{"max_batch_records", 1}, {"idempotent", {{"producer_id", "p"}}}}),
+          {submit("a"), submit("b"), fail("sequence_gap", "newest"), answer("ack")});
   // Move the resend of batch 1 (made when batch 0 completed) one step earlier.
   auto& late = t.steps[3].observed;
-  auto it = std::find_if(late.begin(), late.end(), [](const Observation& o) { return o.kind == Observation::Kind::send; });
+  auto it =
+      std::find_if(late.begin(), late.end(), [](const Observation& o) { return o.kind == Observation::Kind::send; });
   ASSERT_NE(it, late.end());
   Observation resend = *it;
   late.erase(it);
@@ -289,8 +299,7 @@ TEST(Checkers, S4ResentBeforeLowerSeqCompleted) {
 }
 
 TEST(Checkers, S5WrongClaimedEpoch) {
-  Trace t = run(Protocol::durable_streams,
-                with(kLong, {{"idempotent", {{"producer_id", "p"}, {"auto_claim", true}}}}),
+  Trace t = run(Protocol::durable_streams, with(kLong, {{"idempotent", {{"producer_id", "p"}, {"auto_claim", true}}}}),
                 {submit("a"), simple("flush"), fail("stale_epoch")});
   find(t, Observation::Kind::send, 2)->stamp.epoch = 5;  // server epoch was 1: must claim 2
   EXPECT_TRUE(reports(t, "S5")) << reported(t);
@@ -347,7 +356,8 @@ class LyingDriver final : public Driver {
 };
 
 TEST(Checkers, PropertyFindsABrokenProducerAndShrinksItToAVector) {
-  const DriverFactory lying = [](Protocol p, const nlohmann::json& config, std::string* error) -> std::unique_ptr<Driver> {
+  const DriverFactory lying = [](Protocol p, const nlohmann::json& config,
+                                 std::string* error) -> std::unique_ptr<Driver> {
     auto inner = core_driver_factory()(p, config, error);
     if (!inner) return nullptr;
     return std::make_unique<LyingDriver>(std::move(inner));

@@ -27,7 +27,9 @@ RC_GTEST_PROP(Conformance, DurableStreamsIdempotent, ()) {
 RC_GTEST_PROP(Conformance, DurableStreamsAutoClaim, ()) {
   conformance_property(spec("durable_streams/auto_claim"), core_driver_factory());
 }
-RC_GTEST_PROP(Conformance, S2Plain, ()) { conformance_property(spec("s2/plain"), core_driver_factory()); }
+RC_GTEST_PROP(Conformance, S2Plain, ()) {
+  conformance_property(spec("s2/plain"), core_driver_factory());
+}
 RC_GTEST_PROP(Conformance, S2MatchSeqNum, ()) {
   conformance_property(spec("s2/match_seq_num"), core_driver_factory());
 }

@@ -6,8 +6,8 @@
 
 #include <filesystem>
 #include <fstream>
-#include <set>
 #include <nlohmann/json.hpp>
+#include <set>
 
 #include "prodsm/conformance/vectors.hpp"
 

@@ -57,7 +57,9 @@ struct ScenarioSpec {
 };
 
 /// gtest prints the parameter as its file/name.
-void PrintTo(const ScenarioSpec& s, std::ostream* os) { *os << s.id(); }
+void PrintTo(const ScenarioSpec& s, std::ostream* os) {
+  *os << s.id();
+}
 
 std::vector<ScenarioSpec> load_scenarios() {
   std::vector<ScenarioSpec> out;
@@ -87,9 +89,9 @@ std::string test_name(const testing::TestParamInfo<ScenarioSpec>& info) {
 }
 
 const std::set<std::string>& standard_error_codes() {
-  static const std::set<std::string> codes{
-      "NETWORK_ERROR", "TIMEOUT",    "CONFLICT",      "NOT_FOUND",      "SEQUENCE_CONFLICT", "STREAM_CLOSED",
-      "INVALID_OFFSET", "UNEXPECTED_STATUS", "PARSE_ERROR", "INTERNAL_ERROR", "NOT_SUPPORTED", "INVALID_ARGUMENT"};
+  static const std::set<std::string> codes{"NETWORK_ERROR",     "TIMEOUT",        "CONFLICT",       "NOT_FOUND",
+                                           "SEQUENCE_CONFLICT", "STREAM_CLOSED",  "INVALID_OFFSET", "UNEXPECTED_STATUS",
+                                           "PARSE_ERROR",       "INTERNAL_ERROR", "NOT_SUPPORTED",  "INVALID_ARGUMENT"};
   return codes;
 }
 
@@ -220,8 +222,7 @@ class ScenarioRun {
       } else if (key == "$dataContainsAll") {
         const std::string data = joined_bytes(r);
         for (const auto& part : want) {
-          EXPECT_NE(data.find(part.get<std::string>()), std::string::npos)
-              << "missing " << part << " in " << data;
+          EXPECT_NE(data.find(part.get<std::string>()), std::string::npos) << "missing " << part << " in " << data;
         }
       } else if (key == "$chunkCount") {
         EXPECT_EQ(r.contains("chunks") ? r["chunks"].size() : 0u, want.get<std::size_t>()) << r.dump();
@@ -237,7 +238,8 @@ class ScenarioRun {
               << name << " missing or empty in " << r.dump();
         }
       } else if (key == "$absent") {
-        for (const auto& field : want) EXPECT_FALSE(r.contains(field.get<std::string>())) << field << " in " << r.dump();
+        for (const auto& field : want)
+          EXPECT_FALSE(r.contains(field.get<std::string>())) << field << " in " << r.dump();
       } else if (key == "$store") {
         for (auto s = want.begin(); s != want.end(); ++s) {
           const std::string field = s.value().get<std::string>();

@@ -35,8 +35,8 @@ TEST(DsConformanceBase64, DecodesAndRoundTripsEveryByteValue) {
 }
 
 TEST(DsConformanceBase64, RefusesAnythingButCanonicalPaddedBase64) {
-  for (const char* bad : {"Zg=", "Zg", "Zg=a", "Z===", "====", "Zh==", "Zm9=", "Zm9v\n", "Zm 9v", "Zm9v====",
-                          "Zg==Zg==", "Zm9-", "Zm9_", "Zm9v\xff"}) {
+  for (const char* bad : {"Zg=", "Zg", "Zg=a", "Z===", "====", "Zh==", "Zm9=", "Zm9v\n", "Zm 9v",
+                          "Zm9v====", "Zg==Zg==", "Zm9-", "Zm9_", "Zm9v\xff"}) {
     EXPECT_FALSE(base64::decode(bad).has_value()) << bad;
   }
 }
@@ -53,7 +53,8 @@ TEST(DsConformanceProtocol, ErrorCodesFollowTheSuitesStandardSet) {
   EXPECT_EQ(closed_result["commandType"], "append");
   EXPECT_EQ(closed_result["details"]["finalOffset"], "0_5");
 
-  Error conflict = make_error(ErrorCode::conflict, Certainty::definite, false, "HTTP 409; server said \"Sequence conflict\"");
+  Error conflict =
+      make_error(ErrorCode::conflict, Certainty::definite, false, "HTTP 409; server said \"Sequence conflict\"");
   conflict.http_status = 409;
   EXPECT_EQ(code(conflict), "SEQUENCE_CONFLICT");
   conflict.message = "HTTP 409; server said \"Content-type mismatch\"";

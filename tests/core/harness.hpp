@@ -19,7 +19,9 @@ namespace prodsm::test {
 
 using namespace std::chrono_literals;
 
-inline Instant at_ms(std::int64_t ms) { return Instant{} + std::chrono::milliseconds{ms}; }
+inline Instant at_ms(std::int64_t ms) {
+  return Instant{} + std::chrono::milliseconds{ms};
+}
 
 inline std::string stamp_text(const DurableStreamsPolicy::Stamp& s) {
   if (!s.sequenced) return "plain";
@@ -89,8 +91,7 @@ class Harness {
   tl::expected<Ticket, Rejection> try_submit(std::string_view record) {
     auto r = producer_.submit(now_, record);
     trace_ << "submit " << record.size() << "B -> "
-           << (r ? "t" + std::to_string(r->value) : std::string(to_string(r.error().reason)))
-           << "\n";
+           << (r ? "t" + std::to_string(r->value) : std::string(to_string(r.error().reason))) << "\n";
     drain();
     return r;
   }
@@ -101,9 +102,7 @@ class Harness {
   }
   tl::expected<BarrierId, Rejection> try_flush() {
     auto r = producer_.flush(now_);
-    trace_ << "flush -> "
-           << (r ? "b" + std::to_string(r->value) : std::string(to_string(r.error().reason)))
-           << "\n";
+    trace_ << "flush -> " << (r ? "b" + std::to_string(r->value) : std::string(to_string(r.error().reason))) << "\n";
     drain();
     return r;
   }
@@ -208,8 +207,8 @@ class Harness {
             s.record_ends.assign(a.record_ends.begin(), a.record_ends.end());
             s.stamp = a.stamp;
             EXPECT_GE(s.count, 1U) << "B5: empty batch sent";
-            trace_ << "  SEND b" << s.batch.value << "#" << s.attempt << " t" << s.first << "+"
-                   << s.count << " " << stamp_text(s.stamp) << " body=" << s.body << "\n";
+            trace_ << "  SEND b" << s.batch.value << "#" << s.attempt << " t" << s.first << "+" << s.count << " "
+                   << stamp_text(s.stamp) << " body=" << s.body << "\n";
             outbox_.push_back(s);
             all_sends_.push_back(s);
           } else if constexpr (std::is_same_v<T, TicketsCompleted<Policy>>) {
@@ -222,16 +221,15 @@ class Harness {
             } else {
               d.error = a.result.error();
             }
-            trace_ << "  DONE t" << d.first << "-" << d.last << " "
-                   << (d.ok() ? ack_text(*d.ack) : d.error->describe()) << "\n";
+            trace_ << "  DONE t" << d.first << "-" << d.last << " " << (d.ok() ? ack_text(*d.ack) : d.error->describe())
+                   << "\n";
             order_.push_back("t" + std::to_string(d.first) + "-" + std::to_string(d.last));
             completions_.push_back(std::move(d));
           } else if constexpr (std::is_same_v<T, BarrierCompleted>) {
             BarrierDone b;
             b.id = a.barrier.value;
             if (!a.result) b.error = a.result.error();
-            trace_ << "  BARRIER b" << b.id << " " << (b.ok() ? "ok" : b.error->describe())
-                   << "\n";
+            trace_ << "  BARRIER b" << b.id << " " << (b.ok() ? "ok" : b.error->describe()) << "\n";
             order_.push_back("b" + std::to_string(b.id));
             barriers_.push_back(std::move(b));
           } else if constexpr (std::is_same_v<T, Closed>) {
@@ -267,8 +265,7 @@ using S2Harness = Harness<S2Policy>;
 /// Long lingers (tests use 1 h to show a flush does not wait) need a delivery timeout
 /// above them (validation, E6); 24 h keeps E6 out of the way of those tests.
 inline Duration delivery_for(Linger linger) {
-  return (!linger.is_disabled() && linger.duration_ns() >= 120s) ? Duration{24h}
-                                                                 : Duration{120s};
+  return (!linger.is_disabled() && linger.duration_ns() >= 120s) ? Duration{24h} : Duration{120s};
 }
 
 /// A Durable Streams config with the given linger; other fields at their defaults.
@@ -279,8 +276,7 @@ inline DurableStreamsConfig ds_config(Linger linger = Linger::after(5ms)) {
   return c;
 }
 /// The same with the idempotent producer "p1", epoch 0.
-inline DurableStreamsConfig ds_idempotent(Linger linger = Linger::after(5ms),
-                                          bool auto_claim = false) {
+inline DurableStreamsConfig ds_idempotent(Linger linger = Linger::after(5ms), bool auto_claim = false) {
   DurableStreamsConfig c = ds_config(linger);
   c.protocol.idempotent = DurableStreamsPolicy::IdempotentOptions{"p1", 0, auto_claim};
   return c;
@@ -292,14 +288,22 @@ inline S2Config s2_config(Linger linger = Linger::after(5ms)) {
   return c;
 }
 
-inline DurableStreamsPolicy::Ack offset(std::string o) { return {std::move(o), false}; }
-inline DurableStreamsPolicy::Ack duplicate() { return {"", true}; }
-inline S2Policy::Ack positions(std::uint64_t start, std::uint64_t end) { return {start, end}; }
+inline DurableStreamsPolicy::Ack offset(std::string o) {
+  return {std::move(o), false};
+}
+inline DurableStreamsPolicy::Ack duplicate() {
+  return {"", true};
+}
+inline S2Policy::Ack positions(std::uint64_t start, std::uint64_t end) {
+  return {start, end};
+}
 
 inline Error failure(ErrorCode code, Certainty certainty, bool retryable) {
   return make_error(code, certainty, retryable, std::string(to_string(code)));
 }
-inline Error unavailable() { return failure(ErrorCode::unavailable, Certainty::definite, true); }
+inline Error unavailable() {
+  return failure(ErrorCode::unavailable, Certainty::definite, true);
+}
 inline Error connection_lost() {
   return failure(ErrorCode::connection_lost, Certainty::indefinite, true);
 }

@@ -154,10 +154,8 @@ TEST(B3, InvalidLimitsAreRejectedWithTheFieldName) {
       {"delivery_timeout_ns", [](DurableStreamsConfig& c) { c.delivery_timeout_ns = 25h; }},
       {"retry.max_attempts", [](DurableStreamsConfig& c) { c.retry.max_attempts = 0; }},
       {"retry.backoff_max_ns", [](DurableStreamsConfig& c) { c.retry.backoff_max_ns = 11min; }},
-      {"retry.backoff_initial_ns",
-       [](DurableStreamsConfig& c) { c.retry.backoff_initial_ns = 11s; }},
-      {"protocol.idempotent.producer_id",
-       [](DurableStreamsConfig& c) { c.protocol.idempotent.emplace(); }},
+      {"retry.backoff_initial_ns", [](DurableStreamsConfig& c) { c.retry.backoff_initial_ns = 11s; }},
+      {"protocol.idempotent.producer_id", [](DurableStreamsConfig& c) { c.protocol.idempotent.emplace(); }},
       {"protocol.idempotent.producer_id",
        [](DurableStreamsConfig& c) {
          c.protocol.idempotent = DurableStreamsPolicy::IdempotentOptions{"a b", 0, false};

@@ -29,8 +29,8 @@ std::vector<Input> recorded_inputs() {
     } else if (k < 9) {
       in.push_back({Input::ack_oldest, {}});
     } else {
-      const ErrorCode codes[] = {ErrorCode::unavailable, ErrorCode::connection_lost,
-                                 ErrorCode::sequence_gap, ErrorCode::stale_epoch};
+      const ErrorCode codes[] = {ErrorCode::unavailable, ErrorCode::connection_lost, ErrorCode::sequence_gap,
+                                 ErrorCode::stale_epoch};
       in.push_back({Input::fail_oldest, {}, 0, codes[gen() % 4]});
     }
   }
@@ -58,10 +58,9 @@ std::string replay(const std::vector<Input>& inputs) {
         break;
       case Input::fail_oldest:
         if (!h.outbox().empty()) {
-          Error e = failure(in.code, in.code == ErrorCode::connection_lost ? Certainty::indefinite
-                                                                           : Certainty::definite,
-                            in.code == ErrorCode::unavailable ||
-                                in.code == ErrorCode::connection_lost);
+          Error e =
+              failure(in.code, in.code == ErrorCode::connection_lost ? Certainty::indefinite : Certainty::definite,
+                      in.code == ErrorCode::unavailable || in.code == ErrorCode::connection_lost);
           e.expected_seq = 0;
           e.server_epoch = 9;
           h.fail(h.take_send(), e);

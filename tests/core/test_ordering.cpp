@@ -25,8 +25,8 @@ TEST(P1, SubmitFlushCloseAreLinearizedInCallOrder) {
   h.ack(sends[1], offset("o2"));
   EXPECT_TRUE(h.barriers().empty()) << "b0 covers a,b which are not acked yet";
   h.ack(sends[0], offset("o1"));
-  EXPECT_EQ(h.order(), (std::vector<std::string>{"t0-1", "b" + std::to_string(b0), "t2-2",
-                                                 "b" + std::to_string(b1), "t3-3", "closed"}));
+  EXPECT_EQ(h.order(), (std::vector<std::string>{"t0-1", "b" + std::to_string(b0), "t2-2", "b" + std::to_string(b1),
+                                                 "t3-3", "closed"}));
 }
 
 // P2: every accepted submit gets exactly one completion; a rejected one gets none.
@@ -113,8 +113,7 @@ TEST(P4, DurableStreamsAckCarriesNextOffsetDuplicateFlagAndIndex) {
   EXPECT_EQ(d.last, 2U);
   EXPECT_EQ(d.ack->next_offset, "0000_0003");
   EXPECT_FALSE(d.ack->duplicate);
-  TicketsCompleted<DurableStreamsPolicy> range{d.batch, Ticket{d.first}, Ticket{d.last},
-                                               *d.ack};
+  TicketsCompleted<DurableStreamsPolicy> range{d.batch, Ticket{d.first}, Ticket{d.last}, *d.ack};
   EXPECT_EQ(index_in_batch(range, Ticket{2}), 2U);
 }
 

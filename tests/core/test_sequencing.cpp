@@ -106,8 +106,7 @@ TEST(S4, GapWhileLowerSeqsInFlightWaitsThenResends) {
   h.fail(sends[2], gap(0, 2));  // seq 2 arrived before 0 and 1
   h.fail(sends[1], gap(0, 1));
   EXPECT_TRUE(h.outbox().empty()) << "parked: no resend, no hot loop";
-  EXPECT_EQ(h.producer().next_deadline(), Instant{} + c.delivery_timeout_ns)
-      << "no timer but the delivery deadline";
+  EXPECT_EQ(h.producer().next_deadline(), Instant{} + c.delivery_timeout_ns) << "no timer but the delivery deadline";
   h.ack(sends[0], offset("o1"));
   auto resend1 = h.take_send();
   EXPECT_EQ(resend1.batch, sends[1].batch);

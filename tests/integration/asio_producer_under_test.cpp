@@ -5,8 +5,8 @@
 
 #include <thread>
 
-#include "producer_under_test.hpp"
 #include "prodsm/asio/producer.hpp"
+#include "producer_under_test.hpp"
 
 namespace prodsm::test {
 namespace {
@@ -63,8 +63,8 @@ class AsioProducerUnderTest final : public ProducerUnderTest {
  private:
   static tl::expected<void, Error> wait(std::future<asio::VoidResult> f, Duration timeout) {
     if (f.wait_for(timeout) != std::future_status::ready) {
-      return tl::unexpected(make_error(ErrorCode::cancelled, Certainty::indefinite, false,
-                                       "the operation did not complete in time"));
+      return tl::unexpected(
+          make_error(ErrorCode::cancelled, Certainty::indefinite, false, "the operation did not complete in time"));
     }
     return f.get();
   }
@@ -78,14 +78,12 @@ class AsioProducerUnderTest final : public ProducerUnderTest {
 
 }  // namespace
 
-INSTANTIATE_TEST_SUITE_P(Asio, Scenario,
-                         ::testing::Values(AdapterParam{
-                             "asio",
-                             [](const ProducerSetup& s) -> std::unique_ptr<ProducerUnderTest> {
-                               return std::make_unique<AsioProducerUnderTest>(s);
-                             }}),
-                         [](const ::testing::TestParamInfo<AdapterParam>& param_info) {
-                           return param_info.param.name;
-                         });
+INSTANTIATE_TEST_SUITE_P(
+    Asio, Scenario,
+    ::testing::Values(AdapterParam{"asio",
+                                   [](const ProducerSetup& s) -> std::unique_ptr<ProducerUnderTest> {
+                                     return std::make_unique<AsioProducerUnderTest>(s);
+                                   }}),
+    [](const ::testing::TestParamInfo<AdapterParam>& param_info) { return param_info.param.name; });
 
 }  // namespace prodsm::test

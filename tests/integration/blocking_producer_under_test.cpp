@@ -1,7 +1,7 @@
 // SPDX-License-Identifier: Apache-2.0
 // The blocking adapter behind the shared scenarios (scenarios.cpp).
-#include "producer_under_test.hpp"
 #include "prodsm/blocking/producer.hpp"
+#include "producer_under_test.hpp"
 
 namespace prodsm::test {
 namespace {
@@ -55,14 +55,12 @@ class BlockingProducerUnderTest final : public ProducerUnderTest {
 
 }  // namespace
 
-INSTANTIATE_TEST_SUITE_P(Blocking, Scenario,
-                         ::testing::Values(AdapterParam{
-                             "blocking",
-                             [](const ProducerSetup& s) -> std::unique_ptr<ProducerUnderTest> {
-                               return std::make_unique<BlockingProducerUnderTest>(s);
-                             }}),
-                         [](const ::testing::TestParamInfo<AdapterParam>& param_info) {
-                           return param_info.param.name;
-                         });
+INSTANTIATE_TEST_SUITE_P(
+    Blocking, Scenario,
+    ::testing::Values(AdapterParam{"blocking",
+                                   [](const ProducerSetup& s) -> std::unique_ptr<ProducerUnderTest> {
+                                     return std::make_unique<BlockingProducerUnderTest>(s);
+                                   }}),
+    [](const ::testing::TestParamInfo<AdapterParam>& param_info) { return param_info.param.name; });
 
 }  // namespace prodsm::test

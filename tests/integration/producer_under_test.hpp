@@ -76,7 +76,9 @@ struct AdapterParam {
 };
 
 /// Prints the adapter's name in test logs.
-inline void PrintTo(const AdapterParam& param, std::ostream* os) { *os << param.name; }
+inline void PrintTo(const AdapterParam& param, std::ostream* os) {
+  *os << param.name;
+}
 
 /// The shared suite; instantiate it per adapter with INSTANTIATE_TEST_SUITE_P.
 class Scenario : public ::testing::TestWithParam<AdapterParam> {};

@@ -47,8 +47,8 @@ ReferenceServer::ReferenceServer() {
   std::string line;
   const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds{30};
   while (line.find('\n') == std::string::npos) {
-    const auto left = std::chrono::duration_cast<std::chrono::milliseconds>(
-        deadline - std::chrono::steady_clock::now());
+    const auto left =
+        std::chrono::duration_cast<std::chrono::milliseconds>(deadline - std::chrono::steady_clock::now());
     if (left.count() <= 0) {
       error_ = "the reference server printed no URL within 30 s";
       break;
@@ -82,8 +82,7 @@ ReferenceServer::~ReferenceServer() {
 std::string ReferenceServer::stream_url(const std::string& prefix) {
   static std::mutex mu;
   std::lock_guard lock(mu);
-  return url_ + "/prodsm-test/" + prefix + "-" + std::to_string(::getpid()) + "-" +
-         std::to_string(++counter_);
+  return url_ + "/prodsm-test/" + prefix + "-" + std::to_string(::getpid()) + "-" + std::to_string(++counter_);
 }
 
 ReferenceServer& ReferenceServer::shared() {

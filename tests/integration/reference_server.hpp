@@ -4,8 +4,8 @@
 // scripts/ds-server.mjs) on a free 127.0.0.1 port for the duration of a test binary.
 // The server exits when its stdin closes, so it never outlives the test process.
 
-#include <string>
 #include <sys/types.h>
+#include <string>
 
 namespace prodsm::test {
 

@@ -70,8 +70,7 @@ TEST_P(Scenario, JsonModeHundredThousandRecordsRoundTrip) {
   config.protocol.body_format = DurableStreamsPolicy::BodyFormat::json;
   auto producer = GetParam().make({url, "application/json", config});
   for (int i = 0; i < 100'000; ++i) {
-    ASSERT_TRUE(producer->submit("{\"i\":" + std::to_string(i) + ",\"s\":\"v" + std::to_string(i) + "\"}")
-                    .has_value());
+    ASSERT_TRUE(producer->submit("{\"i\":" + std::to_string(i) + ",\"s\":\"v" + std::to_string(i) + "\"}").has_value());
   }
   ASSERT_TRUE(producer->close(kWait).has_value());
   expect_each_ticket_once_in_order(producer->completions(), 100'000);

@@ -239,8 +239,7 @@ TEST(AsioTokens, AsyncSubmitWaitsForCapacityTimesOutAndCancels) {
 
   // Block the server for 1.5 s so capacity stays taken, then time out a waiter.
   const std::string path = ds::StreamUrl::parse(url)->path;
-  client.inject_fault(ReferenceServer::shared().url(),
-                      R"({"path":")" + path + R"(","method":"POST","delayMs":1500})");
+  client.inject_fault(ReferenceServer::shared().url(), R"({"path":")" + path + R"(","method":"POST","delayMs":1500})");
   auto options2 = options;
   options2.submit_timeout_ns = 200ms;
   auto slow = asio::Producer::create(io.io.get_executor(), options2).value();
@@ -297,8 +296,8 @@ TEST(C5, DestroyingWithoutCloseAbortsUnresolvedRecords) {
   std::promise<asio::RecordResult> outcome;
   {
     auto producer = asio::Producer::create(io.io.get_executor(), options).value();
-    ASSERT_TRUE(producer.submit("never sent\n", [&](asio::RecordResult r) { outcome.set_value(std::move(r)); })
-                    .has_value());
+    ASSERT_TRUE(
+        producer.submit("never sent\n", [&](asio::RecordResult r) { outcome.set_value(std::move(r)); }).has_value());
   }
   auto r = outcome.get_future().get();
   ASSERT_FALSE(r.has_value());

@@ -29,8 +29,8 @@ struct IoThread {
   }
 };
 
-asio::ProducerOptions options_for(const std::string& url, const std::string& producer_id,
-                                  std::uint64_t epoch = 0, bool auto_claim = false) {
+asio::ProducerOptions options_for(const std::string& url, const std::string& producer_id, std::uint64_t epoch = 0,
+                                  bool auto_claim = false) {
   asio::ProducerOptions o;
   o.url = url;
   o.content_type = "text/plain";

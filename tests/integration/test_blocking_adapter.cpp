@@ -233,8 +233,7 @@ TEST(P2, FourSubmittingThreadsEveryAcceptedRecordCompletesOnceInTicketOrder) {
         if (running.fetch_add(1) != 0) overlapped = true;
         {
           std::lock_guard lock(mu);
-          history.push_back({result ? result->ticket.value : ~0ULL, result.has_value(),
-                             std::this_thread::get_id()});
+          history.push_back({result ? result->ticket.value : ~0ULL, result.has_value(), std::this_thread::get_id()});
         }
         running.fetch_sub(1);
       });
@@ -335,15 +334,16 @@ TEST(A2, BlockingFlushFromACallbackFailsInsteadOfDeadlocking) {
   TestClient client;
   auto producer = blocking::Producer::create(options_for(new_stream(client, "a2-reentrant"))).value();
   std::promise<std::pair<ErrorCode, ErrorCode>> seen;
-  ASSERT_TRUE(producer
-                  .submit("r\n",
-                          [&](const blocking::RecordResult&) {
-                            auto f = producer.flush();
-                            auto c = producer.close();
-                            seen.set_value({f ? ErrorCode::internal : f.error().code,
-                                            c ? ErrorCode::internal : c.error().code});
-                          })
-                  .has_value());
+  ASSERT_TRUE(
+      producer
+          .submit(
+              "r\n",
+              [&](const blocking::RecordResult&) {
+                auto f = producer.flush();
+                auto c = producer.close();
+                seen.set_value({f ? ErrorCode::internal : f.error().code, c ? ErrorCode::internal : c.error().code});
+              })
+          .has_value());
   ASSERT_TRUE(producer.flush(kWait).has_value());
   const auto codes = seen.get_future().get();
   EXPECT_EQ(codes.first, ErrorCode::would_block);
@@ -354,8 +354,9 @@ TEST(A2, BlockingFlushFromACallbackFailsInsteadOfDeadlocking) {
 // A2 after a terminal failure: the core refuses the flush at once (E1), yet flush()
 // returns only after the callbacks of the failed records ran.
 TEST(A2, BlockingFlushRefusedAfterAFailureStillReturnsAfterTheCallbacks) {
-  FakeServer fake([](int) { return FakeServer::Reply{FakeServer::Action::respond,
-                                                      "HTTP/1.1 400 Bad Request\r\nContent-Length: 0\r\n\r\n"}; });
+  FakeServer fake([](int) {
+    return FakeServer::Reply{FakeServer::Action::respond, "HTTP/1.1 400 Bad Request\r\nContent-Length: 0\r\n\r\n"};
+  });
   auto producer = blocking::Producer::create(options_for(fake.url(), "")).value();
   std::promise<void> release;
   std::shared_future<void> released = release.get_future().share();

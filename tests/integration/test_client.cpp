@@ -1,8 +1,8 @@
 // SPDX-License-Identifier: Apache-2.0
 #include "test_client.hpp"
 
-#include <asio/use_future.hpp>
 #include <gtest/gtest.h>
+#include <asio/use_future.hpp>
 
 namespace prodsm::test {
 
@@ -45,8 +45,8 @@ asio::CloseStreamResult TestClient::close_stream(const std::string& url, const s
   return r;
 }
 
-ds::Response TestClient::post(const std::string& url, const std::string& content_type,
-                              const std::string& body, const ds::AppendOptions& append) {
+ds::Response TestClient::post(const std::string& url, const std::string& content_type, const std::string& body,
+                              const ds::AppendOptions& append) {
   auto u = ds::StreamUrl::parse(url).value();
   auto session = session_for(u);
   std::string request = ds::encode_append(u, content_type, body.size(), append, {}) + body;

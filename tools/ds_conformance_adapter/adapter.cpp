@@ -45,7 +45,9 @@ void log_line(const char* what, const std::string& text) {
 Adapter::Adapter(AdapterOptions options) : impl_{std::make_unique<Impl>(options)} {}
 Adapter::~Adapter() = default;
 
-bool Adapter::shutdown_requested() const noexcept { return impl_->shutdown_done; }
+bool Adapter::shutdown_requested() const noexcept {
+  return impl_->shutdown_done;
+}
 
 Json Adapter::handle(const Json& command) noexcept {
   std::string type = "init";  // protocol.ts has no "unknown": the TS adapters use "init"
@@ -111,8 +113,8 @@ void Adapter::Impl::reset_state() {
 Json Adapter::Impl::dispatch(const std::string& type, const Json& command) {
   if (type == "init") return init(command);
   if (type == "shutdown") return shutdown();
-  if (type == "benchmark" || type == "set-dynamic-header" || type == "set-dynamic-param" ||
-      type == "clear-dynamic" || type == "server-close") {
+  if (type == "benchmark" || type == "set-dynamic-header" || type == "set-dynamic-param" || type == "clear-dynamic" ||
+      type == "server-close") {
     return error_result(type, codes::kNotSupported,
                         type + " is not supported by prodsm's adapter (see docs/ds-client-conformance.md)");
   }
@@ -163,11 +165,9 @@ Json Adapter::Impl::init(const Json& command) {
   // Only what works: catch-up reads, the batching idempotent Producer, maxBatchItems
   // validation with 0 rejected. No live reads (SSE, long-poll, auto), no streaming
   // reads, no dynamic headers, no RetryOptions.
-  r["features"] = Json{{"batching", true},           {"sse", false},
-                       {"longPoll", false},          {"auto", false},
-                       {"streaming", false},         {"dynamicHeaders", false},
-                       {"retryOptions", false},      {"batchItems", true},
-                       {"strictZeroValidation", true}};
+  r["features"] = Json{{"batching", true},      {"sse", false},       {"longPoll", false},
+                       {"auto", false},         {"streaming", false}, {"dynamicHeaders", false},
+                       {"retryOptions", false}, {"batchItems", true}, {"strictZeroValidation", true}};
   return r;
 }
 
@@ -351,9 +351,9 @@ Json Adapter::Impl::read(const Json& command) {
   std::string offset = optional_string(command, "offset").value_or("-1");
   if (auto it = command.find("live"); it != command.end() && !it->is_null()) {
     if (!(it->is_boolean() && !it->get<bool>())) {
-      return error_result("read", codes::kNotSupported,
-                          "live reads (" + it->dump() +
-                              ") are not supported: prodsm's adapter does catch-up reads only (live: false)");
+      return error_result(
+          "read", codes::kNotSupported,
+          "live reads (" + it->dump() + ") are not supported: prodsm's adapter does catch-up reads only (live: false)");
     }
   }
   const auto max_chunks = static_cast<std::size_t>(optional_integer(command, "maxChunks", 0, 1'000'000).value_or(100));

@@ -50,8 +50,7 @@ struct Adapter::Impl {
   template <class T>
   T await(std::future<T>& f) {
     if (f.wait_until(deadline) != std::future_status::ready) {
-      throw TimeoutError("no result within the command timeout (" +
-                         std::to_string(command_timeout.count()) + " ms)");
+      throw TimeoutError("no result within the command timeout (" + std::to_string(command_timeout.count()) + " ms)");
     }
     return f.get();
   }
@@ -65,8 +64,7 @@ struct Adapter::Impl {
   asio::ExchangeResult exchange(std::string request, bool head_request = false);
   /// The stream's content type: cached from create/connect/head, else learned by HEAD.
   /// ResultError (the HEAD's error result) when the stream cannot be asked.
-  std::string content_type_for(const std::string& command_type, const std::string& path,
-                               const ds::Headers& headers);
+  std::string content_type_for(const std::string& command_type, const std::string& path, const ds::Headers& headers);
   void remember_content_type(const std::string& path, const std::string& content_type);
   void forget_content_type(const std::string& path);
 
@@ -105,11 +103,11 @@ struct Adapter::Impl {
   ::asio::executor_work_guard<::asio::io_context::executor_type> work{::asio::make_work_guard(io)};
   std::thread io_thread;
 
-  std::optional<ds::StreamUrl> server;      // host, port and base path of serverUrl
-  std::shared_ptr<asio::Session> session;   // pipelined, shared by stream commands
+  std::optional<ds::StreamUrl> server;     // host, port and base path of serverUrl
+  std::shared_ptr<asio::Session> session;  // pipelined, shared by stream commands
 
   std::unordered_map<std::string, std::string> content_types;  // path -> content type
-  std::deque<std::string> content_type_order;                   // FIFO for the bound
+  std::deque<std::string> content_type_order;                  // FIFO for the bound
 
   std::map<std::string, CachedProducer> producers;  // "path|producerId|epoch"
   std::deque<std::string> producer_order;           // FIFO for the bound

@@ -25,8 +25,8 @@ namespace {
 
 using prodsm::tools::dsconf::Adapter;
 using prodsm::tools::dsconf::AdapterOptions;
-using prodsm::tools::dsconf::Json;
 using prodsm::tools::dsconf::error_result;
+using prodsm::tools::dsconf::Json;
 using prodsm::tools::dsconf::serialize_line;
 namespace codes = prodsm::tools::dsconf::codes;
 
@@ -76,8 +76,8 @@ int main(int argc, char** argv) {
   ::signal(SIGPIPE, SIG_IGN);  // a closed stdout is a write error, not a signal
 
   Adapter adapter(options);
-  std::string pending;       // the current line so far (at most max_line_bytes)
-  bool discarding = false;   // the current line is too long: skip to its end
+  std::string pending;      // the current line so far (at most max_line_bytes)
+  bool discarding = false;  // the current line is too long: skip to its end
   char buffer[64 * 1024];
   while (!adapter.shutdown_requested()) {
     const ssize_t n = ::read(STDIN_FILENO, buffer, sizeof buffer);
@@ -110,8 +110,7 @@ int main(int argc, char** argv) {
       Json result;
       if (discarding) {
         result = error_result("init", codes::kParseError,
-                              "command line longer than " + std::to_string(options.max_line_bytes) +
-                                  " bytes: ignored");
+                              "command line longer than " + std::to_string(options.max_line_bytes) + " bytes: ignored");
         discarding = false;
       } else {
         if (!pending.empty() && pending.back() == '\r') pending.pop_back();

@@ -47,12 +47,10 @@ Json rejection_result(std::string_view type, std::size_t index, const Rejection&
       if (r.terminal) return error_result(type, *r.terminal);
       return error_result(type, codes::kInternalError, what);
     case RejectReason::record_too_large:
-    case RejectReason::invalid_record:
-      return error_result(type, codes::kInvalidArgument, what);
+    case RejectReason::invalid_record: return error_result(type, codes::kInvalidArgument, what);
     case RejectReason::would_block:
       return error_result(type, codes::kTimeout, what + " (no capacity within the command timeout)");
-    case RejectReason::closed:
-      break;
+    case RejectReason::closed: break;
   }
   return error_result(type, codes::kInternalError, what);
 }
@@ -134,8 +132,7 @@ Json Adapter::Impl::idempotent_append_batch(const Json& command) {
   const std::string producer_id = required_string(command, "producerId");
   const std::int64_t epoch = optional_integer(command, "epoch", 0, kMaxProtocolNumber).value_or(0);
   const bool auto_claim = optional_bool(command, "autoClaim").value_or(false);
-  const auto max_in_flight =
-      optional_integer(command, "maxInFlight", 1, Bounds::kMaxInFlightCap).value_or(1);
+  const auto max_in_flight = optional_integer(command, "maxInFlight", 1, Bounds::kMaxInFlightCap).value_or(1);
 
   asio::ProducerOptions o;
   o.url = stream_url(path).to_string();
@@ -168,7 +165,8 @@ Json Adapter::Impl::idempotent_append_batch(const Json& command) {
 
   for (std::size_t i = 0; i < items_it->size(); ++i) {
     const auto left = std::chrono::duration_cast<Duration>(deadline - std::chrono::steady_clock::now());
-    if (left.count() <= 0) throw TimeoutError("no capacity for items[" + std::to_string(i) + "] within the command timeout");
+    if (left.count() <= 0)
+      throw TimeoutError("no capacity for items[" + std::to_string(i) + "] within the command timeout");
     auto ticket = producer.submit_blocking((*items_it)[i].get_ref<const std::string&>(), left);
     if (!ticket) return rejection_result(type, i, ticket.error());  // destroying aborts the rest (C5)
   }
@@ -179,12 +177,13 @@ Json Adapter::Impl::idempotent_append_batch(const Json& command) {
   const asio::VoidResult close_result = await(closed);
   if (options.verbose) {
     const auto stats = producer.stats();
-    std::fprintf(stderr,
-                 "prodsm-ds-conformance-adapter: %s: %llu batches, %llu sends, %llu gap resends (S4), "
-                 "%llu retries, %llu epoch claims (S5)\n",
-                 std::string(type).c_str(), static_cast<unsigned long long>(stats.core.batches_sealed),
-                 static_cast<unsigned long long>(stats.core.sends), static_cast<unsigned long long>(stats.core.gap_resends),
-                 static_cast<unsigned long long>(stats.core.retries), static_cast<unsigned long long>(stats.core.epoch_claims));
+    std::fprintf(
+        stderr,
+        "prodsm-ds-conformance-adapter: %s: %llu batches, %llu sends, %llu gap resends (S4), "
+        "%llu retries, %llu epoch claims (S5)\n",
+        std::string(type).c_str(), static_cast<unsigned long long>(stats.core.batches_sealed),
+        static_cast<unsigned long long>(stats.core.sends), static_cast<unsigned long long>(stats.core.gap_resends),
+        static_cast<unsigned long long>(stats.core.retries), static_cast<unsigned long long>(stats.core.epoch_claims));
   }
   if (!flush_result) return error_result(type, flush_result.error());
   if (!close_result) return error_result(type, close_result.error());

@@ -17,42 +17,31 @@ bool contains_ignoring_case(std::string_view text, std::string_view word) {
 
 std::string_view code_for(const Error& e, Operation op) {
   switch (e.code) {
-    case ErrorCode::stream_closed:
-      return codes::kStreamClosed;
-    case ErrorCode::sequence_gap:
-      return codes::kSequenceConflict;
+    case ErrorCode::stream_closed: return codes::kStreamClosed;
+    case ErrorCode::sequence_gap: return codes::kSequenceConflict;
     case ErrorCode::conflict:
       // The server's body says "Sequence conflict" for a Stream-Seq regression and
       // "Content-type mismatch" / "already exists ..." otherwise (as the TS adapter reads it).
       return contains_ignoring_case(e.message, "sequence") ? codes::kSequenceConflict : codes::kConflict;
-    case ErrorCode::not_found:
-      return codes::kNotFound;
+    case ErrorCode::not_found: return codes::kNotFound;
     case ErrorCode::rejected:
-      return op == Operation::read && e.http_status == 400 ? codes::kInvalidOffset
-                                                           : codes::kUnexpectedStatus;
-    case ErrorCode::stale_epoch:
-      return codes::kUnexpectedStatus;
-    case ErrorCode::unavailable:
-      return e.http_status != 0 ? codes::kUnexpectedStatus : codes::kNetworkError;
+      return op == Operation::read && e.http_status == 400 ? codes::kInvalidOffset : codes::kUnexpectedStatus;
+    case ErrorCode::stale_epoch: return codes::kUnexpectedStatus;
+    case ErrorCode::unavailable: return e.http_status != 0 ? codes::kUnexpectedStatus : codes::kNetworkError;
     case ErrorCode::connection_lost:
       return contains_ignoring_case(e.message, "timeout") || contains_ignoring_case(e.message, "timed out")
                  ? codes::kTimeout
                  : codes::kNetworkError;
     case ErrorCode::protocol_error:
-    case ErrorCode::invalid_ack:
-      return codes::kParseError;
+    case ErrorCode::invalid_ack: return codes::kParseError;
     case ErrorCode::delivery_timeout:
-    case ErrorCode::would_block:
-      return codes::kTimeout;
-    case ErrorCode::invalid_record:
-      return codes::kInvalidArgument;
-    case ErrorCode::condition_failed:
-      return codes::kConflict;
+    case ErrorCode::would_block: return codes::kTimeout;
+    case ErrorCode::invalid_record: return codes::kInvalidArgument;
+    case ErrorCode::condition_failed: return codes::kConflict;
     case ErrorCode::closed:
     case ErrorCode::aborted:
     case ErrorCode::cancelled:
-    case ErrorCode::internal:
-      return codes::kInternalError;
+    case ErrorCode::internal: return codes::kInternalError;
   }
   return codes::kInternalError;
 }
@@ -69,8 +58,8 @@ const Json* field_of(const Json& command, std::string_view field) {
 
 }  // namespace
 
-Json error_result(std::string_view command_type, std::string_view error_code, std::string message,
-                  int status, Json details) {
+Json error_result(std::string_view command_type, std::string_view error_code, std::string message, int status,
+                  Json details) {
   Json r;
   r["type"] = "error";
   r["success"] = false;
@@ -204,8 +193,7 @@ bool is_valid_utf8(std::string_view bytes) noexcept {
       if ((cc & 0xC0) != 0x80) return false;
       cp = (cp << 6) | (cc & 0x3F);
     }
-    if ((len == 3 && cp < 0x800) || (len == 4 && cp < 0x10000) || cp > 0x10FFFF ||
-        (cp >= 0xD800 && cp <= 0xDFFF)) {
+    if ((len == 3 && cp < 0x800) || (len == 4 && cp < 0x10000) || cp > 0x10FFFF || (cp >= 0xD800 && cp <= 0xDFFF)) {
       return false;
     }
     i += len;
@@ -219,8 +207,7 @@ bool is_json_content_type(std::string_view content_type) {
   while (!base.empty() && (base.front() == ' ' || base.front() == '\t')) base.erase(0, 1);
   std::transform(base.begin(), base.end(), base.begin(),
                  [](unsigned char c) { return static_cast<char>(std::tolower(c)); });
-  return base == "application/json" ||
-         (base.size() > 5 && base.compare(base.size() - 5, 5, "+json") == 0);
+  return base == "application/json" || (base.size() > 5 && base.compare(base.size() - 5, 5, "+json") == 0);
 }
 
 }  // namespace prodsm::tools::dsconf

@@ -43,8 +43,8 @@ inline constexpr std::string_view kInvalidArgument = "INVALID_ARGUMENT";
 
 /// An ErrorResult: `{type: "error", success: false, commandType, status?, errorCode,
 /// message, details?}`. `status` is omitted when 0; `details` when null.
-Json error_result(std::string_view command_type, std::string_view error_code, std::string message,
-                  int status = 0, Json details = nullptr);
+Json error_result(std::string_view command_type, std::string_view error_code, std::string message, int status = 0,
+                  Json details = nullptr);
 
 /// What the failed operation was, where the mapping depends on it.
 enum class Operation : std::uint8_t { other, read };
@@ -75,8 +75,8 @@ std::string required_string(const Json& command, std::string_view field);
 std::optional<std::string> optional_string(const Json& command, std::string_view field);
 std::optional<bool> optional_bool(const Json& command, std::string_view field);
 /// An integral number (an integral double such as 2.0 too) in [min, max].
-std::optional<std::int64_t> optional_integer(const Json& command, std::string_view field,
-                                             std::int64_t min, std::int64_t max);
+std::optional<std::int64_t> optional_integer(const Json& command, std::string_view field, std::int64_t min,
+                                             std::int64_t max);
 /// `headers`: an object of string values (absent: empty).
 std::vector<std::pair<std::string, std::string>> string_map(const Json& command, std::string_view field);
 

@@ -52,7 +52,8 @@ std::string capability_reason(const cf::Clause& clause, const cf::Capabilities& 
       {&cf::Capabilities::per_record_completions, "per_record_completions", "the SDK has no per-record completion"},
       {&cf::Capabilities::flush_barrier, "flush_barrier", "the SDK has no non-terminal flush"},
       {&cf::Capabilities::abort, "abort", "the SDK has no abort"},
-      {&cf::Capabilities::synchronous_rejection, "synchronous_rejection", "the SDK does not refuse submits synchronously"},
+      {&cf::Capabilities::synchronous_rejection, "synchronous_rejection",
+       "the SDK does not refuse submits synchronously"},
       {&cf::Capabilities::virtual_time, "virtual_time", "the SDK cannot run on harness time"},
       {&cf::Capabilities::classifies_certainty, "classifies_certainty", "the SDK does not say definite or indefinite"},
   };
@@ -161,7 +162,8 @@ int run_conform(const ConformOptions& o) {
         }
         if (o.verbose) {
           std::printf("property %-40s %s (%d sequences)\n", spec.name.c_str(),
-                      r.passed ? "pass" : ("FAIL " + (r.violation ? r.violation->clause : std::string("?"))).c_str(), r.tests);
+                      r.passed ? "pass" : ("FAIL " + (r.violation ? r.violation->clause : std::string("?"))).c_str(),
+                      r.tests);
         }
         if (r.passed) {
           properties.push_back(std::move(r));
@@ -214,9 +216,7 @@ int run_conform(const ConformOptions& o) {
           how = capability_reason(clause, caps, info.notes);
         }
         break;
-      case cf::Coverage::config:
-        how = "config vectors";
-        break;
+      case cf::Coverage::config: how = "config vectors"; break;
       case cf::Coverage::replay:
         how = o.skip_properties ? "replay (properties skipped)" : "replay of every generated run";
         if (o.skip_properties) v.kind = Verdict::Kind::not_applicable;
@@ -230,15 +230,19 @@ int run_conform(const ConformOptions& o) {
         how = "adapter clause: tested with each adapter";
         break;
     }
-    if (v.kind == Verdict::Kind::pass && (clause.coverage == cf::Coverage::trace || clause.coverage == cf::Coverage::config) &&
-        !v.exercised && o.skip_properties) {
+    if (v.kind == Verdict::Kind::pass &&
+        (clause.coverage == cf::Coverage::trace || clause.coverage == cf::Coverage::config) && !v.exercised &&
+        o.skip_properties) {
       v.kind = Verdict::Kind::not_applicable;
       how = v.notes.empty() ? "no vector exercises it and properties were skipped"
                             : "no vector about it could run: " + v.notes.front();
     }
     switch (v.kind) {
       case Verdict::Kind::pass: verdict = "pass"; break;
-      case Verdict::Kind::fail: verdict = "FAIL"; ++failures; break;
+      case Verdict::Kind::fail:
+        verdict = "FAIL";
+        ++failures;
+        break;
       case Verdict::Kind::not_applicable: verdict = "n/a"; break;
     }
     clause_verdicts[std::string(clause.id)] = verdict;
@@ -253,11 +257,12 @@ int run_conform(const ConformOptions& o) {
       for (const auto& n : v.failures) std::printf("\n[%s] %s\n", std::string(clause.id).c_str(), n.c_str());
     }
   }
-  std::printf("\n%s\n", failures == 0 ? "conformant: no clause failed" : (std::to_string(failures) + " clause(s) failed").c_str());
+  std::printf("\n%s\n", failures == 0 ? "conformant: no clause failed"
+                                      : (std::to_string(failures) + " clause(s) failed").c_str());
 
   // ---- expected findings --------------------------------------------------------------
-  const nlohmann::json verdict_file = {{"target", o.target}, {"sdk", info.sdk}, {"clauses", clause_verdicts},
-                                       {"vectors", vector_verdicts}};
+  const nlohmann::json verdict_file = {
+      {"target", o.target}, {"sdk", info.sdk}, {"clauses", clause_verdicts}, {"vectors", vector_verdicts}};
   if (!o.write_expected.empty()) {
     std::ofstream(o.write_expected) << verdict_file.dump(2) << "\n";
     std::printf("wrote the verdicts to %s\n", o.write_expected.c_str());
@@ -309,8 +314,12 @@ void add_conform_command(CLI::App& app, std::function<int()>& run) {
       ->capture_default_str();
   cmd->add_option("--vectors", o->vectors, "Directory of scenario vectors (*.json); repeat for more directories")
       ->capture_default_str();
-  cmd->add_option("--tests", o->tests, "Generated sequences per property")->capture_default_str()->check(CLI::Range(1, 1000000));
-  cmd->add_option("--max-size", o->max_size, "Largest generated sequence size")->capture_default_str()->check(CLI::Range(1, 10000));
+  cmd->add_option("--tests", o->tests, "Generated sequences per property")
+      ->capture_default_str()
+      ->check(CLI::Range(1, 1000000));
+  cmd->add_option("--max-size", o->max_size, "Largest generated sequence size")
+      ->capture_default_str()
+      ->check(CLI::Range(1, 10000));
   cmd->add_option("--seed", o->seed, "Generator seed (default: RC_PARAMS or random)");
   cmd->add_option("--save-findings", o->save_findings,
                   "Write each shrunk property failure as a vector under DIR/<target>/");

@@ -1,9 +1,9 @@
 // SPDX-License-Identifier: Apache-2.0
 // `prodsm produce URL`: one record per input line into a Durable Streams stream, through
 // the Asio producer; flushes at the end and prints a summary.
+#include <unistd.h>
 #include <asio/io_context.hpp>
 #include <asio/use_future.hpp>
-#include <unistd.h>
 
 #include <algorithm>
 #include <cstdio>
@@ -119,9 +119,9 @@ int run_produce(const ProduceOptions& o) {
   asio::ProducerOptions options;
   options.url = o.url;
   options.content_type = o.json ? "application/json" : o.content_type;
-  const bool json_mode = o.json || o.content_type == "application/json" ||
-                         (o.content_type.size() > 5 &&
-                          o.content_type.compare(o.content_type.size() - 5, 5, "+json") == 0);
+  const bool json_mode =
+      o.json || o.content_type == "application/json" ||
+      (o.content_type.size() > 5 && o.content_type.compare(o.content_type.size() - 5, 5, "+json") == 0);
   auto& core = options.producer;
   core.protocol.body_format =
       json_mode ? DurableStreamsPolicy::BodyFormat::json : DurableStreamsPolicy::BodyFormat::bytes;
@@ -148,8 +148,8 @@ int run_produce(const ProduceOptions& o) {
   core.max_unacked_bytes = std::max<std::uint64_t>(core.max_unacked_bytes, o.max_batch_bytes);
   core.max_in_flight = o.max_in_flight;
   core.delivery_timeout_ns = std::chrono::milliseconds{o.delivery_timeout_ms};
-  options.session.mode = o.connection_mode == "pipelined" ? asio::ConnectionMode::pipelined
-                                                          : asio::ConnectionMode::pool;
+  options.session.mode =
+      o.connection_mode == "pipelined" ? asio::ConnectionMode::pipelined : asio::ConnectionMode::pool;
   options.session.max_connections = o.max_in_flight;
   options.session.request_timeout_ns = std::chrono::milliseconds{o.request_timeout_ms};
   for (const auto& h : o.headers) {
@@ -205,19 +205,17 @@ int run_produce(const ProduceOptions& o) {
   request_options.extra_headers = options.extra_headers;
   bool created = false;
   if (o.create) {
-    auto r = asio::async_create_stream(producer->session(), producer->url(), options.content_type, {},
-                                       request_options, ::asio::use_future)
+    auto r = asio::async_create_stream(producer->session(), producer->url(), options.content_type, {}, request_options,
+                                       ::asio::use_future)
                  .get();
     if (!r) {
-      std::fprintf(stderr, "prodsm produce: creating %s failed: %s\n", o.url.c_str(),
-                   r.error().describe().c_str());
+      std::fprintf(stderr, "prodsm produce: creating %s failed: %s\n", o.url.c_str(), r.error().describe().c_str());
       return kExitServerError;
     }
     created = r->created;
   }
 
-  const bool show_progress =
-      !o.quiet && (o.progress == "always" || (o.progress == "auto" && ::isatty(2)));
+  const bool show_progress = !o.quiet && (o.progress == "always" || (o.progress == "auto" && ::isatty(2)));
   Progress progress(show_progress, total_bytes);
   std::mutex latency_mu;
   std::vector<double> flush_latencies_ms;
@@ -260,8 +258,7 @@ int run_produce(const ProduceOptions& o) {
                  r.error().reason == RejectReason::record_too_large) {
         bad_line = LineError{reader.line(), std::string(r.error().detail)};
       } else {
-        failure = make_error(ErrorCode::would_block, Certainty::definite, false,
-                             std::string(r.error().detail));
+        failure = make_error(ErrorCode::would_block, Certainty::definite, false, std::string(r.error().detail));
       }
       break;
     }
@@ -289,8 +286,8 @@ int run_produce(const ProduceOptions& o) {
   std::optional<std::string> verify_problem;
   if (o.verify && !failure && !bad_line) {
     auto session = asio::Session::create(io.get_executor(), producer->url());
-    auto contents = asio::async_read_stream_all(*session, producer->url(), json_mode, 16ULL << 30,
-                                                request_options, ::asio::use_future)
+    auto contents = asio::async_read_stream_all(*session, producer->url(), json_mode, 16ULL << 30, request_options,
+                                                ::asio::use_future)
                         .get();
     if (!contents) {
       verify_problem = "reading the stream back failed: " + contents.error().describe();
@@ -356,7 +353,8 @@ int run_produce(const ProduceOptions& o) {
     }
   }
   if (bad_line) {
-    std::fprintf(stderr, "prodsm produce: line %llu: %s (stopped before sending it; the %llu records before it were flushed)\n",
+    std::fprintf(stderr,
+                 "prodsm produce: line %llu: %s (stopped before sending it; the %llu records before it were flushed)\n",
                  static_cast<unsigned long long>(bad_line->line), bad_line->message.c_str(),
                  static_cast<unsigned long long>(records));
     return failure ? kExitServerError : kExitBadInput;
@@ -382,20 +380,18 @@ void add_produce_command(CLI::App& app, std::function<int()>& run) {
   cmd->add_option("--content-type", o->content_type, "Stream content type")->capture_default_str();
   cmd->add_flag("--json", o->json, "JSON mode: content type application/json, one JSON value per line");
   cmd->add_flag("--create", o->create, "Create the stream first if it does not exist (PUT)");
-  cmd->add_option("--producer-id", o->producer_id,
-                  "Idempotent producer id (default: generated per run)");
-  cmd->add_flag("--no-producer-id", o->no_producer_id,
-                "Plain appends without producer headers (no deduplication)");
+  cmd->add_option("--producer-id", o->producer_id, "Idempotent producer id (default: generated per run)");
+  cmd->add_flag("--no-producer-id", o->no_producer_id, "Plain appends without producer headers (no deduplication)");
   cmd->add_option("--epoch", o->epoch, "Producer epoch")->capture_default_str();
   cmd->add_flag("--auto-claim", o->auto_claim, "On a stale epoch, claim server epoch + 1 (S5)");
-  cmd->add_option("--linger-ms", o->linger, "Linger in ms (0 = no delay, 'off' = no timer)")
-      ->capture_default_str();
+  cmd->add_option("--linger-ms", o->linger, "Linger in ms (0 = no delay, 'off' = no timer)")->capture_default_str();
   cmd->add_option("--max-batch-bytes", o->max_batch_bytes, "Most bytes per batch")->capture_default_str();
   cmd->add_option("--max-in-flight", o->max_in_flight, "Most batches in flight")->capture_default_str();
   cmd->add_option("--flush-every", o->flush_every, "Flush after every N records (0 = only at the end)");
   cmd->add_flag("--close-stream", o->close_stream, "Close the stream after the last record");
   cmd->add_option("-H,--header", o->headers, "Extra request header 'Name: value' (repeatable)");
-  cmd->add_option("--connection-mode", o->connection_mode, "pipelined (one connection) or pool (one request per connection)")
+  cmd->add_option("--connection-mode", o->connection_mode,
+                  "pipelined (one connection) or pool (one request per connection)")
       ->check(CLI::IsMember({"pool", "pipelined"}))
       ->capture_default_str();
   cmd->add_option("--request-timeout-ms", o->request_timeout_ms, "Per-request timeout")->capture_default_str();

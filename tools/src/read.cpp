@@ -54,9 +54,8 @@ int run_read(const ReadOptions& o) {
     std::fprintf(stderr, "prodsm read: %s\n", session.error().c_str());
     return kExitBadInput;
   }
-  auto contents = asio::async_read_stream_all(*session, *url, o.json, o.max_bytes, request_options,
-                                              ::asio::use_future)
-                      .get();
+  auto contents =
+      asio::async_read_stream_all(*session, *url, o.json, o.max_bytes, request_options, ::asio::use_future).get();
   (*session)->close();
   guard.reset();
   io_thread.join();
@@ -74,8 +73,8 @@ int run_read(const ReadOptions& o) {
       return kExitBadInput;
     }
   }
-  std::fprintf(stderr, "read %zu bytes in %zu requests; next offset %s%s\n", contents->body.size(),
-               contents->reads, contents->next_offset.c_str(), contents->closed ? " (stream closed)" : "");
+  std::fprintf(stderr, "read %zu bytes in %zu requests; next offset %s%s\n", contents->body.size(), contents->reads,
+               contents->next_offset.c_str(), contents->closed ? " (stream closed)" : "");
   return kExitOk;
 }
 

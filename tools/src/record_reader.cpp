@@ -66,8 +66,8 @@ tl::expected<std::optional<std::string_view>, LineError> RecordReader::next() {
       continue;
     }
     if (buffer_.size() + 1 > max_record_bytes_) {
-      return tl::unexpected(LineError{line_, "line is " + std::to_string(buffer_.size()) +
-                                                 " bytes, more than max batch bytes allows"});
+      return tl::unexpected(
+          LineError{line_, "line is " + std::to_string(buffer_.size()) + " bytes, more than max batch bytes allows"});
     }
     if (auto why = validator_.check(buffer_)) {
       return tl::unexpected(LineError{line_, "invalid JSON: " + *why});

@@ -21,7 +21,9 @@ namespace prodsm::asio {
 namespace net = ::asio;
 
 namespace {
-Instant steady_now() { return std::chrono::steady_clock::now(); }
+Instant steady_now() {
+  return std::chrono::steady_clock::now();
+}
 
 Error local_error(ErrorCode code, std::string message) {
   return make_error(code, Certainty::definite, false, std::move(message));
@@ -32,13 +34,10 @@ Error rejection_error(const Rejection& r) {
   switch (r.reason) {
     case RejectReason::failed:
       return r.terminal ? *r.terminal : local_error(ErrorCode::internal, std::string(r.detail));
-    case RejectReason::closed:
-      return local_error(ErrorCode::closed, std::string(r.detail));
-    case RejectReason::would_block:
-      return local_error(ErrorCode::would_block, std::string(r.detail));
+    case RejectReason::closed: return local_error(ErrorCode::closed, std::string(r.detail));
+    case RejectReason::would_block: return local_error(ErrorCode::would_block, std::string(r.detail));
     case RejectReason::record_too_large:
-    case RejectReason::invalid_record:
-      return local_error(ErrorCode::invalid_record, std::string(r.detail));
+    case RejectReason::invalid_record: return local_error(ErrorCode::invalid_record, std::string(r.detail));
   }
   return local_error(ErrorCode::internal, "unknown rejection");
 }
@@ -49,8 +48,7 @@ bool is_json_content_type(std::string_view ct) {
   while (!base.empty() && base.back() == ' ') base.pop_back();
   std::transform(base.begin(), base.end(), base.begin(),
                  [](unsigned char c) { return static_cast<char>(std::tolower(c)); });
-  return base == "application/json" ||
-         (base.size() > 5 && base.compare(base.size() - 5, 5, "+json") == 0);
+  return base == "application/json" || (base.size() > 5 && base.compare(base.size() - 5, 5, "+json") == 0);
 }
 }  // namespace
 
@@ -64,8 +62,7 @@ struct CancelState {
 struct Producer::Impl : std::enable_shared_from_this<Producer::Impl> {
   using RecordCompletion = std::unique_ptr<detail::Completion<RecordResult>>;
   using VoidCompletion = std::unique_ptr<detail::Completion<VoidResult>>;
-  using CloseStreamCompletion =
-      std::unique_ptr<detail::Completion<tl::expected<ds::CloseResult, Error>>>;
+  using CloseStreamCompletion = std::unique_ptr<detail::Completion<tl::expected<ds::CloseResult, Error>>>;
 
   struct Waiter {
     std::uint64_t id;
@@ -79,15 +76,13 @@ struct Producer::Impl : std::enable_shared_from_this<Producer::Impl> {
     CloseStreamCompletion close_stream;  // or a close_stream waiting for its flush
   };
 
-  Impl(ds::StreamUrl u, ProducerOptions o, std::shared_ptr<Session> s, bool owned,
-       DurableStreamsProducer c)
+  Impl(ds::StreamUrl u, ProducerOptions o, std::shared_ptr<Session> s, bool owned, DurableStreamsProducer c)
       : url{std::move(u)},
         options{std::move(o)},
         session{std::move(s)},
         owns_session{owned},
-        callback_strand{net::make_strand(options.callback_executor
-                                             ? *options.callback_executor
-                                             : net::any_io_executor{session->strand()})},
+        callback_strand{net::make_strand(options.callback_executor ? *options.callback_executor
+                                                                   : net::any_io_executor{session->strand()})},
         timer{session->strand()},
         core{std::move(c)} {
     request_options.extra_headers = options.extra_headers;
@@ -109,15 +104,15 @@ struct Producer::Impl : std::enable_shared_from_this<Producer::Impl> {
   DurableStreamsProducer core;
   std::deque<RecordCompletion> record_handlers;  // index = ticket - handler_base
   std::uint64_t handler_base = 0;
-  std::deque<BarrierWaiter> barrier_waiters;     // in barrier order
+  std::deque<BarrierWaiter> barrier_waiters;  // in barrier order
   std::vector<VoidCompletion> close_waiters;
   std::optional<VoidResult> close_result;
-  std::deque<Waiter> waiters;                    // async_submits waiting for capacity
+  std::deque<Waiter> waiters;  // async_submits waiting for capacity
   std::uint64_t next_waiter_id = 0;
-  std::optional<Instant> armed;                  // what the timer is set to
-  std::uint64_t callback_exceptions = 0;         // guarded by mu
+  std::optional<Instant> armed;           // what the timer is set to
+  std::uint64_t callback_exceptions = 0;  // guarded by mu
   std::uint64_t capacity_waits = 0;
-  std::condition_variable capacity_cv;           // submit_blocking waits here (with mu)
+  std::condition_variable capacity_cv;  // submit_blocking waits here (with mu)
   // async_close_with_stream: the stream close is sent once the core has emitted Closed.
   bool close_stream_requested = false;
   std::optional<std::string> close_stream_body;  // the framed final record, if any
@@ -196,19 +191,19 @@ struct Producer::Impl : std::enable_shared_from_this<Producer::Impl> {
 
   void send(const SendBatch<DurableStreamsPolicy>& s) {
     // The body is copied into the request here, under mu, while the core still owns it.
-    std::string request = ds::encode_batch(url, options.content_type, s.body.size(), s.stamp,
-                                           producer_id, request_options);
+    std::string request =
+        ds::encode_batch(url, options.content_type, s.body.size(), s.stamp, producer_id, request_options);
     request.append(reinterpret_cast<const char*>(s.body.data()), s.body.size());
     const BatchId batch = s.batch;
     const std::uint32_t attempt = s.attempt;
     const bool sequenced = s.stamp.sequenced;
     std::weak_ptr<Impl> weak = weak_from_this();
-    net::post(session->strand(), [weak, session = session, request = std::move(request), batch,
-                                  attempt, sequenced]() mutable {
-      session->exchange(std::move(request), false, [weak, batch, attempt, sequenced](ExchangeResult r) {
-        if (auto self = weak.lock()) self->on_response(batch, attempt, sequenced, std::move(r));
-      });
-    });
+    net::post(session->strand(),
+              [weak, session = session, request = std::move(request), batch, attempt, sequenced]() mutable {
+                session->exchange(std::move(request), false, [weak, batch, attempt, sequenced](ExchangeResult r) {
+                  if (auto self = weak.lock()) self->on_response(batch, attempt, sequenced, std::move(r));
+                });
+              });
   }
 
   void on_response(BatchId batch, std::uint32_t attempt, bool sequenced, ExchangeResult r) {
@@ -300,19 +295,17 @@ struct Producer::Impl : std::enable_shared_from_this<Producer::Impl> {
       ds::AppendOptions append;
       append.producer = producer;
       append.close_stream = true;
-      request = ds::encode_append(url, options.content_type, close_stream_body->size(), append,
-                                  request_options);
+      request = ds::encode_append(url, options.content_type, close_stream_body->size(), append, request_options);
       request += *close_stream_body;
     } else {
       request = ds::encode_close(url, options.content_type, producer, request_options);
     }
     const bool sequenced = producer.has_value();
-    net::post(session->strand(), [self = shared_from_this(), request = std::move(request), with_body,
-                                  sequenced, claimed]() mutable {
-      self->session->exchange(std::move(request), false,
-                              [self, with_body, sequenced, claimed](ExchangeResult r) {
-                                self->on_final_close_response(std::move(r), with_body, sequenced, claimed);
-                              });
+    net::post(session->strand(), [self = shared_from_this(), request = std::move(request), with_body, sequenced,
+                                  claimed]() mutable {
+      self->session->exchange(std::move(request), false, [self, with_body, sequenced, claimed](ExchangeResult r) {
+        self->on_final_close_response(std::move(r), with_body, sequenced, claimed);
+      });
     });
   }
 
@@ -335,9 +328,8 @@ struct Producer::Impl : std::enable_shared_from_this<Producer::Impl> {
     }
     std::lock_guard lock(mu);
     const auto& idempotent = options.producer.protocol.idempotent;
-    if (!result && result.error().code == ErrorCode::stale_epoch && sequenced && !claimed &&
-        idempotent && idempotent->auto_claim &&
-        result.error().server_epoch < DurableStreamsPolicy::kMaxSequenceValue) {
+    if (!result && result.error().code == ErrorCode::stale_epoch && sequenced && !claimed && idempotent &&
+        idempotent->auto_claim && result.error().server_epoch < DurableStreamsPolicy::kMaxSequenceValue) {
       send_final_close(result.error().server_epoch + 1, 0, true);  // S5: one claim step
       return;
     }
@@ -428,8 +420,8 @@ struct Producer::Impl : std::enable_shared_from_this<Producer::Impl> {
       auto c = std::make_shared<RecordCompletion>(std::move(waiters.front().completion));
       waiters.pop_front();
       post_callback([c] {
-        (*c)->complete(tl::unexpected(local_error(
-            ErrorCode::would_block, "no capacity within submit_timeout_ns (max_unacked_bytes reached)")));
+        (*c)->complete(tl::unexpected(
+            local_error(ErrorCode::would_block, "no capacity within submit_timeout_ns (max_unacked_bytes reached)")));
       });
     }
     core.handle_timeout(now);
@@ -443,7 +435,8 @@ struct Producer::Impl : std::enable_shared_from_this<Producer::Impl> {
     auto c = std::make_shared<RecordCompletion>(std::move(it->completion));
     waiters.erase(it);
     post_callback([c] {
-      (*c)->complete(tl::unexpected(local_error(ErrorCode::cancelled, "async_submit cancelled while waiting for capacity")));
+      (*c)->complete(
+          tl::unexpected(local_error(ErrorCode::cancelled, "async_submit cancelled while waiting for capacity")));
     });
   }
 };
@@ -458,8 +451,7 @@ std::optional<std::string> check_options(const ProducerOptions& o, const ds::Str
   }
   const bool json = is_json_content_type(o.content_type);
   if (json != (o.producer.protocol.body_format == DurableStreamsPolicy::BodyFormat::json)) {
-    return "content_type: '" + o.content_type +
-           "' needs producer.protocol.body_format = " + (json ? "json" : "bytes");
+    return "content_type: '" + o.content_type + "' needs producer.protocol.body_format = " + (json ? "json" : "bytes");
   }
   for (const auto& h : o.extra_headers) {
     if (auto why = ds::check_extra_header(h)) return "extra_headers: " + *why;
@@ -468,8 +460,7 @@ std::optional<std::string> check_options(const ProducerOptions& o, const ds::Str
     return "submit_timeout_ns: must be in 0..10 min";
   }
   if (auto e = DurableStreamsProducer::validate(o.producer)) return "producer." + e->message();
-  if (!o.producer.protocol.idempotent && o.session.mode == ConnectionMode::pool &&
-      o.producer.max_in_flight > 1) {
+  if (!o.producer.protocol.idempotent && o.session.mode == ConnectionMode::pool && o.producer.max_in_flight > 1) {
     // Requests on different connections race at the server: plain appends would land
     // out of order (measured). Sequenced appends are reordered by S4 instead.
     return "producer.max_in_flight: plain appends (no idempotent producer) over pooled "
@@ -480,8 +471,7 @@ std::optional<std::string> check_options(const ProducerOptions& o, const ds::Str
 }
 }  // namespace
 
-tl::expected<Producer, std::string> Producer::create(net::any_io_executor executor,
-                                                     ProducerOptions options) {
+tl::expected<Producer, std::string> Producer::create(net::any_io_executor executor, ProducerOptions options) {
   auto url = ds::StreamUrl::parse(options.url);
   if (!url) return tl::unexpected("url: " + url.error());
   if (auto why = check_options(options, *url)) return tl::unexpected(*why);
@@ -489,24 +479,23 @@ tl::expected<Producer, std::string> Producer::create(net::any_io_executor execut
   if (!session) return tl::unexpected(session.error());
   auto core = DurableStreamsProducer::create(options.producer);
   if (!core) return tl::unexpected("producer." + core.error().message());
-  return Producer(std::make_shared<Impl>(std::move(*url), std::move(options), std::move(*session), true,
-                                         std::move(*core)));
+  return Producer(
+      std::make_shared<Impl>(std::move(*url), std::move(options), std::move(*session), true, std::move(*core)));
 }
 
-tl::expected<Producer, std::string> Producer::attach(std::shared_ptr<Session> session,
-                                                     ProducerOptions options) {
+tl::expected<Producer, std::string> Producer::attach(std::shared_ptr<Session> session, ProducerOptions options) {
   if (!session) return tl::unexpected(std::string{"session: null"});
   auto url = ds::StreamUrl::parse(options.url);
   if (!url) return tl::unexpected("url: " + url.error());
   if (url->host != session->host() || url->port != session->port()) {
-    return tl::unexpected("url: " + url->authority() + " is not the session's server " +
-                          session->host() + ":" + std::to_string(session->port()));
+    return tl::unexpected("url: " + url->authority() + " is not the session's server " + session->host() + ":" +
+                          std::to_string(session->port()));
   }
   if (auto why = check_options(options, *url)) return tl::unexpected(*why);
   auto core = DurableStreamsProducer::create(options.producer);
   if (!core) return tl::unexpected("producer." + core.error().message());
-  return Producer(std::make_shared<Impl>(std::move(*url), std::move(options), std::move(session), false,
-                                         std::move(*core)));
+  return Producer(
+      std::make_shared<Impl>(std::move(*url), std::move(options), std::move(session), false, std::move(*core)));
 }
 
 Producer::Producer(std::shared_ptr<Impl> impl) : impl_{std::move(impl)} {}
@@ -542,8 +531,8 @@ tl::expected<Ticket, Rejection> Producer::submit_blocking(std::string_view recor
   return submit_blocking_with(record, timeout_ns, nullptr);
 }
 
-tl::expected<Ticket, Rejection> Producer::submit_blocking_with(
-    std::string_view record, Duration timeout_ns, std::unique_ptr<detail::Completion<RecordResult>> c) {
+tl::expected<Ticket, Rejection> Producer::submit_blocking_with(std::string_view record, Duration timeout_ns,
+                                                               std::unique_ptr<detail::Completion<RecordResult>> c) {
   std::unique_lock lock(impl_->mu);
   const auto give_up = std::chrono::steady_clock::now() + timeout_ns;
   while (true) {
@@ -569,8 +558,7 @@ void Producer::initiate_submit(std::string record, std::unique_ptr<detail::Compl
   } else if (r.error().reason == RejectReason::would_block && impl_->options.submit_timeout_ns.count() > 0) {
     const std::uint64_t id = impl_->next_waiter_id++;
     ++impl_->capacity_waits;
-    impl_->waiters.push_back(
-        Impl::Waiter{id, std::move(record), std::move(c), now + impl_->options.submit_timeout_ns});
+    impl_->waiters.push_back(Impl::Waiter{id, std::move(record), std::move(c), now + impl_->options.submit_timeout_ns});
     if (install_cancel) {
       install_cancel([weak = std::weak_ptr<Impl>(impl_), id] {
         if (auto self = weak.lock()) self->cancel_waiter(id);
@@ -607,8 +595,7 @@ void Producer::initiate_close(std::unique_ptr<detail::Completion<VoidResult>> c)
   impl_->drive();
 }
 
-void Producer::initiate_close_stream(
-    std::unique_ptr<detail::Completion<tl::expected<ds::CloseResult, Error>>> c) {
+void Producer::initiate_close_stream(std::unique_ptr<detail::Completion<tl::expected<ds::CloseResult, Error>>> c) {
   std::lock_guard lock(impl_->mu);
   auto r = impl_->core.flush(steady_now());
   if (r) {
@@ -620,9 +607,8 @@ void Producer::initiate_close_stream(
   impl_->drive();
 }
 
-void Producer::initiate_close_with_stream(
-    std::optional<std::string> final_record,
-    std::unique_ptr<detail::Completion<tl::expected<ds::CloseResult, Error>>> c) {
+void Producer::initiate_close_with_stream(std::optional<std::string> final_record,
+                                          std::unique_ptr<detail::Completion<tl::expected<ds::CloseResult, Error>>> c) {
   std::lock_guard lock(impl_->mu);
   auto shared = std::make_shared<decltype(c)>(std::move(c));
   auto fail = [&](Error e) { impl_->post_callback([shared, e] { (*shared)->complete(tl::unexpected(e)); }); };
@@ -668,7 +654,11 @@ ProducerAdapterStats Producer::stats() const {
                               impl_->capacity_waits};
 }
 
-const std::shared_ptr<Session>& Producer::session() const noexcept { return impl_->session; }
-const ds::StreamUrl& Producer::url() const noexcept { return impl_->url; }
+const std::shared_ptr<Session>& Producer::session() const noexcept {
+  return impl_->session;
+}
+const ds::StreamUrl& Producer::url() const noexcept {
+  return impl_->url;
+}
 
 }  // namespace prodsm::asio

@@ -23,7 +23,9 @@ using tcp = net::ip::tcp;
 
 namespace {
 
-Instant steady_now() { return std::chrono::steady_clock::now(); }
+Instant steady_now() {
+  return std::chrono::steady_clock::now();
+}
 
 /// One request on its way through a connection.
 struct Pending {
@@ -45,11 +47,7 @@ class Connection;
 
 struct Session::Impl {
   Impl(net::any_io_executor executor, std::string h, std::uint16_t p, SessionOptions o)
-      : strand{net::make_strand(executor)},
-        host{std::move(h)},
-        port{p},
-        options{std::move(o)},
-        resolver{strand} {}
+      : strand{net::make_strand(executor)}, host{std::move(h)}, port{p}, options{std::move(o)}, resolver{strand} {}
 
   net::strand<net::any_io_executor> strand;
   std::string host;
@@ -86,8 +84,7 @@ class Connection : public std::enable_shared_from_this<Connection> {
 
   void enqueue(Pending p) {
     const Instant now = steady_now();
-    if (state_ == State::connected && pending_.empty() &&
-        now - last_activity_ > session_.options.idle_reuse_limit_ns) {
+    if (state_ == State::connected && pending_.empty() && now - last_activity_ > session_.options.idle_reuse_limit_ns) {
       reset_socket();  // idle too long: the server may be closing it right now
     }
     const bool first = pending_.empty();
@@ -102,12 +99,10 @@ class Connection : public std::enable_shared_from_this<Connection> {
     auto pending = std::exchange(pending_, {});
     written_ = 0;
     for (auto& p : pending) {
-      p.done(tl::unexpected(
-          p.write_started
-              ? transport_error(ErrorCode::connection_lost, Certainty::indefinite,
-                                "session closed while the request was outstanding")
-              : transport_error(ErrorCode::closed, Certainty::definite,
-                                "session closed before the request was sent")));
+      p.done(tl::unexpected(p.write_started ? transport_error(ErrorCode::connection_lost, Certainty::indefinite,
+                                                              "session closed while the request was outstanding")
+                                            : transport_error(ErrorCode::closed, Certainty::definite,
+                                                              "session closed before the request was sent")));
     }
   }
 
@@ -148,22 +143,20 @@ class Connection : public std::enable_shared_from_this<Connection> {
     timer_.expires_after(session_.options.connect_timeout_ns);
     timer_.async_wait([self = shared_from_this(), gen](std::error_code ec) {
       if (ec || gen != self->generation_ || self->state_ != State::connecting) return;
-      self->on_connect_failed("connect to " + self->session_.host + ":" +
-                              std::to_string(self->session_.port) + " timed out");
+      self->on_connect_failed("connect to " + self->session_.host + ":" + std::to_string(self->session_.port) +
+                              " timed out");
     });
     auto connect = [self = shared_from_this(), gen](const tcp::resolver::results_type& eps) {
-      net::async_connect(self->socket_, eps,
-                         [self, gen](std::error_code ec, const tcp::endpoint&) {
-                           if (gen != self->generation_) return;
-                           if (ec) {
-                             self->session_.endpoints.reset();
-                             self->on_connect_failed("connect to " + self->session_.host + ":" +
-                                                     std::to_string(self->session_.port) +
-                                                     " failed: " + ec.message());
-                             return;
-                           }
-                           self->on_connected();
-                         });
+      net::async_connect(self->socket_, eps, [self, gen](std::error_code ec, const tcp::endpoint&) {
+        if (gen != self->generation_) return;
+        if (ec) {
+          self->session_.endpoints.reset();
+          self->on_connect_failed("connect to " + self->session_.host + ":" + std::to_string(self->session_.port) +
+                                  " failed: " + ec.message());
+          return;
+        }
+        self->on_connected();
+      });
     };
     if (session_.endpoints) {
       connect(*session_.endpoints);
@@ -171,12 +164,10 @@ class Connection : public std::enable_shared_from_this<Connection> {
     }
     session_.resolver.async_resolve(
         session_.host, std::to_string(session_.port),
-        [self = shared_from_this(), gen, connect](std::error_code ec,
-                                                  tcp::resolver::results_type results) {
+        [self = shared_from_this(), gen, connect](std::error_code ec, tcp::resolver::results_type results) {
           if (gen != self->generation_) return;
           if (ec) {
-            self->on_connect_failed("resolving " + self->session_.host + " failed: " +
-                                    ec.message());
+            self->on_connect_failed("resolving " + self->session_.host + " failed: " + ec.message());
             return;
           }
           self->session_.endpoints = results;
@@ -232,13 +223,12 @@ class Connection : public std::enable_shared_from_this<Connection> {
   void start_read() {
     reading_ = true;
     const std::uint64_t gen = generation_;
-    socket_.async_read_some(
-        net::buffer(read_buffer_),
-        [self = shared_from_this(), gen](std::error_code ec, std::size_t n) {
-          if (gen != self->generation_) return;
-          self->reading_ = false;
-          self->on_read(ec, n);
-        });
+    socket_.async_read_some(net::buffer(read_buffer_),
+                            [self = shared_from_this(), gen](std::error_code ec, std::size_t n) {
+                              if (gen != self->generation_) return;
+                              self->reading_ = false;
+                              self->on_read(ec, n);
+                            });
   }
 
   void on_read(std::error_code ec, std::size_t n) {
@@ -378,8 +368,8 @@ void Session::Impl::dispatch_request(Pending p) {
     }
     if (!target) {
       if (backlog.size() >= options.max_queued_requests) {
-        p.done(tl::unexpected(transport_error(ErrorCode::unavailable, Certainty::definite,
-                                              "session request queue is full")));
+        p.done(tl::unexpected(
+            transport_error(ErrorCode::unavailable, Certainty::definite, "session request queue is full")));
         return;
       }
       backlog.push_back(std::move(p));
@@ -427,8 +417,8 @@ std::optional<std::string> SessionOptions::validate() const {
   return std::nullopt;
 }
 
-tl::expected<std::shared_ptr<Session>, std::string> Session::create(
-    net::any_io_executor executor, std::string host, std::uint16_t port, SessionOptions options) {
+tl::expected<std::shared_ptr<Session>, std::string> Session::create(net::any_io_executor executor, std::string host,
+                                                                    std::uint16_t port, SessionOptions options) {
   if (auto why = options.validate()) return tl::unexpected(*why);
   if (host.empty()) return tl::unexpected(std::string{"session: empty host"});
   if (port == 0) return tl::unexpected(std::string{"session: port 0"});
@@ -443,8 +433,7 @@ tl::expected<std::shared_ptr<Session>, std::string> Session::create(
 }
 
 tl::expected<std::shared_ptr<Session>, std::string> Session::create(net::any_io_executor executor,
-                                                                    const ds::StreamUrl& url,
-                                                                    SessionOptions options) {
+                                                                    const ds::StreamUrl& url, SessionOptions options) {
   return create(std::move(executor), url.host, url.port, std::move(options));
 }
 
@@ -461,8 +450,8 @@ Session::~Session() {
     impl->closed = true;
     for (auto& c : impl->connections) c->shutdown();
     for (auto& p : std::exchange(impl->backlog, {})) {
-      p.done(tl::unexpected(transport_error(ErrorCode::closed, Certainty::definite,
-                                            "session destroyed before the request was sent")));
+      p.done(tl::unexpected(
+          transport_error(ErrorCode::closed, Certainty::definite, "session destroyed before the request was sent")));
     }
   });
 }
@@ -471,8 +460,7 @@ void Session::exchange(std::string request, bool head_request, ExchangeHandler d
   net::dispatch(impl_->strand, [self = shared_from_this(), request = std::move(request), head_request,
                                 done = std::move(done)]() mutable {
     if (self->impl_->closed) {
-      done(tl::unexpected(transport_error(ErrorCode::closed, Certainty::definite,
-                                          "the session is closed")));
+      done(tl::unexpected(transport_error(ErrorCode::closed, Certainty::definite, "the session is closed")));
       return;
     }
     self->impl_->dispatch_request(Pending{std::move(request), head_request, std::move(done)});
@@ -486,16 +474,24 @@ void Session::close() {
     for (auto& c : self->impl_->connections) c->shutdown();
     auto backlog = std::exchange(self->impl_->backlog, {});
     for (auto& p : backlog) {
-      p.done(tl::unexpected(transport_error(ErrorCode::closed, Certainty::definite,
-                                            "session closed before the request was sent")));
+      p.done(tl::unexpected(
+          transport_error(ErrorCode::closed, Certainty::definite, "session closed before the request was sent")));
     }
   });
 }
 
-const net::strand<net::any_io_executor>& Session::strand() const noexcept { return impl_->strand; }
-const std::string& Session::host() const noexcept { return impl_->host; }
-std::uint16_t Session::port() const noexcept { return impl_->port; }
-const SessionOptions& Session::options() const noexcept { return impl_->options; }
+const net::strand<net::any_io_executor>& Session::strand() const noexcept {
+  return impl_->strand;
+}
+const std::string& Session::host() const noexcept {
+  return impl_->host;
+}
+std::uint16_t Session::port() const noexcept {
+  return impl_->port;
+}
+const SessionOptions& Session::options() const noexcept {
+  return impl_->options;
+}
 SessionStats Session::stats() const {
   return SessionStats{impl_->stats.connections_opened.load(), impl_->stats.requests_written.load(),
                       impl_->stats.responses.load(), impl_->stats.transport_failures.load()};

@@ -4,9 +4,8 @@
 
 namespace prodsm::asio {
 
-void create_stream(const std::shared_ptr<Session>& session, const ds::StreamUrl& url,
-                   std::string content_type, ds::CreateOptions create, ds::RequestOptions options,
-                   std::function<void(CreateStreamResult)> done) {
+void create_stream(const std::shared_ptr<Session>& session, const ds::StreamUrl& url, std::string content_type,
+                   ds::CreateOptions create, ds::RequestOptions options, std::function<void(CreateStreamResult)> done) {
   session->exchange(ds::encode_create(url, content_type, create, options), false,
                     [done = std::move(done)](ExchangeResult r) {
                       if (!r) return done(tl::unexpected(r.error()));
@@ -14,25 +13,24 @@ void create_stream(const std::shared_ptr<Session>& session, const ds::StreamUrl&
                     });
 }
 
-void head_stream(const std::shared_ptr<Session>& session, const ds::StreamUrl& url,
-                 ds::RequestOptions options, std::function<void(HeadStreamResult)> done) {
+void head_stream(const std::shared_ptr<Session>& session, const ds::StreamUrl& url, ds::RequestOptions options,
+                 std::function<void(HeadStreamResult)> done) {
   session->exchange(ds::encode_head(url, options), true, [done = std::move(done)](ExchangeResult r) {
     if (!r) return done(tl::unexpected(r.error()));
     done(ds::classify_head(*r));
   });
 }
 
-void delete_stream(const std::shared_ptr<Session>& session, const ds::StreamUrl& url,
-                   ds::RequestOptions options, std::function<void(DeleteStreamResult)> done) {
+void delete_stream(const std::shared_ptr<Session>& session, const ds::StreamUrl& url, ds::RequestOptions options,
+                   std::function<void(DeleteStreamResult)> done) {
   session->exchange(ds::encode_delete(url, options), false, [done = std::move(done)](ExchangeResult r) {
     if (!r) return done(tl::unexpected(r.error()));
     done(ds::classify_delete(*r));
   });
 }
 
-void close_stream(const std::shared_ptr<Session>& session, const ds::StreamUrl& url,
-                  std::string content_type, ds::RequestOptions options,
-                  std::function<void(CloseStreamResult)> done) {
+void close_stream(const std::shared_ptr<Session>& session, const ds::StreamUrl& url, std::string content_type,
+                  ds::RequestOptions options, std::function<void(CloseStreamResult)> done) {
   session->exchange(ds::encode_close(url, content_type, std::nullopt, options), false,
                     [done = std::move(done)](ExchangeResult r) {
                       if (!r) return done(tl::unexpected(r.error()));
@@ -46,12 +44,12 @@ namespace {
 /// `out` (which holds "[" plus elements so far). The server always answers a JSON read
 /// with one array; its brackets are stripped, the elements kept verbatim.
 bool append_json_elements(std::string& out, std::string_view chunk) {
-  while (!chunk.empty() && (chunk.front() == ' ' || chunk.front() == '\n' || chunk.front() == '\r' ||
-                            chunk.front() == '\t')) {
+  while (!chunk.empty() &&
+         (chunk.front() == ' ' || chunk.front() == '\n' || chunk.front() == '\r' || chunk.front() == '\t')) {
     chunk.remove_prefix(1);
   }
-  while (!chunk.empty() && (chunk.back() == ' ' || chunk.back() == '\n' || chunk.back() == '\r' ||
-                            chunk.back() == '\t')) {
+  while (!chunk.empty() &&
+         (chunk.back() == ' ' || chunk.back() == '\n' || chunk.back() == '\r' || chunk.back() == '\t')) {
     chunk.remove_suffix(1);
   }
   if (chunk.size() < 2 || chunk.front() != '[' || chunk.back() != ']') return false;
@@ -98,9 +96,9 @@ struct ReadLoop : std::enable_shared_from_this<ReadLoop> {
       contents.body += read->body;
     }
     if (contents.body.size() > max_bytes) {
-      return done(tl::unexpected(make_error(ErrorCode::protocol_error, Certainty::definite, false,
-                                            "stream larger than the read limit of " +
-                                                std::to_string(max_bytes) + " bytes")));
+      return done(
+          tl::unexpected(make_error(ErrorCode::protocol_error, Certainty::definite, false,
+                                    "stream larger than the read limit of " + std::to_string(max_bytes) + " bytes")));
     }
     const bool progressed = read->next_offset != offset;
     offset = read->next_offset;
@@ -117,8 +115,7 @@ struct ReadLoop : std::enable_shared_from_this<ReadLoop> {
 }  // namespace
 
 void read_stream_all(const std::shared_ptr<Session>& session, const ds::StreamUrl& url, bool json,
-                     std::size_t max_bytes, ds::RequestOptions options,
-                     std::function<void(ReadStreamResult)> done) {
+                     std::size_t max_bytes, ds::RequestOptions options, std::function<void(ReadStreamResult)> done) {
   auto loop = std::make_shared<ReadLoop>();
   loop->session = session;
   loop->url = url;

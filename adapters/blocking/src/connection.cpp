@@ -21,18 +21,20 @@ Error transport_error(ErrorCode code, Certainty certainty, std::string message) 
                     std::move(message));
 }
 
-std::string errno_text(int err) { return std::strerror(err); }
+std::string errno_text(int err) {
+  return std::strerror(err);
+}
 
 }  // namespace
 
-Connection::Connection(ConnectionOptions options)
-    : options_{std::move(options)}, parser_{options_.response_limits} {}
+Connection::Connection(ConnectionOptions options) : options_{std::move(options)}, parser_{options_.response_limits} {}
 
-Connection::~Connection() { reset_socket(); }
+Connection::~Connection() {
+  reset_socket();
+}
 
 void Connection::enqueue(Request request, Instant now) {
-  if (state_ == State::connected && pending_.empty() &&
-      now - last_activity_ > options_.idle_reuse_limit_ns) {
+  if (state_ == State::connected && pending_.empty() && now - last_activity_ > options_.idle_reuse_limit_ns) {
     reset_socket();  // idle too long: the server may be closing it right now
   }
   if (pending_.empty()) parser_.reset();  // the parser expects this response next
@@ -69,11 +71,10 @@ void Connection::on_time(Instant now) {
     return;
   }
   if (!pending_.empty() && pending_.front().write_started && now >= pending_.front().deadline) {
-    fail_connection("request timed out after " +
-                    std::to_string(std::chrono::duration_cast<std::chrono::milliseconds>(
-                                       options_.request_timeout_ns)
-                                       .count()) +
-                    " ms");
+    fail_connection(
+        "request timed out after " +
+        std::to_string(std::chrono::duration_cast<std::chrono::milliseconds>(options_.request_timeout_ns).count()) +
+        " ms");
   }
 }
 
@@ -192,8 +193,8 @@ void Connection::read_some(Instant now) {
   if (n < 0 && (errno == EAGAIN || errno == EWOULDBLOCK || errno == EINTR)) return;
   if (n <= 0) {
     const bool eof = n == 0;
-    const std::string why = eof ? "the server closed the connection"
-                                : "reading the response failed: " + errno_text(errno);
+    const std::string why =
+        eof ? "the server closed the connection" : "reading the response failed: " + errno_text(errno);
     if (eof && !pending_.empty() && written_ > 0) {
       parser_.finish_eof();  // an EOF-delimited body ends here
       if (parser_.state() == ds::ResponseParser::State::complete) {

@@ -101,9 +101,7 @@ class Connection {
   void deliver_front(ds::Response response, Instant now);
   void fail_connection(const std::string& why);
   void reset_socket();
-  void finish(Request request, ExchangeResult result) {
-    outcomes_.emplace_back(std::move(request), std::move(result));
-  }
+  void finish(Request request, ExchangeResult result) { outcomes_.emplace_back(std::move(request), std::move(result)); }
 
   ConnectionOptions options_;
   std::shared_ptr<addrinfo> addresses_;  // resolved once, dropped on connect failure

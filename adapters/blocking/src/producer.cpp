@@ -19,8 +19,8 @@
 #include <atomic>
 #include <cerrno>
 #include <climits>
-#include <cstring>
 #include <condition_variable>
+#include <cstring>
 #include <deque>
 #include <mutex>
 #include <thread>
@@ -85,7 +85,9 @@ std::optional<T> wait_for_value(Signal& signal, const Op<T>& op, std::optional<I
   return op.value;
 }
 
-bool in_callback() noexcept { return tls_callback_depth > 0; }
+bool in_callback() noexcept {
+  return tls_callback_depth > 0;
+}
 
 }  // namespace
 
@@ -181,7 +183,9 @@ namespace {
 using detail::in_callback;
 using detail::Request;
 
-Instant steady_now() { return std::chrono::steady_clock::now(); }
+Instant steady_now() {
+  return std::chrono::steady_clock::now();
+}
 
 Error local_error(ErrorCode code, std::string message) {
   return make_error(code, Certainty::definite, false, std::move(message));
@@ -192,13 +196,10 @@ Error rejection_error(const Rejection& r) {
   switch (r.reason) {
     case RejectReason::failed:
       return r.terminal ? *r.terminal : local_error(ErrorCode::internal, std::string(r.detail));
-    case RejectReason::closed:
-      return local_error(ErrorCode::closed, std::string(r.detail));
-    case RejectReason::would_block:
-      return local_error(ErrorCode::would_block, std::string(r.detail));
+    case RejectReason::closed: return local_error(ErrorCode::closed, std::string(r.detail));
+    case RejectReason::would_block: return local_error(ErrorCode::would_block, std::string(r.detail));
     case RejectReason::record_too_large:
-    case RejectReason::invalid_record:
-      return local_error(ErrorCode::invalid_record, std::string(r.detail));
+    case RejectReason::invalid_record: return local_error(ErrorCode::invalid_record, std::string(r.detail));
   }
   return local_error(ErrorCode::internal, "unknown rejection");
 }
@@ -233,8 +234,7 @@ std::optional<std::string> check_options(const ProducerOptions& o) {
   }
   const bool json = is_json_content_type(o.content_type);
   if (json != (o.producer.protocol.body_format == DurableStreamsPolicy::BodyFormat::json)) {
-    return "content_type: '" + o.content_type +
-           "' needs producer.protocol.body_format = " + (json ? "json" : "bytes");
+    return "content_type: '" + o.content_type + "' needs producer.protocol.body_format = " + (json ? "json" : "bytes");
   }
   for (const auto& h : o.extra_headers) {
     if (auto why = ds::check_extra_header(h)) return "extra_headers: " + *why;
@@ -392,8 +392,8 @@ struct Producer::Impl : std::enable_shared_from_this<Producer::Impl> {
 
   void send(const SendBatch<DurableStreamsPolicy>& s) {
     // The body is copied into the request under mu, while the core still owns it.
-    std::string bytes = ds::encode_batch(url, options.content_type, s.body.size(), s.stamp, producer_id,
-                                         request_options);
+    std::string bytes =
+        ds::encode_batch(url, options.content_type, s.body.size(), s.stamp, producer_id, request_options);
     bytes.append(reinterpret_cast<const char*>(s.body.data()), s.body.size());
     outbound.push_back(Request{std::move(bytes), s.batch, s.attempt, s.stamp.sequenced, nullptr});
   }
@@ -433,8 +433,8 @@ struct Producer::Impl : std::enable_shared_from_this<Producer::Impl> {
       // Every covered record is durable: close the stream (a plain close, so a repeat
       // is answered 204 and the operation is idempotent).
       ++close_stream_outstanding;
-      outbound.push_back(Request{ds::encode_close(url, options.content_type, std::nullopt, request_options),
-                                 BatchId{}, 0, false, std::move(w.close_stream)});
+      outbound.push_back(Request{ds::encode_close(url, options.content_type, std::nullopt, request_options), BatchId{},
+                                 0, false, std::move(w.close_stream)});
     }
   }
 
@@ -447,8 +447,8 @@ struct Producer::Impl : std::enable_shared_from_this<Producer::Impl> {
   void on_outcome(Request request, detail::ExchangeResult result, Instant now) {
     if (request.close_stream) {
       --close_stream_outstanding;
-      CloseStreamResult r = result ? ds::classify_close(*result, false)
-                                   : CloseStreamResult(tl::unexpected(std::move(result.error())));
+      CloseStreamResult r =
+          result ? ds::classify_close(*result, false) : CloseStreamResult(tl::unexpected(std::move(result.error())));
       post_publish<CloseStreamResult>(std::move(request.close_stream), std::move(r));
       return;
     }
@@ -709,6 +709,8 @@ ProducerAdapterStats Producer::stats() const {
                               impl_->capacity_waits};
 }
 
-const ds::StreamUrl& Producer::url() const noexcept { return impl_->url; }
+const ds::StreamUrl& Producer::url() const noexcept {
+  return impl_->url;
+}
 
 }  // namespace prodsm::blocking

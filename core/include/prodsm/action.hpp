@@ -25,14 +25,14 @@ namespace prodsm {
 /// handle_ack or handle_failure, unless the Producer failed or was aborted first.
 template <class Policy>
 struct SendBatch {
-  BatchId batch;                ///< echo back in handle_ack / handle_failure
-  std::uint32_t attempt = 1;    ///< 1 for the first send, then 2, 3, ... (echo back too)
-  Ticket first_ticket;          ///< the batch's first record; records are first_ticket + i
-  std::uint32_t record_count = 0;         ///< records in the batch, >= 1 (B5)
-  std::span<const std::byte> body;        ///< framed body (bytes), owned by the core
+  BatchId batch;                               ///< echo back in handle_ack / handle_failure
+  std::uint32_t attempt = 1;                   ///< 1 for the first send, then 2, 3, ... (echo back too)
+  Ticket first_ticket;                         ///< the batch's first record; records are first_ticket + i
+  std::uint32_t record_count = 0;              ///< records in the batch, >= 1 (B5)
+  std::span<const std::byte> body;             ///< framed body (bytes), owned by the core
   std::span<const std::uint32_t> record_ends;  ///< end offset (bytes) of each record in
                                                ///< body when Policy::kKeepsRecordEnds, else empty
-  typename Policy::Stamp stamp;           ///< sequencing stamps, fixed at seal (S1, S2, S5)
+  typename Policy::Stamp stamp;                ///< sequencing stamps, fixed at seal (S1, S2, S5)
 };
 
 /// A contiguous range of tickets [first, last] (one batch) completed with one result
@@ -67,7 +67,6 @@ struct CapacityAvailable {
 
 /// One output of the Producer core.
 template <class Policy>
-using Action = std::variant<SendBatch<Policy>, TicketsCompleted<Policy>, BarrierCompleted,
-                            Closed, CapacityAvailable>;
+using Action = std::variant<SendBatch<Policy>, TicketsCompleted<Policy>, BarrierCompleted, Closed, CapacityAvailable>;
 
 }  // namespace prodsm

@@ -38,8 +38,7 @@ struct DurableStreamsIdempotentOptions {
   /// On 403 stale epoch, claim server epoch + 1 and renumber the unacked batches
   /// from seq 0 instead of failing (S5).
   bool auto_claim = false;
-  friend bool operator==(const DurableStreamsIdempotentOptions&,
-                         const DurableStreamsIdempotentOptions&) = default;
+  friend bool operator==(const DurableStreamsIdempotentOptions&, const DurableStreamsIdempotentOptions&) = default;
 };
 
 /// The `protocol` part of ProducerConfig<DurableStreamsPolicy>.
@@ -106,8 +105,7 @@ class DurableStreamsPolicy {
 
   /// Why `record` cannot be accepted (empty record; invalid JSON in JSON mode), or
   /// nullopt when it can. The text is static.
-  [[nodiscard]] std::optional<std::string_view> check_record(
-      std::span<const std::byte> record) const {
+  [[nodiscard]] std::optional<std::string_view> check_record(std::span<const std::byte> record) const {
     if (record.empty()) return "empty record: Durable Streams cannot append zero bytes";
     if (json() && options_.validate_json) return json_validator_->check(record);
     return std::nullopt;
@@ -121,8 +119,7 @@ class DurableStreamsPolicy {
   /// Metered bytes of the smallest acceptable record (decides when a batch is full).
   [[nodiscard]] std::uint64_t min_record_bytes() const noexcept { return json() ? 2 : 1; }
   /// Appends `record` to the body being framed; `index` is its index in the batch.
-  void frame_record(std::vector<std::byte>& body, std::span<const std::byte> record,
-                    std::uint32_t index) const {
+  void frame_record(std::vector<std::byte>& body, std::span<const std::byte> record, std::uint32_t index) const {
     if (json()) body.push_back(index == 0 ? std::byte{'['} : std::byte{','});
     body.insert(body.end(), record.begin(), record.end());
   }
@@ -146,12 +143,10 @@ class DurableStreamsPolicy {
   }
   /// Why `ack` cannot acknowledge a batch stamped `stamp` with `record_count` records
   /// (E5), or nullopt when it can.
-  [[nodiscard]] std::optional<std::string> check_ack(const Stamp& stamp,
-                                                     std::uint32_t record_count,
+  [[nodiscard]] std::optional<std::string> check_ack(const Stamp& stamp, std::uint32_t record_count,
                                                      const Ack& ack) const;
   /// Why `next` cannot follow `previous` (E5). Offsets are opaque, so never.
-  [[nodiscard]] static std::optional<std::string> check_order(const Ack& previous,
-                                                              const Ack& next) {
+  [[nodiscard]] static std::optional<std::string> check_order(const Ack& previous, const Ack& next) {
     (void)previous;
     (void)next;
     return std::nullopt;

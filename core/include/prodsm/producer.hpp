@@ -67,8 +67,8 @@ enum class ProducerState : std::uint8_t {
 
 /// Counters since construction (monotonic, never reset).
 struct ProducerStats {
-  std::uint64_t records_accepted = 0;   ///< submits that got a ticket
-  std::uint64_t records_rejected = 0;   ///< submits refused synchronously
+  std::uint64_t records_accepted = 0;  ///< submits that got a ticket
+  std::uint64_t records_rejected = 0;  ///< submits refused synchronously
   std::uint64_t metered_bytes_accepted = 0;
   std::uint64_t records_succeeded = 0;  ///< tickets completed successfully
   std::uint64_t records_failed = 0;     ///< tickets completed with an error
@@ -181,8 +181,7 @@ class Producer {
 /// The index of `ticket` inside a completed range (P4): ticket - first. The record's
 /// position on S2 is ack.start_seq_num + index.
 template <class Policy>
-constexpr std::uint64_t index_in_batch(const TicketsCompleted<Policy>& done,
-                                       Ticket ticket) noexcept {
+constexpr std::uint64_t index_in_batch(const TicketsCompleted<Policy>& done, Ticket ticket) noexcept {
   return ticket.value - done.first.value;
 }
 

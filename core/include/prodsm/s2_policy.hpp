@@ -40,13 +40,11 @@ class S2Policy {
   /// Sequencing stamps of one batch, fixed at seal (S1).
   struct Stamp {
     std::optional<std::uint64_t> match_seq_num;
-    bool fenced = false;                             ///< fencing token present
+    bool fenced = false;                              ///< fencing token present
     std::array<char, kMaxFencingTokenBytes> token{};  ///< fencing token bytes
-    std::uint8_t token_size = 0;                     ///< bytes used in `token`
+    std::uint8_t token_size = 0;                      ///< bytes used in `token`
     /// The fencing token as a view into this stamp.
-    [[nodiscard]] std::string_view fencing_token() const noexcept {
-      return {token.data(), token_size};
-    }
+    [[nodiscard]] std::string_view fencing_token() const noexcept { return {token.data(), token_size}; }
     friend bool operator==(const Stamp&, const Stamp&) = default;
   };
 
@@ -73,19 +71,15 @@ class S2Policy {
   explicit S2Policy(const Options& options);
 
   /// S2 accepts any record body (an empty body is metered 8 bytes).
-  [[nodiscard]] static std::optional<std::string_view> check_record(
-      std::span<const std::byte> record) noexcept {
+  [[nodiscard]] static std::optional<std::string_view> check_record(std::span<const std::byte> record) noexcept {
     (void)record;
     return std::nullopt;
   }
   /// S2 metering: 8 bytes + body (no headers in this version).
-  [[nodiscard]] static std::uint64_t metered_bytes(std::size_t record_size) noexcept {
-    return 8 + record_size;
-  }
+  [[nodiscard]] static std::uint64_t metered_bytes(std::size_t record_size) noexcept { return 8 + record_size; }
   [[nodiscard]] static std::uint64_t batch_overhead_bytes() noexcept { return 0; }
   [[nodiscard]] static std::uint64_t min_record_bytes() noexcept { return 8; }
-  static void frame_record(std::vector<std::byte>& body, std::span<const std::byte> record,
-                           std::uint32_t index) {
+  static void frame_record(std::vector<std::byte>& body, std::span<const std::byte> record, std::uint32_t index) {
     (void)index;
     body.insert(body.end(), record.begin(), record.end());
   }
@@ -107,21 +101,17 @@ class S2Policy {
   }
   /// Count and position checks (E5): end - start == record_count; start ==
   /// match_seq_num when stamped.
-  [[nodiscard]] static std::optional<std::string> check_ack(const Stamp& stamp,
-                                                            std::uint32_t record_count,
+  [[nodiscard]] static std::optional<std::string> check_ack(const Stamp& stamp, std::uint32_t record_count,
                                                             const Ack& ack);
   /// Positions never go backwards (E5): next.start >= previous.end.
-  [[nodiscard]] static std::optional<std::string> check_order(const Ack& previous,
-                                                              const Ack& next);
+  [[nodiscard]] static std::optional<std::string> check_order(const Ack& previous, const Ack& next);
   [[nodiscard]] static bool is_duplicate(const Ack& ack) noexcept {
     (void)ack;
     return false;
   }
   [[nodiscard]] const Options& options() const noexcept { return options_; }
   /// The match_seq_num the next sealed batch gets, when sequenced.
-  [[nodiscard]] std::optional<std::uint64_t> next_match_seq_num() const noexcept {
-    return next_match_;
-  }
+  [[nodiscard]] std::optional<std::uint64_t> next_match_seq_num() const noexcept { return next_match_; }
 
  private:
   Options options_;

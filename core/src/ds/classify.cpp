@@ -287,8 +287,7 @@ tl::expected<ReadResult, Error> classify_read(const Response& response) {
     if (const auto coding = header(response, "Content-Encoding");
         coding && !coding->empty() && !detail::iequals(*coding, "identity")) {
       // The codec never sends Accept-Encoding, so it cannot decode what it did not ask for.
-      return Fail{
-          protocol_error(response, op, "unrequested Content-Encoding " + detail::quoted(*coding))};
+      return Fail{protocol_error(response, op, "unrequested Content-Encoding " + detail::quoted(*coding))};
     }
     ReadResult result;
     result.body = response.body;

@@ -47,8 +47,7 @@ std::optional<std::string> check(const Header& header) {
   for (const char c : header.value) {
     const auto byte = static_cast<unsigned char>(c);
     if ((byte < 0x20 && c != '\t') || byte == 0x7F) {
-      return "header " + detail::quoted(header.name) +
-             " value contains a control character (CR, LF, NUL, ...)";
+      return "header " + detail::quoted(header.name) + " value contains a control character (CR, LF, NUL, ...)";
     }
   }
   return std::nullopt;

@@ -47,8 +47,7 @@ void append_target_path(std::string& out, std::string_view path) {
 }
 
 /// `<METHOD> <path><query> HTTP/1.1` and Host.
-void append_start(std::string& out, std::string_view method, const StreamUrl& url,
-                  std::string_view query = {}) {
+void append_start(std::string& out, std::string_view method, const StreamUrl& url, std::string_view query = {}) {
   out += method;
   out += ' ';
   append_target_path(out, url.path);
@@ -80,8 +79,8 @@ void append_producer(std::string& out, const std::optional<ProducerHeaders>& pro
 }
 
 bool is_unreserved(char c) noexcept {
-  return (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') || c == '-' ||
-         c == '.' || c == '_' || c == '~';
+  return (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') || c == '-' || c == '.' ||
+         c == '_' || c == '~';
 }
 
 /// Runs an encoder; an allocation failure gives an empty string (D4: nothing throws).
@@ -99,8 +98,8 @@ std::string guarded(Encode&& encode) noexcept {
 
 }  // namespace
 
-std::string encode_create(const StreamUrl& url, std::string_view content_type,
-                          const CreateOptions& create, const RequestOptions& options) {
+std::string encode_create(const StreamUrl& url, std::string_view content_type, const CreateOptions& create,
+                          const RequestOptions& options) {
   return guarded([&](std::string& out) {
     append_start(out, "PUT", url);
     append_content_type(out, content_type);
@@ -112,9 +111,8 @@ std::string encode_create(const StreamUrl& url, std::string_view content_type,
   });
 }
 
-std::string encode_append(const StreamUrl& url, std::string_view content_type,
-                          std::size_t body_bytes, const AppendOptions& append,
-                          const RequestOptions& options) {
+std::string encode_append(const StreamUrl& url, std::string_view content_type, std::size_t body_bytes,
+                          const AppendOptions& append, const RequestOptions& options) {
   return guarded([&](std::string& out) {
     append_start(out, "POST", url);
     append_content_type(out, content_type);
@@ -126,17 +124,16 @@ std::string encode_append(const StreamUrl& url, std::string_view content_type,
   });
 }
 
-std::string encode_batch(const StreamUrl& url, std::string_view content_type,
-                         std::size_t body_bytes, const DurableStreamsPolicy::Stamp& stamp,
-                         std::string_view producer_id, const RequestOptions& options) {
+std::string encode_batch(const StreamUrl& url, std::string_view content_type, std::size_t body_bytes,
+                         const DurableStreamsPolicy::Stamp& stamp, std::string_view producer_id,
+                         const RequestOptions& options) {
   AppendOptions append;
   if (stamp.sequenced) append.producer = ProducerHeaders{producer_id, stamp.epoch, stamp.seq};
   return encode_append(url, content_type, body_bytes, append, options);
 }
 
 std::string encode_close(const StreamUrl& url, std::string_view content_type,
-                         const std::optional<ProducerHeaders>& producer,
-                         const RequestOptions& options) {
+                         const std::optional<ProducerHeaders>& producer, const RequestOptions& options) {
   return guarded([&](std::string& out) {
     append_start(out, "POST", url);
     append_content_type(out, content_type);
@@ -161,8 +158,7 @@ std::string encode_delete(const StreamUrl& url, const RequestOptions& options) {
   });
 }
 
-std::string encode_read(const StreamUrl& url, std::string_view offset,
-                        const RequestOptions& options) {
+std::string encode_read(const StreamUrl& url, std::string_view offset, const RequestOptions& options) {
   return guarded([&](std::string& out) {
     std::string query = "?offset=";
     for (const char c : offset) {

@@ -201,8 +201,7 @@ struct ResponseParser::Impl {
       }
       for (std::size_t i = 0; i < length; ++i) {
         if (!detail::is_tchar(at[i])) {
-          return self.fail("invalid character in a header name: " +
-                           detail::quoted(std::string_view(at, length)));
+          return self.fail("invalid character in a header name: " + detail::quoted(std::string_view(at, length)));
         }
       }
       if (!self.headers_done) self.response.headers.back().name.append(at, length);
@@ -348,8 +347,7 @@ struct ResponseParser::Impl {
       std::size_t slice = size - used;
       if (!headers_done) {
         const std::uint64_t in_header = consumed - message_start;
-        const std::uint64_t allowance =
-            in_header < limits.max_header_bytes ? limits.max_header_bytes - in_header : 0;
+        const std::uint64_t allowance = in_header < limits.max_header_bytes ? limits.max_header_bytes - in_header : 0;
         if (slice > allowance) slice = static_cast<std::size_t>(allowance) + 1;
       }
       exec_base = data + used;

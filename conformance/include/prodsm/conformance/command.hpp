@@ -36,12 +36,12 @@ struct Command {
   };
 
   Kind kind = Kind::submit;
-  std::string record;                          ///< submit
-  Duration advance_ns{};                       ///< advance
-  Which which = Which::oldest;                 ///< ack / duplicate / fail / invalid_ack
+  std::string record;                            ///< submit
+  Duration advance_ns{};                         ///< advance
+  Which which = Which::oldest;                   ///< ack / duplicate / fail / invalid_ack
   ErrorCode fail_code = ErrorCode::unavailable;  ///< fail
-  std::optional<Duration> retry_after_ns;      ///< fail with unavailable
-  Invalid invalid = Invalid::wrong_count;      ///< invalid_ack
+  std::optional<Duration> retry_after_ns;        ///< fail with unavailable
+  Invalid invalid = Invalid::wrong_count;        ///< invalid_ack
 
   static Command submit_record(std::string record) {
     Command c;

@@ -16,8 +16,8 @@ namespace prodsm::conformance {
 
 /// How to start a driver process.
 struct ExternalTarget {
-  std::string name;               ///< e.g. "s2-ts"
-  std::vector<std::string> argv;  ///< e.g. {"node", "<dir>/driver.mjs"}
+  std::string name;                                      ///< e.g. "s2-ts"
+  std::vector<std::string> argv;                         ///< e.g. {"node", "<dir>/driver.mjs"}
   Duration reply_timeout_ns = std::chrono::seconds{30};  ///< per request
   /// The driver's stderr (its log) goes to ours when true; otherwise it is kept aside and
   /// its last 4 KiB are appended to the error message if the driver fails.

@@ -36,8 +36,8 @@ const std::vector<PropertySpec>& default_properties();
 
 /// How many sequences, how long, which seed.
 struct PropertyOptions {
-  int tests = 300;         ///< sequences (RapidCheck max_success)
-  int max_size = 60;       ///< RapidCheck max_size (sequence length grows up to it)
+  int tests = 300;                    ///< sequences (RapidCheck max_success)
+  int max_size = 60;                  ///< RapidCheck max_size (sequence length grows up to it)
   std::optional<std::uint64_t> seed;  ///< default: RC_PARAMS, else random
   /// Another SDK's target: a generated config key it refuses or cannot express is left at
   /// the SDK's default instead of failing the property (the refusal itself is a config
@@ -51,20 +51,19 @@ struct PropertyOptions {
 struct PropertyResult {
   std::string name;
   bool passed = false;
-  int tests = 0;                     ///< sequences that passed
-  std::string description;           ///< RapidCheck's failure text
+  int tests = 0;            ///< sequences that passed
+  std::string description;  ///< RapidCheck's failure text
   std::optional<Violation> violation;
-  std::string evidence;              ///< rendered failing prefix
-  std::string reproduce;             ///< RC_PARAMS value reproducing it
-  nlohmann::json counterexample;     ///< the shrunk failing prefix as a vector
+  std::string evidence;           ///< rendered failing prefix
+  std::string reproduce;          ///< RC_PARAMS value reproducing it
+  nlohmann::json counterexample;  ///< the shrunk failing prefix as a vector
   /// The target cannot run this property at all (every generated case was discarded:
   /// e.g. an SDK without plain appends); `description` says why.
   bool not_applicable = false;
 };
 
 /// Runs one property against a target. Not thread-safe (RapidCheck's global state).
-PropertyResult run_property(const PropertySpec& spec, const DriverFactory& factory,
-                            const PropertyOptions& options);
+PropertyResult run_property(const PropertySpec& spec, const DriverFactory& factory, const PropertyOptions& options);
 
 /// The property body, for RC_GTEST_PROP: generates, runs, checks; RC_FAILs on a
 /// violation.

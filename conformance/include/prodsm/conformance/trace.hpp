@@ -25,16 +25,16 @@ enum class Protocol : std::uint8_t { durable_streams, s2 };
 
 /// Sequencing the producer was configured with.
 enum class Sequencing : std::uint8_t {
-  none,             ///< plain appends
-  ds_idempotent,    ///< Durable Streams producer id / epoch / seq (S2)
-  s2_match_seq_num, ///< S2 match_seq_num (+ optional fencing token) (S1)
+  none,              ///< plain appends
+  ds_idempotent,     ///< Durable Streams producer id / epoch / seq (S2)
+  s2_match_seq_num,  ///< S2 match_seq_num (+ optional fencing token) (S1)
 };
 
 /// The configuration facts the checkers need (units: bytes, ns).
 struct TraceConfig {
   Protocol protocol = Protocol::durable_streams;
-  bool json = false;                     ///< Durable Streams JSON body framing
-  std::optional<Duration> linger_ns;     ///< nullopt = linger disabled
+  bool json = false;                  ///< Durable Streams JSON body framing
+  std::optional<Duration> linger_ns;  ///< nullopt = linger disabled
   std::uint32_t max_batch_records = 0;
   std::uint64_t max_batch_bytes = 0;
   std::uint64_t max_unacked_bytes = 0;
@@ -43,9 +43,9 @@ struct TraceConfig {
   std::uint32_t max_pending_barriers = 0;
   Duration delivery_timeout_ns{};
   std::uint32_t max_attempts = 0;
-  bool retry_indefinite = true;          ///< RetryMode::all
+  bool retry_indefinite = true;  ///< RetryMode::all
   Sequencing sequencing = Sequencing::none;
-  bool auto_claim = false;               ///< Durable Streams auto-claim (S5)
+  bool auto_claim = false;  ///< Durable Streams auto-claim (S5)
   std::uint64_t initial_epoch = 0;
   std::optional<std::uint64_t> initial_match_seq_num;
   std::optional<std::string> fencing_token;
@@ -56,9 +56,7 @@ struct TraceConfig {
     return size + (json ? 1 : 0);
   }
   /// Bytes a batch has beyond its records' meters (JSON `[`).
-  [[nodiscard]] std::uint64_t batch_overhead() const {
-    return protocol == Protocol::durable_streams && json ? 1 : 0;
-  }
+  [[nodiscard]] std::uint64_t batch_overhead() const { return protocol == Protocol::durable_streams && json ? 1 : 0; }
   /// True when a resend after an indefinite failure cannot duplicate (E4).
   [[nodiscard]] bool resend_is_safe() const { return sequencing != Sequencing::none; }
 };
@@ -89,9 +87,9 @@ struct TraceAck {
 struct Response {
   enum class Kind : std::uint8_t { ack, fail };
   Kind kind = Kind::ack;
-  TraceAck ack;            ///< kind == ack (possibly deliberately invalid, E5)
-  bool invalid = false;    ///< the harness made this ack invalid on purpose (E5)
-  Error error;             ///< kind == fail
+  TraceAck ack;          ///< kind == ack (possibly deliberately invalid, E5)
+  bool invalid = false;  ///< the harness made this ack invalid on purpose (E5)
+  Error error;           ///< kind == fail
 };
 
 /// One observation of the producer.
@@ -102,8 +100,8 @@ struct Observation {
   /// fire several timers; it reports each observation's time).
   std::optional<Instant> at;
   // send
-  std::size_t send_index = 0;      ///< position among all sends of the trace
-  std::uint64_t batch = 0;         ///< the producer's batch id (opaque, echoed)
+  std::size_t send_index = 0;  ///< position among all sends of the trace
+  std::uint64_t batch = 0;     ///< the producer's batch id (opaque, echoed)
   std::uint32_t attempt = 0;
   std::uint64_t first_ticket = 0;  ///< send: first record; done: first ticket
   std::uint32_t count = 0;         ///< send: records in the batch
@@ -123,20 +121,20 @@ struct Observation {
 struct Input {
   enum class Kind : std::uint8_t { submit, flush, close, abort, advance, respond };
   Kind kind = Kind::submit;
-  Instant at{};            ///< the instant of the input (advance: the instant reached)
-  std::string record;      ///< submit
+  Instant at{};                ///< the instant of the input (advance: the instant reached)
+  std::string record;          ///< submit
   std::size_t send_index = 0;  ///< respond: which send (index among all sends)
-  Response response;       ///< respond
+  Response response;           ///< respond
 };
 
 /// The input's synchronous result.
 struct SyncResult {
   enum class Kind : std::uint8_t { none, ticket, barrier, rejected, closed_result };
   Kind kind = Kind::none;
-  std::uint64_t value = 0;         ///< ticket or barrier id
+  std::uint64_t value = 0;  ///< ticket or barrier id
   RejectReason reason = RejectReason::closed;
-  std::optional<Error> error;      ///< rejected(failed): the terminal error; closed_result
-  bool ok = false;                 ///< closed_result
+  std::optional<Error> error;  ///< rejected(failed): the terminal error; closed_result
+  bool ok = false;             ///< closed_result
 };
 
 struct Step {

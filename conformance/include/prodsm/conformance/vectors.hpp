@@ -39,8 +39,7 @@ DriverFactory core_driver_factory();
 
 /// A core configuration from a vector's config object (unset fields keep the contract's
 /// defaults). Unknown keys or wrong types are an error naming the key.
-std::optional<CoreConfig> core_config_from_json(Protocol protocol, const nlohmann::json& config,
-                                                std::string* error);
+std::optional<CoreConfig> core_config_from_json(Protocol protocol, const nlohmann::json& config, std::string* error);
 
 /// Parses one command object ({"do": ...}); error names the bad key.
 std::optional<Command> command_from_json(const nlohmann::json& step, std::string* error);
@@ -53,17 +52,17 @@ nlohmann::json core_config_to_json(const CoreConfig& config);
 struct VectorResult {
   std::string name;
   std::string file;
-  std::vector<std::string> clauses;     ///< the clauses the vector is about
+  std::vector<std::string> clauses;  ///< the clauses the vector is about
   bool passed = false;
   /// The target cannot express something the vector needs (a protocol, a config key, an
   /// operation); `not_applicable_reason` says what. Neither passed nor failed.
   bool not_applicable = false;
   std::string not_applicable_reason;
-  std::vector<std::string> failures;    ///< expectation mismatches, one sentence each
+  std::vector<std::string> failures;  ///< expectation mismatches, one sentence each
   /// The clause each failure is charged to: the step's "clause", else the vector's first.
   std::vector<std::string> failed_clauses;
-  std::vector<Violation> violations;    ///< trace-checker violations
-  std::string evidence;                 ///< rendered counterexample (first failure)
+  std::vector<Violation> violations;  ///< trace-checker violations
+  std::string evidence;               ///< rendered counterexample (first failure)
   Trace trace;
 };
 

@@ -29,10 +29,7 @@ struct Producer<Policy>::Impl {
   };
 
   explicit Impl(Config c)
-      : config{std::move(c)},
-        policy{config.protocol},
-        ring(config.max_unacked_batches),
-        rng{config.retry.jitter_seed} {
+      : config{std::move(c)}, policy{config.protocol}, ring(config.max_unacked_batches), rng{config.retry.jitter_seed} {
     pool_limit = static_cast<std::size_t>(config.max_in_flight) + 2;
     pool.reserve(pool_limit);
     actions.reserve(static_cast<std::size_t>(config.max_in_flight) * 2 + 16);
@@ -42,14 +39,14 @@ struct Producer<Policy>::Impl {
   // Hot fields first: submit and poll_action touch only these and the config's limits.
   std::vector<ActionType> actions;  ///< outputs not yet polled
   std::size_t action_read = 0;
-  Batch* open_ = nullptr;           ///< the partial batch (always the newest), if any
+  Batch* open_ = nullptr;  ///< the partial batch (always the newest), if any
   std::uint64_t next_ticket = 0;
   std::uint64_t unacked_bytes = 0;  ///< R1
   Config config;
   Policy policy;
-  std::vector<Batch> ring;    ///< batches in seal order; capacity max_unacked_batches (R3)
-  std::uint32_t head = 0;     ///< ring index of the oldest batch
-  std::uint32_t size = 0;     ///< batches in the ring
+  std::vector<Batch> ring;      ///< batches in seal order; capacity max_unacked_batches (R3)
+  std::uint32_t head = 0;       ///< ring index of the oldest batch
+  std::uint32_t size = 0;       ///< batches in the ring
   std::uint32_t send_scan = 0;  ///< batches before this index are in_flight or acked
   std::uint32_t in_flight = 0;
   std::uint32_t backoff_count = 0;
@@ -59,7 +56,7 @@ struct Producer<Policy>::Impl {
   std::size_t pool_limit = 0;
   std::deque<PendingBarrier> barriers;
   std::uint64_t next_barrier_id = 0;
-  std::optional<Error> failed;                     ///< sticky terminal error (E1)
+  std::optional<Error> failed;                       ///< sticky terminal error (E1)
   std::optional<std::uint64_t> first_failed_ticket;  ///< for F5
   bool closing = false;
   bool closed = false;
@@ -83,9 +80,7 @@ struct Producer<Policy>::Impl {
     if (slot >= ring.size()) slot -= ring.size();
     return ring[slot];
   }
-  std::uint32_t index_of(const Batch& b) const {
-    return static_cast<std::uint32_t>(b.id - at(0).id);
-  }
+  std::uint32_t index_of(const Batch& b) const { return static_cast<std::uint32_t>(b.id - at(0).id); }
   Batch* open_batch() { return open_; }
   const Batch* open_batch() const { return open_; }
   bool live() const { return !failed && !closed; }
@@ -101,16 +96,14 @@ struct Producer<Policy>::Impl {
   static Certainty certainty_of(const Batch& b) {
     // E2, C5: a batch may have been appended iff an attempt is outstanding or some
     // attempt ended ambiguously.
-    return (b.ambiguous || b.state == BatchState::in_flight) ? Certainty::indefinite
-                                                              : Certainty::definite;
+    return (b.ambiguous || b.state == BatchState::in_flight) ? Certainty::indefinite : Certainty::definite;
   }
 
   static tl::unexpected<Rejection> reject(RejectReason reason, std::string_view detail) {
     return tl::unexpected(Rejection{reason, detail, std::nullopt});
   }
   tl::unexpected<Rejection> reject_failed() const {
-    return tl::unexpected(
-        Rejection{RejectReason::failed, "the producer failed with a terminal error", failed});
+    return tl::unexpected(Rejection{RejectReason::failed, "the producer failed with a terminal error", failed});
   }
 
   // ---- buffers ------------------------------------------------------------------
@@ -242,8 +235,8 @@ struct Producer<Policy>::Impl {
   void complete_success(Batch& b) {
     if constexpr (Policy::kChecksOrder) last_completed_ack = *b.ack;
     stats.records_succeeded += b.count;
-    emit(TicketsCompleted<Policy>{BatchId{b.id}, Ticket{b.first_ticket},
-                                  Ticket{b.first_ticket + b.count - 1}, std::move(*b.ack)});
+    emit(TicketsCompleted<Policy>{BatchId{b.id}, Ticket{b.first_ticket}, Ticket{b.first_ticket + b.count - 1},
+                                  std::move(*b.ack)});
   }
 
   /// Completes acknowledged batches at the head, in order, then what that unblocks.
@@ -314,8 +307,7 @@ struct Producer<Policy>::Impl {
         range.certainty = certainty_of(b);
         if (!first_failed_ticket) first_failed_ticket = b.first_ticket;
         stats.records_failed += b.count;
-        emit(TicketsCompleted<Policy>{BatchId{b.id}, Ticket{b.first_ticket},
-                                      Ticket{b.first_ticket + b.count - 1},
+        emit(TicketsCompleted<Policy>{BatchId{b.id}, Ticket{b.first_ticket}, Ticket{b.first_ticket + b.count - 1},
                                       tl::unexpected(std::move(range))});
       }
       completed_tickets = b.first_ticket + b.count;
@@ -405,8 +397,7 @@ struct Producer<Policy>::Impl {
   /// (ignored) or invalid (the Producer then failed with invalid_ack, E5).
   Batch* find_outcome_target(BatchId id, std::uint32_t attempt, const char* what) {
     if (id.value >= next_batch_id) {
-      fail_invalid(std::string(what) + " for batch " + std::to_string(id.value) +
-                   ", which was never sent");
+      fail_invalid(std::string(what) + " for batch " + std::to_string(id.value) + ", which was never sent");
       return nullptr;
     }
     if (size == 0 || id.value < at(0).id) {
@@ -419,23 +410,20 @@ struct Producer<Policy>::Impl {
                    std::to_string(id.value) + ", which was never sent");
       return nullptr;
     }
-    if (attempt < b.attempt ||
-        (b.state != BatchState::in_flight && attempt == b.superseded_attempt)) {
+    if (attempt < b.attempt || (b.state != BatchState::in_flight && attempt == b.superseded_attempt)) {
       ++stats.stale_outcomes;  // superseded by a resend or an epoch claim
       return nullptr;
     }
     if (b.state != BatchState::in_flight) {
-      fail_invalid(std::string("second ") + what + " for attempt " + std::to_string(attempt) +
-                   " of batch " + std::to_string(id.value));
+      fail_invalid(std::string("second ") + what + " for attempt " + std::to_string(attempt) + " of batch " +
+                   std::to_string(id.value));
       return nullptr;
     }
     return &b;
   }
 
   void fail_invalid(std::string message) {
-    fail_terminal(make_error(ErrorCode::invalid_ack, Certainty::indefinite, false,
-                             std::move(message)),
-                  nullptr);
+    fail_terminal(make_error(ErrorCode::invalid_ack, Certainty::indefinite, false, std::move(message)), nullptr);
   }
 
   void on_failure(Instant now, Batch& b, Error e) {
@@ -471,13 +459,12 @@ struct Producer<Policy>::Impl {
         fail_terminal(std::move(e), &b);
         return;
       }
-      default:
-        break;
+      default: break;
     }
     // E4: retry what is retryable when a resend is safe; everything else is terminal
     // (E3 condition failures, S6 stream closed, rejections, protocol errors).
-    const bool safe = e.certainty == Certainty::definite ||
-                      (config.retry.mode == RetryMode::all && policy.resend_is_safe());
+    const bool safe =
+        e.certainty == Certainty::definite || (config.retry.mode == RetryMode::all && policy.resend_is_safe());
     if (e.retryable && safe && budget_left) {
       ++b.retries;
       ++stats.retries;
@@ -488,8 +475,8 @@ struct Producer<Policy>::Impl {
       return;
     }
     if (e.retryable && safe && !budget_left) {
-      e.message += (e.message.empty() ? "" : "; ") + std::string("gave up after ") +
-                   std::to_string(b.attempt) + " attempts";
+      e.message +=
+          (e.message.empty() ? "" : "; ") + std::string("gave up after ") + std::to_string(b.attempt) + " attempts";
     }
     fail_terminal(std::move(e), &b);
   }
@@ -521,8 +508,7 @@ struct Producer<Policy>::Impl {
   void append(Batch& target, std::span<const std::byte> record, std::uint64_t meter) {
     policy.frame_record(target.buffers.body, record, target.count);
     if constexpr (Policy::kKeepsRecordEnds) {
-      target.buffers.record_ends.push_back(
-          static_cast<std::uint32_t>(target.buffers.body.size()));
+      target.buffers.record_ends.push_back(static_cast<std::uint32_t>(target.buffers.body.size()));
     }
     ++target.count;
     target.body_bytes += meter;
@@ -533,10 +519,9 @@ struct Producer<Policy>::Impl {
   }
 
   /// Every other case: refusals, a new batch, a batch that becomes full.
-  [[gnu::noinline]] tl::expected<Ticket, Rejection> accept_slow(
-      Instant now, std::span<const std::byte> record) {
+  [[gnu::noinline]] tl::expected<Ticket, Rejection> accept_slow(Instant now, std::span<const std::byte> record) {
     if (closing || closed) return reject(RejectReason::closed, "the producer is closed");  // C2
-    if (failed) return reject_failed();                                                   // E1
+    if (failed) return reject_failed();                                                    // E1
     if (auto why = policy.check_record(record)) return reject(RejectReason::invalid_record, *why);
     const std::uint64_t meter = policy.metered_bytes(record.size());
     if (meter + policy.batch_overhead_bytes() > config.max_batch_bytes) {  // B4
@@ -554,8 +539,8 @@ struct Producer<Policy>::Impl {
       }
       capacity_wanted = true;
       ++stats.would_blocks;
-      return reject(RejectReason::would_block, bytes_full ? "max_unacked_bytes reached"
-                                                          : "max_unacked_batches reached");
+      return reject(RejectReason::would_block,
+                    bytes_full ? "max_unacked_bytes reached" : "max_unacked_batches reached");
     }
     bool sealed = false;
     if (!fits) {  // B1: the record that would overflow starts the next batch
@@ -579,8 +564,8 @@ struct Producer<Policy>::Impl {
   tl::expected<BarrierId, Rejection> flush(Instant now) {
     observe(now);
     if (closing || closed) return reject(RejectReason::closed, "the producer is closed");  // C2
-    if (failed) return reject_failed();                                                   // E1
-    if (barriers.size() >= config.max_pending_barriers) {                                 // R3
+    if (failed) return reject_failed();                                                    // E1
+    if (barriers.size() >= config.max_pending_barriers) {                                  // R3
       capacity_wanted = true;
       ++stats.would_blocks;
       return reject(RejectReason::would_block, "max_pending_barriers reached");
@@ -676,8 +661,7 @@ struct Producer<Policy>::Impl {
       }
     }
     if (Batch* open = open_batch(); open != nullptr && !config.linger.is_disabled() &&
-                                    now >= saturating_add(open->first_submit,
-                                                          config.linger.duration_ns())) {
+                                    now >= saturating_add(open->first_submit, config.linger.duration_ns())) {
       seal(*open);  // B1: linger elapsed since the first record
     }
     if (backoff_count > 0) {  // E4: backoff over
@@ -727,9 +711,9 @@ struct Producer<Policy>::Impl {
   /// terminal error `internal`; nothing propagates to the caller.
   void on_internal_error() noexcept {
     try {
-      fail_terminal(make_error(ErrorCode::internal, Certainty::indefinite, false,
-                               "allocation failed inside the producer"),
-                    nullptr);
+      fail_terminal(
+          make_error(ErrorCode::internal, Certainty::indefinite, false, "allocation failed inside the producer"),
+          nullptr);
     } catch (...) {
       if (!failed) failed.emplace();
       size = 0;
@@ -747,61 +731,50 @@ std::optional<ConfigError> Producer<Policy>::validate(const Config& c) {
     return std::optional<ConfigError>(ConfigError{std::move(field), std::move(reason)});
   };
   auto range = [](auto lo, auto hi, auto got) {
-    return "must be in " + std::to_string(lo) + ".." + std::to_string(hi) + " (got " +
-           std::to_string(got) + ")";
+    return "must be in " + std::to_string(lo) + ".." + std::to_string(hi) + " (got " + std::to_string(got) + ")";
   };
-  if (!c.linger.is_disabled() &&
-      (c.linger.duration_ns().count() < 0 || c.linger.duration_ns() > Linger::kMaxLinger)) {
+  if (!c.linger.is_disabled() && (c.linger.duration_ns().count() < 0 || c.linger.duration_ns() > Linger::kMaxLinger)) {
     return bad("linger", "must be 0.." + std::to_string(Linger::kMaxLinger.count()) +
-                             " ns or Linger::disabled() (got " +
-                             std::to_string(c.linger.duration_ns().count()) + " ns)");
+                             " ns or Linger::disabled() (got " + std::to_string(c.linger.duration_ns().count()) +
+                             " ns)");
   }
   if (c.max_batch_records < 1 || c.max_batch_records > Policy::kMaxBatchRecordsCap) {
     return bad("max_batch_records", range(1U, Policy::kMaxBatchRecordsCap, c.max_batch_records));
   }
   if (c.max_batch_bytes < Policy::kMinBatchBytes || c.max_batch_bytes > Policy::kMaxBatchBytesCap) {
-    return bad("max_batch_bytes",
-               range(Policy::kMinBatchBytes, Policy::kMaxBatchBytesCap, c.max_batch_bytes));
+    return bad("max_batch_bytes", range(Policy::kMinBatchBytes, Policy::kMaxBatchBytesCap, c.max_batch_bytes));
   }
-  if (c.max_unacked_bytes < c.max_batch_bytes ||
-      c.max_unacked_bytes > Bounds::kMaxUnackedBytesCap) {
-    return bad("max_unacked_bytes",
-               range(c.max_batch_bytes, Bounds::kMaxUnackedBytesCap, c.max_unacked_bytes) +
-                   "; it must be at least max_batch_bytes");
+  if (c.max_unacked_bytes < c.max_batch_bytes || c.max_unacked_bytes > Bounds::kMaxUnackedBytesCap) {
+    return bad("max_unacked_bytes", range(c.max_batch_bytes, Bounds::kMaxUnackedBytesCap, c.max_unacked_bytes) +
+                                        "; it must be at least max_batch_bytes");
   }
   if (c.max_in_flight < 1 || c.max_in_flight > Bounds::kMaxInFlightCap) {
     return bad("max_in_flight", range(1U, Bounds::kMaxInFlightCap, c.max_in_flight));
   }
-  if (c.max_unacked_batches < c.max_in_flight ||
-      c.max_unacked_batches > Bounds::kMaxUnackedBatchesCap) {
-    return bad("max_unacked_batches",
-               range(c.max_in_flight, Bounds::kMaxUnackedBatchesCap, c.max_unacked_batches) +
-                   "; it must be at least max_in_flight");
+  if (c.max_unacked_batches < c.max_in_flight || c.max_unacked_batches > Bounds::kMaxUnackedBatchesCap) {
+    return bad("max_unacked_batches", range(c.max_in_flight, Bounds::kMaxUnackedBatchesCap, c.max_unacked_batches) +
+                                          "; it must be at least max_in_flight");
   }
   if (c.max_pending_barriers < 1 || c.max_pending_barriers > Bounds::kMaxPendingBarriersCap) {
-    return bad("max_pending_barriers",
-               range(1U, Bounds::kMaxPendingBarriersCap, c.max_pending_barriers));
+    return bad("max_pending_barriers", range(1U, Bounds::kMaxPendingBarriersCap, c.max_pending_barriers));
   }
   const Duration min_delivery = c.linger.is_disabled() ? Duration{0} : c.linger.duration_ns();
   if (c.delivery_timeout_ns <= min_delivery || c.delivery_timeout_ns > Bounds::kMaxDeliveryTimeout) {
-    return bad("delivery_timeout_ns",
-               "must be above the linger (" + std::to_string(min_delivery.count()) +
-                   " ns) and at most " + std::to_string(Bounds::kMaxDeliveryTimeout.count()) +
-                   " ns (got " + std::to_string(c.delivery_timeout_ns.count()) + " ns)");
+    return bad("delivery_timeout_ns", "must be above the linger (" + std::to_string(min_delivery.count()) +
+                                          " ns) and at most " + std::to_string(Bounds::kMaxDeliveryTimeout.count()) +
+                                          " ns (got " + std::to_string(c.delivery_timeout_ns.count()) + " ns)");
   }
   if (c.retry.max_attempts < 1 || c.retry.max_attempts > Bounds::kMaxAttemptsCap) {
     return bad("retry.max_attempts", range(1U, Bounds::kMaxAttemptsCap, c.retry.max_attempts));
   }
   if (c.retry.backoff_max_ns.count() < 0 || c.retry.backoff_max_ns > Bounds::kMaxBackoff) {
-    return bad("retry.backoff_max_ns",
-               range(0LL, static_cast<long long>(Bounds::kMaxBackoff.count()),
-                     static_cast<long long>(c.retry.backoff_max_ns.count())));
+    return bad("retry.backoff_max_ns", range(0LL, static_cast<long long>(Bounds::kMaxBackoff.count()),
+                                             static_cast<long long>(c.retry.backoff_max_ns.count())));
   }
   if (c.retry.backoff_initial_ns.count() < 0 || c.retry.backoff_initial_ns > c.retry.backoff_max_ns) {
-    return bad("retry.backoff_initial_ns",
-               range(0LL, static_cast<long long>(c.retry.backoff_max_ns.count()),
-                     static_cast<long long>(c.retry.backoff_initial_ns.count())) +
-                   "; it must not exceed retry.backoff_max_ns");
+    return bad("retry.backoff_initial_ns", range(0LL, static_cast<long long>(c.retry.backoff_max_ns.count()),
+                                                 static_cast<long long>(c.retry.backoff_initial_ns.count())) +
+                                               "; it must not exceed retry.backoff_max_ns");
   }
   if (c.retry.mode != RetryMode::all && c.retry.mode != RetryMode::no_side_effects) {
     return bad("retry.mode", "must be RetryMode::all or RetryMode::no_side_effects");
@@ -829,8 +802,7 @@ template <class Policy>
 Producer<Policy>::~Producer() = default;
 
 template <class Policy>
-tl::expected<Ticket, Rejection> Producer<Policy>::submit(Instant now,
-                                                         std::span<const std::byte> record) {
+tl::expected<Ticket, Rejection> Producer<Policy>::submit(Instant now, std::span<const std::byte> record) {
   try {
     return impl_->submit(now, record);
   } catch (...) {
@@ -883,8 +855,7 @@ void Producer<Policy>::handle_ack(Instant now, BatchId batch, std::uint32_t atte
 }
 
 template <class Policy>
-void Producer<Policy>::handle_failure(Instant now, BatchId batch, std::uint32_t attempt,
-                                      Error failure) {
+void Producer<Policy>::handle_failure(Instant now, BatchId batch, std::uint32_t attempt, Error failure) {
   try {
     impl_->handle_failure(now, batch, attempt, std::move(failure));
   } catch (...) {

@@ -89,46 +89,43 @@ struct AppendOptions {
 };
 
 /// The request head for PUT `url` creating a stream of `content_type`; no body.
-std::string encode_create(const StreamUrl& url, std::string_view content_type,
-                          const CreateOptions& create, const RequestOptions& options);
+std::string encode_create(const StreamUrl& url, std::string_view content_type, const CreateOptions& create,
+                          const RequestOptions& options);
 /// The request head for POST `url` with a `body_bytes`-byte body of `content_type`.
 /// The caller sends the body bytes right after the head (no copy is made).
-std::string encode_append(const StreamUrl& url, std::string_view content_type,
-                          std::size_t body_bytes, const AppendOptions& append,
-                          const RequestOptions& options);
+std::string encode_append(const StreamUrl& url, std::string_view content_type, std::size_t body_bytes,
+                          const AppendOptions& append, const RequestOptions& options);
 /// The request head for a batch the Producer core asked to send (SendBatch): producer
 /// headers from the stamp when it is sequenced.
-std::string encode_batch(const StreamUrl& url, std::string_view content_type,
-                         std::size_t body_bytes, const DurableStreamsPolicy::Stamp& stamp,
-                         std::string_view producer_id, const RequestOptions& options);
+std::string encode_batch(const StreamUrl& url, std::string_view content_type, std::size_t body_bytes,
+                         const DurableStreamsPolicy::Stamp& stamp, std::string_view producer_id,
+                         const RequestOptions& options);
 /// The request for POST `url` closing the stream with an empty body
 /// (Stream-Closed: true, Content-Length: 0), optionally sequenced.
 std::string encode_close(const StreamUrl& url, std::string_view content_type,
-                         const std::optional<ProducerHeaders>& producer,
-                         const RequestOptions& options);
+                         const std::optional<ProducerHeaders>& producer, const RequestOptions& options);
 /// The request for HEAD `url`.
 std::string encode_head(const StreamUrl& url, const RequestOptions& options);
 /// The request for DELETE `url`.
 std::string encode_delete(const StreamUrl& url, const RequestOptions& options);
 /// The request for a catch-up GET `url?offset=<offset>` (percent-encoded; "-1" = from
 /// the start).
-std::string encode_read(const StreamUrl& url, std::string_view offset,
-                        const RequestOptions& options);
+std::string encode_read(const StreamUrl& url, std::string_view offset, const RequestOptions& options);
 
 // ---- responses --------------------------------------------------------------------
 
 /// Bounds on what a response may use (R3). Exceeding one is a protocol_error.
 struct ResponseLimits {
-  std::size_t max_header_bytes = 16 * 1024;       ///< status line + all headers, bytes
-  std::size_t max_headers = 64;                   ///< header fields
+  std::size_t max_header_bytes = 16 * 1024;          ///< status line + all headers, bytes
+  std::size_t max_headers = 64;                      ///< header fields
   std::size_t max_body_bytes = 64ULL * 1024 * 1024;  ///< decoded body, bytes
 };
 
 /// One parsed response.
 struct Response {
   int status = 0;
-  Headers headers;     ///< in arrival order, names as received
-  std::string body;    ///< decoded (chunked framing removed)
+  Headers headers;         ///< in arrival order, names as received
+  std::string body;        ///< decoded (chunked framing removed)
   bool keep_alive = true;  ///< the connection may carry another request
   /// The first header named `name` (case-insensitive), if any.
   [[nodiscard]] std::optional<std::string_view> header(std::string_view name) const;
@@ -188,8 +185,7 @@ class ResponseParser {
 ///  - 500/502/504 and other 5xx: unavailable, indefinite, retryable;
 ///  - anything else, or a required header missing or malformed (numbers must be plain
 ///    decimal 0..2^53-1): protocol_error, indefinite.
-tl::expected<DurableStreamsPolicy::Ack, Error> classify_append(const Response& response,
-                                                               bool sequenced);
+tl::expected<DurableStreamsPolicy::Ack, Error> classify_append(const Response& response, bool sequenced);
 
 /// Result of PUT.
 struct CreateResult {

@@ -90,8 +90,8 @@ struct ProducerOptions {
 
 /// Counters: the core's plus the adapter's.
 struct ProducerAdapterStats {
-  ProducerStats core;                  ///< the core's counters
-  SessionStats session;                ///< the session's counters (owned or attached)
+  ProducerStats core;                     ///< the core's counters
+  SessionStats session;                   ///< the session's counters (owned or attached)
   std::uint64_t callback_exceptions = 0;  ///< A3
   std::uint64_t capacity_waits = 0;       ///< async_submits that had to wait (R1)
 };
@@ -142,12 +142,10 @@ class Producer {
   /// Creates a producer that owns a new Session to the URL's server (C4: close() closes
   /// it). Errors name the invalid option ("url: ...", "content_type: ...", a core
   /// ConfigError's field, "session.max_connections: ...").
-  static tl::expected<Producer, std::string> create(::asio::any_io_executor executor,
-                                                    ProducerOptions options);
+  static tl::expected<Producer, std::string> create(::asio::any_io_executor executor, ProducerOptions options);
   /// Creates a producer attached to `session` (C4: close() leaves it open). The
   /// session must talk to the URL's host and port.
-  static tl::expected<Producer, std::string> attach(std::shared_ptr<Session> session,
-                                                    ProducerOptions options);
+  static tl::expected<Producer, std::string> attach(std::shared_ptr<Session> session, ProducerOptions options);
 
   Producer(Producer&&) noexcept;
   Producer& operator=(Producer&&) noexcept;
@@ -174,12 +172,10 @@ class Producer {
   /// producer's executor (it would wait for itself). Callback as in submit().
   tl::expected<Ticket, Rejection> submit_blocking(std::string_view record, Duration timeout_ns);
   template <class F>
-  tl::expected<Ticket, Rejection> submit_blocking(std::string_view record, Duration timeout_ns,
-                                                  F&& on_complete) {
+  tl::expected<Ticket, Rejection> submit_blocking(std::string_view record, Duration timeout_ns, F&& on_complete) {
     return submit_blocking_with(
         record, timeout_ns,
-        std::make_unique<detail::CallbackCompletion<RecordResult, std::decay_t<F>>>(
-            std::forward<F>(on_complete)));
+        std::make_unique<detail::CallbackCompletion<RecordResult, std::decay_t<F>>>(std::forward<F>(on_complete)));
   }
 
   /// Submits a record as an Asio operation; signature void(RecordResult). Waits for
@@ -210,8 +206,7 @@ class Producer {
   auto async_flush(CompletionToken&& token) {
     return ::asio::async_initiate<CompletionToken, void(VoidResult)>(
         [this](auto handler) {
-          initiate_flush(std::make_unique<detail::TokenCompletion<VoidResult, decltype(handler)>>(
-              std::move(handler)));
+          initiate_flush(std::make_unique<detail::TokenCompletion<VoidResult, decltype(handler)>>(std::move(handler)));
         },
         token);
   }
@@ -224,8 +219,7 @@ class Producer {
   auto async_close(CompletionToken&& token) {
     return ::asio::async_initiate<CompletionToken, void(VoidResult)>(
         [this](auto handler) {
-          initiate_close(std::make_unique<detail::TokenCompletion<VoidResult, decltype(handler)>>(
-              std::move(handler)));
+          initiate_close(std::make_unique<detail::TokenCompletion<VoidResult, decltype(handler)>>(std::move(handler)));
         },
         token);
   }
@@ -238,8 +232,7 @@ class Producer {
     return ::asio::async_initiate<CompletionToken, void(tl::expected<ds::CloseResult, Error>)>(
         [this](auto handler) {
           initiate_close_stream(
-              std::make_unique<
-                  detail::TokenCompletion<tl::expected<ds::CloseResult, Error>, decltype(handler)>>(
+              std::make_unique<detail::TokenCompletion<tl::expected<ds::CloseResult, Error>, decltype(handler)>>(
                   std::move(handler)));
         },
         token);
@@ -268,8 +261,7 @@ class Producer {
         [this](auto handler, std::optional<std::string> record) {
           initiate_close_with_stream(
               std::move(record),
-              std::make_unique<
-                  detail::TokenCompletion<tl::expected<ds::CloseResult, Error>, decltype(handler)>>(
+              std::make_unique<detail::TokenCompletion<tl::expected<ds::CloseResult, Error>, decltype(handler)>>(
                   std::move(handler)));
         },
         token, std::move(final_record));
@@ -291,18 +283,15 @@ class Producer {
   explicit Producer(std::shared_ptr<Impl> impl);
   tl::expected<Ticket, Rejection> submit_with(std::string_view record,
                                               std::unique_ptr<detail::Completion<RecordResult>> c);
-  tl::expected<Ticket, Rejection> submit_blocking_with(
-      std::string_view record, Duration timeout_ns,
-      std::unique_ptr<detail::Completion<RecordResult>> c);
+  tl::expected<Ticket, Rejection> submit_blocking_with(std::string_view record, Duration timeout_ns,
+                                                       std::unique_ptr<detail::Completion<RecordResult>> c);
   void initiate_submit(std::string record, std::unique_ptr<detail::Completion<RecordResult>> c,
                        std::function<void(std::function<void()>)> install_cancel);
   void initiate_flush(std::unique_ptr<detail::Completion<VoidResult>> c);
   void initiate_close(std::unique_ptr<detail::Completion<VoidResult>> c);
-  void initiate_close_stream(
-      std::unique_ptr<detail::Completion<tl::expected<ds::CloseResult, Error>>> c);
-  void initiate_close_with_stream(
-      std::optional<std::string> final_record,
-      std::unique_ptr<detail::Completion<tl::expected<ds::CloseResult, Error>>> c);
+  void initiate_close_stream(std::unique_ptr<detail::Completion<tl::expected<ds::CloseResult, Error>>> c);
+  void initiate_close_with_stream(std::optional<std::string> final_record,
+                                  std::unique_ptr<detail::Completion<tl::expected<ds::CloseResult, Error>>> c);
   std::shared_ptr<Impl> impl_;
 };
 

@@ -88,12 +88,12 @@ class Session : public std::enable_shared_from_this<Session> {
   using ExchangeHandler = std::function<void(ExchangeResult)>;
 
   /// A session to `host:port`. Error text names the invalid option.
-  static tl::expected<std::shared_ptr<Session>, std::string> create(
-      ::asio::any_io_executor executor, std::string host, std::uint16_t port,
-      SessionOptions options = {});
+  static tl::expected<std::shared_ptr<Session>, std::string> create(::asio::any_io_executor executor, std::string host,
+                                                                    std::uint16_t port, SessionOptions options = {});
   /// A session to the server of `url` (its host and port).
-  static tl::expected<std::shared_ptr<Session>, std::string> create(
-      ::asio::any_io_executor executor, const ds::StreamUrl& url, SessionOptions options = {});
+  static tl::expected<std::shared_ptr<Session>, std::string> create(::asio::any_io_executor executor,
+                                                                    const ds::StreamUrl& url,
+                                                                    SessionOptions options = {});
 
   ~Session();
   Session(const Session&) = delete;

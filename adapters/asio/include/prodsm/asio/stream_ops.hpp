@@ -31,22 +31,19 @@ struct StreamContents {
 using ReadStreamResult = tl::expected<StreamContents, Error>;
 
 /// Callback versions (run on the session's strand).
-void create_stream(const std::shared_ptr<Session>& session, const ds::StreamUrl& url,
-                   std::string content_type, ds::CreateOptions create, ds::RequestOptions options,
-                   std::function<void(CreateStreamResult)> done);
-void head_stream(const std::shared_ptr<Session>& session, const ds::StreamUrl& url,
-                 ds::RequestOptions options, std::function<void(HeadStreamResult)> done);
-void delete_stream(const std::shared_ptr<Session>& session, const ds::StreamUrl& url,
-                   ds::RequestOptions options, std::function<void(DeleteStreamResult)> done);
-void close_stream(const std::shared_ptr<Session>& session, const ds::StreamUrl& url,
-                  std::string content_type, ds::RequestOptions options,
-                  std::function<void(CloseStreamResult)> done);
+void create_stream(const std::shared_ptr<Session>& session, const ds::StreamUrl& url, std::string content_type,
+                   ds::CreateOptions create, ds::RequestOptions options, std::function<void(CreateStreamResult)> done);
+void head_stream(const std::shared_ptr<Session>& session, const ds::StreamUrl& url, ds::RequestOptions options,
+                 std::function<void(HeadStreamResult)> done);
+void delete_stream(const std::shared_ptr<Session>& session, const ds::StreamUrl& url, ds::RequestOptions options,
+                   std::function<void(DeleteStreamResult)> done);
+void close_stream(const std::shared_ptr<Session>& session, const ds::StreamUrl& url, std::string content_type,
+                  ds::RequestOptions options, std::function<void(CloseStreamResult)> done);
 /// Reads from offset "-1" until the server says up to date; `json` = the stream is a
 /// JSON stream (responses are arrays to join). Stops with protocol_error after
 /// `max_bytes` bytes (R3).
 void read_stream_all(const std::shared_ptr<Session>& session, const ds::StreamUrl& url, bool json,
-                     std::size_t max_bytes, ds::RequestOptions options,
-                     std::function<void(ReadStreamResult)> done);
+                     std::size_t max_bytes, ds::RequestOptions options, std::function<void(ReadStreamResult)> done);
 
 namespace detail {
 template <class Result, class Token, class Start>
@@ -68,23 +65,20 @@ template <class Token>
 auto async_create_stream(std::shared_ptr<Session> s, ds::StreamUrl url, std::string content_type,
                          ds::CreateOptions create, ds::RequestOptions options, Token&& token) {
   return detail::initiate_stream_op<CreateStreamResult>(
-      std::forward<Token>(token),
-      [s, url = std::move(url), ct = std::move(content_type), create = std::move(create),
-       options = std::move(options)](auto done) mutable {
+      std::forward<Token>(token), [s, url = std::move(url), ct = std::move(content_type), create = std::move(create),
+                                   options = std::move(options)](auto done) mutable {
         create_stream(s, url, std::move(ct), std::move(create), std::move(options), std::move(done));
       });
 }
 template <class Token>
-auto async_head_stream(std::shared_ptr<Session> s, ds::StreamUrl url, ds::RequestOptions options,
-                       Token&& token) {
+auto async_head_stream(std::shared_ptr<Session> s, ds::StreamUrl url, ds::RequestOptions options, Token&& token) {
   return detail::initiate_stream_op<HeadStreamResult>(
       std::forward<Token>(token), [s, url = std::move(url), options = std::move(options)](auto done) mutable {
         head_stream(s, url, std::move(options), std::move(done));
       });
 }
 template <class Token>
-auto async_delete_stream(std::shared_ptr<Session> s, ds::StreamUrl url, ds::RequestOptions options,
-                         Token&& token) {
+auto async_delete_stream(std::shared_ptr<Session> s, ds::StreamUrl url, ds::RequestOptions options, Token&& token) {
   return detail::initiate_stream_op<DeleteStreamResult>(
       std::forward<Token>(token), [s, url = std::move(url), options = std::move(options)](auto done) mutable {
         delete_stream(s, url, std::move(options), std::move(done));
@@ -100,8 +94,8 @@ auto async_close_stream(std::shared_ptr<Session> s, ds::StreamUrl url, std::stri
       });
 }
 template <class Token>
-auto async_read_stream_all(std::shared_ptr<Session> s, ds::StreamUrl url, bool json,
-                           std::size_t max_bytes, ds::RequestOptions options, Token&& token) {
+auto async_read_stream_all(std::shared_ptr<Session> s, ds::StreamUrl url, bool json, std::size_t max_bytes,
+                           ds::RequestOptions options, Token&& token) {
   return detail::initiate_stream_op<ReadStreamResult>(
       std::forward<Token>(token),
       [s, url = std::move(url), json, max_bytes, options = std::move(options)](auto done) mutable {

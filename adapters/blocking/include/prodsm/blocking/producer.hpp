@@ -38,8 +38,8 @@
 
 #include <tl/expected.hpp>
 
-#include "prodsm/durable_streams.hpp"
 #include "prodsm/ds/http_codec.hpp"
+#include "prodsm/durable_streams.hpp"
 
 namespace prodsm::blocking {
 
@@ -96,8 +96,7 @@ class RecordTicket {
 
  private:
   friend class Producer;
-  RecordTicket(Ticket id, std::shared_ptr<detail::TicketState> state) noexcept
-      : id_{id}, state_{std::move(state)} {}
+  RecordTicket(Ticket id, std::shared_ptr<detail::TicketState> state) noexcept : id_{id}, state_{std::move(state)} {}
   Ticket id_;
   std::shared_ptr<detail::TicketState> state_;
 };
@@ -146,9 +145,9 @@ struct ProducerOptions {
 /// Counters of the producer's connection (since creation).
 struct ConnectionStats {
   std::uint64_t connections_opened = 0;
-  std::uint64_t requests_written = 0;   ///< requests written completely
-  std::uint64_t responses = 0;          ///< complete responses parsed
-  std::uint64_t transport_failures = 0; ///< requests failed by the transport (E2)
+  std::uint64_t requests_written = 0;    ///< requests written completely
+  std::uint64_t responses = 0;           ///< complete responses parsed
+  std::uint64_t transport_failures = 0;  ///< requests failed by the transport (E2)
 };
 
 /// Counters: the core's plus the adapter's.
