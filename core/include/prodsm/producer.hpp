@@ -113,7 +113,9 @@ class Producer {
   /// exactly once through a TicketsCompleted action.
   tl::expected<Ticket, Rejection> submit(Instant now, std::span<const std::byte> record);
   /// Same, for text records.
-  tl::expected<Ticket, Rejection> submit(Instant now, std::string_view record);
+  tl::expected<Ticket, Rejection> submit(Instant now, std::string_view record) {
+    return submit(now, std::as_bytes(std::span<const char>(record.data(), record.size())));
+  }
 
   /// Places a flush barrier after every record submitted so far (F1–F5): seals the
   /// partial batch at once; the BarrierCompleted action arrives when every covered
@@ -147,8 +149,12 @@ class Producer {
   void handle_timeout(Instant now);
 
   /// The next output, or nullopt when there is none. Spans inside a SendBatch stay
-  /// valid until that batch's TicketsCompleted was polled.
-  std::optional<ActionType> poll_action();
+  /// valid until that batch's TicketsCompleted was polled. Inline when there is nothing
+  /// to poll: the drive rule polls after every submit, and most submits emit nothing.
+  std::optional<ActionType> poll_action() {
+    if (*unpolled_ == 0) return std::nullopt;
+    return poll_action_slow();
+  }
 
   /// The earliest instant handle_timeout has work to do, or nullopt (D3).
   [[nodiscard]] std::optional<Instant> next_deadline() const;
@@ -175,7 +181,10 @@ class Producer {
  private:
   struct Impl;
   explicit Producer(std::unique_ptr<Impl> impl) noexcept;
+  std::optional<ActionType> poll_action_slow();
+  static constexpr std::size_t kNoActions = 0;  ///< what a moved-from Producer reads
   std::unique_ptr<Impl> impl_;  // a moved-from Producer may only be destroyed or assigned
+  const std::size_t* unpolled_;  ///< Impl::unpolled: actions waiting (never null)
 };
 
 /// The index of `ticket` inside a completed range (P4): ticket - first. The record's

@@ -39,6 +39,7 @@ struct Producer<Policy>::Impl {
   // Hot fields first: submit and poll_action touch only these and the config's limits.
   std::vector<ActionType> actions;  ///< outputs not yet polled
   std::size_t action_read = 0;
+  std::size_t unpolled = 0;  ///< actions.size() - action_read; read inline by Producer::poll_action
   Batch* open_ = nullptr;  ///< the partial batch (always the newest), if any
   std::uint64_t next_ticket = 0;
   std::uint64_t unacked_bytes = 0;  ///< R1
@@ -91,7 +92,10 @@ struct Producer<Policy>::Impl {
     return last_now;
   }
 
-  void emit(ActionType action) { actions.push_back(std::move(action)); }
+  void emit(ActionType action) {
+    actions.push_back(std::move(action));
+    ++unpolled;
+  }
 
   static Certainty certainty_of(const Batch& b) {
     // E2, C5: a batch may have been appended iff an attempt is outstanding or some
@@ -700,6 +704,7 @@ struct Producer<Policy>::Impl {
     if (action_read >= actions.size()) return std::nullopt;
     std::optional<ActionType> out{std::move(actions[action_read])};
     ++action_read;
+    --unpolled;
     if (action_read == actions.size()) {
       actions.clear();
       action_read = 0;
@@ -793,11 +798,16 @@ tl::expected<Producer<Policy>, ConfigError> Producer<Policy>::create(Config conf
 }
 
 template <class Policy>
-Producer<Policy>::Producer(std::unique_ptr<Impl> impl) noexcept : impl_{std::move(impl)} {}
+Producer<Policy>::Producer(std::unique_ptr<Impl> impl) noexcept : impl_{std::move(impl)}, unpolled_{&impl_->unpolled} {}
 template <class Policy>
-Producer<Policy>::Producer(Producer&&) noexcept = default;
+Producer<Policy>::Producer(Producer&& other) noexcept
+    : impl_{std::move(other.impl_)}, unpolled_{std::exchange(other.unpolled_, &kNoActions)} {}
 template <class Policy>
-Producer<Policy>& Producer<Policy>::operator=(Producer&&) noexcept = default;
+Producer<Policy>& Producer<Policy>::operator=(Producer&& other) noexcept {
+  impl_ = std::move(other.impl_);
+  unpolled_ = std::exchange(other.unpolled_, &kNoActions);
+  return *this;
+}
 template <class Policy>
 Producer<Policy>::~Producer() = default;
 
@@ -809,11 +819,6 @@ tl::expected<Ticket, Rejection> Producer<Policy>::submit(Instant now, std::span<
     impl_->on_internal_error();
     return impl_->reject_failed();
   }
-}
-
-template <class Policy>
-tl::expected<Ticket, Rejection> Producer<Policy>::submit(Instant now, std::string_view record) {
-  return submit(now, std::as_bytes(std::span<const char>(record.data(), record.size())));
 }
 
 template <class Policy>
@@ -873,7 +878,7 @@ void Producer<Policy>::handle_timeout(Instant now) {
 }
 
 template <class Policy>
-std::optional<typename Producer<Policy>::ActionType> Producer<Policy>::poll_action() {
+std::optional<typename Producer<Policy>::ActionType> Producer<Policy>::poll_action_slow() {
   try {
     return impl_->poll_action();
   } catch (...) {
