@@ -42,6 +42,7 @@ struct Batch {
   std::uint32_t count = 0;
   std::uint64_t body_bytes = 0;     ///< metered size of the body, overhead included
   std::uint64_t metered_bytes = 0;  ///< sum of the records' metered bytes (R1 accounting)
+  BatchBuffers buffers;             ///< next to the counters: a submit touches both
   Instant first_submit{};           ///< submit instant of the first record (B1, E6)
   BatchState state = BatchState::empty;
   std::uint32_t attempt = 0;             ///< last attempt issued; 0 = never sent
@@ -54,7 +55,6 @@ struct Batch {
   Instant retry_at{};
   typename Policy::Stamp stamp{};
   std::optional<typename Policy::Ack> ack;
-  BatchBuffers buffers;
 };
 
 /// SplitMix64: a tiny, well-known deterministic generator for backoff jitter (D2).

@@ -18,7 +18,7 @@
 namespace prodsm {
 
 template <class Policy>
-struct Producer<Policy>::Impl {
+struct alignas(64) Producer<Policy>::Impl {
   using Batch = detail::Batch<Policy>;
   using BatchState = detail::BatchState;
   using ParkReason = detail::ParkReason;
@@ -29,20 +29,33 @@ struct Producer<Policy>::Impl {
   };
 
   explicit Impl(Config c)
-      : config{std::move(c)}, policy{config.protocol}, ring(config.max_unacked_batches), rng{config.retry.jitter_seed} {
+      : max_batch_bytes{c.max_batch_bytes},
+        max_unacked_bytes{c.max_unacked_bytes},
+        max_batch_records{c.max_batch_records},
+        config{std::move(c)},
+        policy{config.protocol},
+        ring(config.max_unacked_batches),
+        rng{config.retry.jitter_seed} {
     pool_limit = static_cast<std::size_t>(config.max_in_flight) + 2;
     pool.reserve(pool_limit);
     actions.reserve(static_cast<std::size_t>(config.max_in_flight) * 2 + 16);
   }
 
   // ---- state --------------------------------------------------------------------
-  // Hot fields first: submit and poll_action touch only these and the config's limits.
-  std::vector<ActionType> actions;  ///< outputs not yet polled
-  std::size_t action_read = 0;
+  // Hot fields first, in one cache line: a submit that joins the partial batch reads
+  // only these, the stats line after them, the policy and the batch.
   std::size_t unpolled = 0;  ///< actions.size() - action_read; read inline by Producer::poll_action
-  Batch* open_ = nullptr;  ///< the partial batch (always the newest), if any
+  Batch* open_ = nullptr;    ///< the partial batch (always the newest), if any
   std::uint64_t next_ticket = 0;
   std::uint64_t unacked_bytes = 0;  ///< R1
+  Instant last_now{};
+  std::uint64_t max_batch_bytes;    ///< config.max_batch_bytes, kept here for the fast path
+  std::uint64_t max_unacked_bytes;  ///< config.max_unacked_bytes, likewise
+  std::uint32_t max_batch_records;  ///< config.max_batch_records, likewise
+  bool refusing = false;            ///< closing or failed: every submit takes the slow path
+  ProducerStats stats;
+  std::vector<ActionType> actions;  ///< outputs not yet polled
+  std::size_t action_read = 0;
   Config config;
   Policy policy;
   std::vector<Batch> ring;      ///< batches in seal order; capacity max_unacked_batches (R3)
@@ -67,8 +80,6 @@ struct Producer<Policy>::Impl {
   std::uint64_t claim_batch_id = 0;
   std::optional<Ack> last_completed_ack;  ///< E5 order check, when the policy has positions
   detail::SplitMix64 rng;
-  ProducerStats stats;
-  Instant last_now{};
 
   // ---- helpers ------------------------------------------------------------------
   Batch& at(std::uint32_t index) {
@@ -302,6 +313,7 @@ struct Producer<Policy>::Impl {
     }
     cause.certainty = overall;
     failed = cause;
+    refusing = true;
     while (size > 0) {
       Batch& b = at(0);
       if (b.state == BatchState::acked) {
@@ -497,11 +509,11 @@ struct Producer<Policy>::Impl {
   tl::expected<Ticket, Rejection> accept(Instant now, std::span<const std::byte> record) {
     now = observe(now);
     Batch* target = open_;
-    if (target != nullptr && !closing && !failed) [[likely]] {
+    if (target != nullptr && !refusing) [[likely]] {
       const std::uint64_t meter = policy.metered_bytes(record.size());
-      if (target->count + 1 < config.max_batch_records &&
-          target->body_bytes + meter + policy.min_record_bytes() <= config.max_batch_bytes &&
-          unacked_bytes + meter <= config.max_unacked_bytes && !policy.check_record(record)) {
+      if (target->count + 1 < max_batch_records &&
+          target->body_bytes + meter + policy.min_record_bytes() <= max_batch_bytes &&
+          unacked_bytes + meter <= max_unacked_bytes && !policy.check_record(record)) {
         append(*target, record, meter);
         return Ticket{next_ticket++};
       }
@@ -591,6 +603,7 @@ struct Producer<Policy>::Impl {
     if (closed) return close_result;  // C1: a second close returns the same result
     if (closing) return std::nullopt;
     closing = true;
+    refusing = true;
     if (!failed) {
       if (Batch* open = open_batch()) seal(*open);
       pump();
@@ -608,6 +621,7 @@ struct Producer<Policy>::Impl {
                     nullptr);
     }
     closing = true;
+    refusing = true;
     maybe_finish_close();
   }
 
@@ -721,6 +735,7 @@ struct Producer<Policy>::Impl {
           nullptr);
     } catch (...) {
       if (!failed) failed.emplace();
+      refusing = true;
       size = 0;
       in_flight = 0;
       open_ = nullptr;
