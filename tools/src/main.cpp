@@ -1,6 +1,6 @@
 // SPDX-License-Identifier: Apache-2.0
-// prodsm: produce records to a Durable Streams stream, read a stream back, and (with the
-// later subcommands) check producers against the contract and run benchmarks.
+// prodsm: produce records to a Durable Streams stream, read a stream back, and check
+// producers against the contract (benchmarks live in bench/, not in the CLI).
 #include <cstdio>
 #include <functional>
 

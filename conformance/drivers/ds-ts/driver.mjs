@@ -112,7 +112,7 @@ const NOTES = {
   close:
     "close() = flush() then a close-only POST (Stream-Closed: true, producer headers, next seq, empty body); the driver answers that request itself with 204 + Stream-Closed: true and reports only the `closed` observation",
   config:
-    "supported: json, linger_ms (number), max_batch_bytes, max_in_flight, idempotent{producer_id, epoch, auto_claim}; unsupported unless at prodsm's default: max_batch_records (100000), max_unacked_bytes (5 MiB), max_unacked_batches (1024), max_pending_barriers (1024); always unsupported: linger_ms \"disabled\", match_seq_num, fencing_token, no `idempotent` (plain appends); ignored (the producer has no retries and no deadline): delivery_timeout_ms, max_attempts, backoff_initial_ms, backoff_max_ms, retry_mode, jitter_seed",
+    "supported: json, linger_ms (number), max_batch_bytes, max_in_flight, idempotent{producer_id, epoch, auto_claim}; unsupported unless at prodsm's default: max_batch_records (100000), max_unacked_bytes (5 MiB), max_unacked_batches (1024), max_pending_barriers (1024); always unsupported: linger_ms \"disabled\", match_seq_num, fencing_token, no `idempotent` (plain appends); ignored (the producer has no retry policy for retryable failures and no deadline): delivery_timeout_ms, max_attempts, backoff_initial_ms, backoff_max_ms, retry_mode, jitter_seed",
   extensions:
     "each observation also carries `at_ms` (virtual time of the observation); a reply may carry `log` (driver-side events with no protocol observation: onError calls, close requests answered, ignored responses)",
 };
@@ -140,7 +140,8 @@ const PRODSM_DEFAULTS = {
   max_unacked_batches: 1024,
   max_pending_barriers: 1024,
 };
-// Keys with no counterpart in the producer: it has no retries, no backoff, no deadline.
+// Keys with no counterpart in the producer: it has no retry policy (only its unbounded 409
+// gap resends), no backoff, no deadline.
 const IGNORED_KEYS = new Set([
   "delivery_timeout_ms",
   "max_attempts",

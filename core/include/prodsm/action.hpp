@@ -41,23 +41,23 @@ struct SendBatch {
 /// `certainty` describing this range (E1, E2, C5).
 template <class Policy>
 struct TicketsCompleted {
-  BatchId batch;
-  Ticket first;
-  Ticket last;
-  tl::expected<typename Policy::Ack, Error> result;
+  BatchId batch;                                     ///< the batch these tickets were sent in
+  Ticket first;                                      ///< first ticket of the range (inclusive)
+  Ticket last;                                       ///< last ticket of the range (inclusive); last >= first
+  tl::expected<typename Policy::Ack, Error> result;  ///< the batch's ack, or the terminal error (E1, E2)
 };
 
 /// A flush barrier completed (F1–F5): success iff every record ordered before it
 /// succeeded; otherwise the sticky terminal error (F5).
 struct BarrierCompleted {
-  BarrierId barrier;
-  tl::expected<void, Error> result;
+  BarrierId barrier;                 ///< as returned by flush()
+  tl::expected<void, Error> result;  ///< success, or the sticky terminal error (F5)
 };
 
 /// The Producer has finished: close() drained everything, or abort() ran (C1, C5).
 /// Always the last action the Producer ever emits; emitted exactly once.
 struct Closed {
-  tl::expected<void, Error> result;
+  tl::expected<void, Error> result;  ///< success iff every record succeeded and no abort ran (C1, C5)
 };
 
 /// Capacity freed up after a submit was refused with would_block (R1): retry it now.

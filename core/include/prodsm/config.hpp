@@ -73,7 +73,7 @@ struct RetryPolicy {
 };
 
 /// A rejected configuration field (B3): `field` is the config field's name as written
-/// in C++ (e.g. "max_batch_bytes", "retry.max_attempts", "protocol.producer_id").
+/// in C++ (e.g. "max_batch_bytes", "retry.max_attempts", "protocol.idempotent.producer_id").
 struct ConfigError {
   std::string field;   ///< the offending field
   std::string reason;  ///< why, with the accepted range and the value given
@@ -84,13 +84,13 @@ struct ConfigError {
 
 /// Protocol-independent bounds on the Producer's knobs (R3).
 struct Bounds {
-  static constexpr std::uint64_t kMaxUnackedBytesCap = 4ULL << 30;  ///< 4 GiB
-  static constexpr std::uint32_t kMaxInFlightCap = 64;
-  static constexpr std::uint32_t kMaxUnackedBatchesCap = 1U << 16;
-  static constexpr std::uint32_t kMaxPendingBarriersCap = 1U << 16;
-  static constexpr std::uint32_t kMaxAttemptsCap = 1000;
-  static constexpr Duration kMaxDeliveryTimeout = std::chrono::hours{24};
-  static constexpr Duration kMaxBackoff = std::chrono::minutes{10};
+  static constexpr std::uint64_t kMaxUnackedBytesCap = 4ULL << 30;         ///< 4 GiB
+  static constexpr std::uint32_t kMaxInFlightCap = 64;                     ///< batches sent and unanswered
+  static constexpr std::uint32_t kMaxUnackedBatchesCap = 1U << 16;         ///< batches sealed and not completed
+  static constexpr std::uint32_t kMaxPendingBarriersCap = 1U << 16;        ///< flushes not yet completed
+  static constexpr std::uint32_t kMaxAttemptsCap = 1000;                   ///< sends per batch, the first included
+  static constexpr Duration kMaxDeliveryTimeout = std::chrono::hours{24};  ///< longest delivery_timeout_ns (E6)
+  static constexpr Duration kMaxBackoff = std::chrono::minutes{10};        ///< longest backoff_max_ns (E4)
 };
 
 /// Configuration of a Producer<Policy>. Defaults are the cross-SDK contract's.

@@ -95,13 +95,16 @@ class DurableStreamsPolicy {
   /// Largest Producer-Epoch / Producer-Seq the protocol allows: 2^53 - 1.
   static constexpr std::uint64_t kMaxSequenceValue = (1ULL << 53) - 1;
 
-  /// Validates the protocol options; the error names the field ("protocol.producer_id").
+  /// Validates the protocol options; the error names the field
+  /// ("protocol.idempotent.producer_id", "protocol.idempotent.epoch").
   static std::optional<ConfigError> validate(const Options& options);
 
+  /// Builds the policy from options that passed validate(); starts at options.idempotent's
+  /// epoch, seq 0 (S1).
   explicit DurableStreamsPolicy(const Options& options);
-  ~DurableStreamsPolicy();
-  DurableStreamsPolicy(DurableStreamsPolicy&&) noexcept;
-  DurableStreamsPolicy& operator=(DurableStreamsPolicy&&) noexcept;
+  ~DurableStreamsPolicy();                                ///< out of line: the JSON validator's state is private
+  DurableStreamsPolicy(DurableStreamsPolicy&&) noexcept;  ///< moves the epoch/seq state too
+  DurableStreamsPolicy& operator=(DurableStreamsPolicy&&) noexcept;  ///< likewise
 
   /// Why `record` cannot be accepted (empty record; invalid JSON in JSON mode), or
   /// nullopt when it can. The text is static.
@@ -156,7 +159,9 @@ class DurableStreamsPolicy {
 
   /// The current epoch and the seq the next sealed batch gets.
   [[nodiscard]] std::uint64_t epoch() const noexcept { return epoch_; }
+  /// The Producer-Seq the next sealed batch gets (S1; after a claim, 0 again: S5).
   [[nodiscard]] std::uint64_t next_seq() const noexcept { return next_seq_; }
+  /// The options the policy was built from.
   [[nodiscard]] const Options& options() const noexcept { return options_; }
 
  private:

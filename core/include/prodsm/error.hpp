@@ -28,7 +28,9 @@ enum class ErrorCode : std::uint8_t {
   would_block,       ///< local: no capacity (R1) within the adapter's submit timeout.
   invalid_record,    ///< local: the record was refused at submit (B4, B5), in async APIs.
   cancelled,         ///< local: the caller cancelled a waiting operation (adapters).
-  unavailable,       ///< remote: 429, 5xx or a refused connection; nothing appended (retryable).
+  unavailable,       ///< remote: the server could not take the request now (retryable): 429, 503
+                     ///< or a refused connection are definite (nothing appended); other 5xx
+                     ///< are indefinite (the request may have been applied).
   connection_lost,   ///< remote: transport failure or request timeout after sending; the
                      ///< attempt may have been appended (indefinite, E4).
   condition_failed,  ///< remote: S2 match_seq_num or fencing-token mismatch (E3).

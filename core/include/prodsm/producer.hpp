@@ -50,7 +50,7 @@ std::string_view to_string(RejectReason reason) noexcept;
 
 /// A synchronous refusal.
 struct Rejection {
-  RejectReason reason = RejectReason::closed;
+  RejectReason reason = RejectReason::closed;  ///< why the submit or flush was refused
   /// Static text naming what was wrong, e.g. "record exceeds max_batch_bytes".
   std::string_view detail;
   /// The sticky terminal error when reason == failed.
@@ -67,33 +67,34 @@ enum class ProducerState : std::uint8_t {
 
 /// Counters since construction (monotonic, never reset).
 struct ProducerStats {
-  std::uint64_t records_accepted = 0;  ///< submits that got a ticket
-  std::uint64_t records_rejected = 0;  ///< submits refused synchronously
-  std::uint64_t metered_bytes_accepted = 0;
-  std::uint64_t records_succeeded = 0;  ///< tickets completed successfully
-  std::uint64_t records_failed = 0;     ///< tickets completed with an error
-  std::uint64_t batches_sealed = 0;
-  std::uint64_t batches_acked = 0;
-  std::uint64_t duplicates = 0;         ///< batches acknowledged as duplicates (S3)
-  std::uint64_t duplicate_records = 0;  ///< records in those batches
-  std::uint64_t sends = 0;              ///< SendBatch actions, first attempts included
-  std::uint64_t retries = 0;            ///< resends after a retryable failure (E4)
-  std::uint64_t gap_resends = 0;        ///< resends after a sequence gap (S4)
-  std::uint64_t epoch_claims = 0;       ///< auto-claims (S5)
-  std::uint64_t would_blocks = 0;       ///< refusals with would_block (R1)
-  std::uint64_t stale_outcomes = 0;     ///< outcomes for superseded attempts or completed
-                                        ///< batches, ignored
-  std::uint64_t barriers_completed = 0;
+  std::uint64_t records_accepted = 0;        ///< submits that got a ticket
+  std::uint64_t records_rejected = 0;        ///< submits refused synchronously
+  std::uint64_t metered_bytes_accepted = 0;  ///< bytes of accepted records as the policy meters them
+                                             ///< (R1; JSON mode counts one framing byte per record)
+  std::uint64_t records_succeeded = 0;       ///< tickets completed successfully
+  std::uint64_t records_failed = 0;          ///< tickets completed with an error
+  std::uint64_t batches_sealed = 0;          ///< batches closed to new records (B1, F1, R2, C1)
+  std::uint64_t batches_acked = 0;           ///< batches completed successfully (duplicates included)
+  std::uint64_t duplicates = 0;              ///< batches acknowledged as duplicates (S3)
+  std::uint64_t duplicate_records = 0;       ///< records in those batches
+  std::uint64_t sends = 0;                   ///< SendBatch actions, first attempts included
+  std::uint64_t retries = 0;                 ///< resends after a retryable failure (E4)
+  std::uint64_t gap_resends = 0;             ///< resends after a sequence gap (S4)
+  std::uint64_t epoch_claims = 0;            ///< auto-claims (S5)
+  std::uint64_t would_blocks = 0;            ///< refusals with would_block (R1)
+  std::uint64_t stale_outcomes = 0;          ///< outcomes for superseded attempts or completed
+                                             ///< batches, ignored
+  std::uint64_t barriers_completed = 0;      ///< BarrierCompleted actions emitted (F1–F5)
 };
 
 /// The Producer state machine for one stream. Movable, not copyable.
 template <class Policy>
 class Producer {
  public:
-  using Config = ProducerConfig<Policy>;
-  using Stamp = typename Policy::Stamp;
-  using Ack = typename Policy::Ack;
-  using ActionType = Action<Policy>;
+  using Config = ProducerConfig<Policy>;  ///< validated by create() (B3)
+  using Stamp = typename Policy::Stamp;   ///< sequencing stamps of a SendBatch (S1, S2)
+  using Ack = typename Policy::Ack;       ///< what the transport reports for an appended batch
+  using ActionType = Action<Policy>;      ///< one output of poll_action()
 
   /// Checks every field (B2, B3, R1, R3, E6) and the protocol options; the first
   /// invalid field is reported by name. Nothing is clamped.
@@ -183,8 +184,8 @@ class Producer {
   explicit Producer(std::unique_ptr<Impl> impl) noexcept;
   std::optional<ActionType> poll_action_slow();
   static constexpr std::size_t kNoActions = 0;  ///< what a moved-from Producer reads
-  std::unique_ptr<Impl> impl_;  // a moved-from Producer may only be destroyed or assigned
-  const std::size_t* unpolled_;  ///< Impl::unpolled: actions waiting (never null)
+  std::unique_ptr<Impl> impl_;                  // a moved-from Producer may only be destroyed or assigned
+  const std::size_t* unpolled_;                 ///< Impl::unpolled: actions waiting (never null)
 };
 
 /// The index of `ticket` inside a completed range (P4): ticket - first. The record's

@@ -20,8 +20,9 @@
 
 namespace prodsm {
 
-/// S2 policy for Producer<S2Policy>. The body is the records' bytes concatenated; the
-/// S2 codec builds the wire message from body + record_ends.
+/// S2 policy for Producer<S2Policy>. The body is the records' bytes concatenated and
+/// record_ends marks where each record ends, from which an S2 codec builds the wire
+/// message (prodsm has no S2 wire codec yet; the policy is complete and tested).
 class S2Policy {
  public:
   /// Longest fencing token S2 accepts, in bytes.
@@ -39,7 +40,7 @@ class S2Policy {
 
   /// Sequencing stamps of one batch, fixed at seal (S1).
   struct Stamp {
-    std::optional<std::uint64_t> match_seq_num;
+    std::optional<std::uint64_t> match_seq_num;       ///< the seq_num the batch must start at, when sequenced
     bool fenced = false;                              ///< fencing token present
     std::array<char, kMaxFencingTokenBytes> token{};  ///< fencing token bytes
     std::uint8_t token_size = 0;                      ///< bytes used in `token`
@@ -50,24 +51,26 @@ class S2Policy {
 
   /// An S2 append acknowledgement: the batch occupies seq_nums [start, end) (P4).
   struct Ack {
-    std::uint64_t start_seq_num = 0;
-    std::uint64_t end_seq_num = 0;
+    std::uint64_t start_seq_num = 0;  ///< seq_num of the batch's first record
+    std::uint64_t end_seq_num = 0;    ///< one past the seq_num of its last record
     friend bool operator==(const Ack&, const Ack&) = default;
   };
 
-  static constexpr std::string_view kName = "s2";
-  static constexpr std::uint32_t kDefaultMaxBatchRecords = 1000;
-  static constexpr std::uint32_t kMaxBatchRecordsCap = 1000;
-  static constexpr std::uint64_t kDefaultMaxBatchBytes = 1ULL << 20;
-  static constexpr std::uint64_t kMaxBatchBytesCap = 1ULL << 20;
-  static constexpr std::uint64_t kMinBatchBytes = 8;
-  static constexpr bool kKeepsRecordEnds = true;
+  static constexpr std::string_view kName = "s2";                     ///< protocol name in traces and errors
+  static constexpr std::uint32_t kDefaultMaxBatchRecords = 1000;      ///< records per batch by default
+  static constexpr std::uint32_t kMaxBatchRecordsCap = 1000;          ///< S2's limit: records per append
+  static constexpr std::uint64_t kDefaultMaxBatchBytes = 1ULL << 20;  ///< metered bytes per batch (1 MiB)
+  static constexpr std::uint64_t kMaxBatchBytesCap = 1ULL << 20;      ///< S2's limit: metered bytes per append
+  static constexpr std::uint64_t kMinBatchBytes = 8;  ///< smallest max_batch_bytes: one empty record's meter
+  static constexpr bool kKeepsRecordEnds = true;      ///< SendBatch carries each record's end offset
   /// Positions must not go backwards from one ack to the next (E5).
   static constexpr bool kChecksOrder = true;
 
   /// Validates the protocol options; the error names the field.
   static std::optional<ConfigError> validate(const Options& options);
 
+  /// Builds the policy from options that passed validate(); match_seq_num starts at
+  /// options.match_seq_num (S1).
   explicit S2Policy(const Options& options);
 
   /// S2 accepts any record body (an empty body is metered 8 bytes).
@@ -77,12 +80,16 @@ class S2Policy {
   }
   /// S2 metering: 8 bytes + body (no headers in this version).
   [[nodiscard]] static std::uint64_t metered_bytes(std::size_t record_size) noexcept { return 8 + record_size; }
+  /// A batch has no framing beyond its records: 0 bytes.
   [[nodiscard]] static std::uint64_t batch_overhead_bytes() noexcept { return 0; }
+  /// Metered bytes of the smallest record (an empty body): 8.
   [[nodiscard]] static std::uint64_t min_record_bytes() noexcept { return 8; }
+  /// Appends the record's bytes to the body; record_ends marks the boundaries.
   static void frame_record(std::vector<std::byte>& body, std::span<const std::byte> record, std::uint32_t index) {
     (void)index;
     body.insert(body.end(), record.begin(), record.end());
   }
+  /// Nothing to close: the body is complete after the last record.
   static void frame_seal(std::vector<std::byte>& body) { (void)body; }
   /// Stamps match_seq_num (then advances it by record_count) and the token (S1).
   Stamp stamp(std::uint32_t record_count);
@@ -90,6 +97,7 @@ class S2Policy {
   [[nodiscard]] bool resend_is_safe() const noexcept { return next_match_.has_value(); }
   /// S2 has no epochs.
   [[nodiscard]] static bool can_claim_epoch() noexcept { return false; }
+  /// Always an error: S2 has no producer epochs to claim (S5 does not apply).
   static std::optional<std::string> claim_epoch(std::uint64_t server_epoch) {
     (void)server_epoch;
     return std::string{"S2 has no producer epochs"};
@@ -105,10 +113,12 @@ class S2Policy {
                                                             const Ack& ack);
   /// Positions never go backwards (E5): next.start >= previous.end.
   [[nodiscard]] static std::optional<std::string> check_order(const Ack& previous, const Ack& next);
+  /// Never: S2 reports no duplicates (a resend with match_seq_num fails its condition).
   [[nodiscard]] static bool is_duplicate(const Ack& ack) noexcept {
     (void)ack;
     return false;
   }
+  /// The options the policy was built from.
   [[nodiscard]] const Options& options() const noexcept { return options_; }
   /// The match_seq_num the next sealed batch gets, when sequenced.
   [[nodiscard]] std::optional<std::uint64_t> next_match_seq_num() const noexcept { return next_match_; }

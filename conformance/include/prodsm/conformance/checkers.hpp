@@ -36,9 +36,10 @@ enum class Coverage : std::uint8_t {
 /// One clause: its ID, title, how it is covered, and whether a target with the given
 /// capabilities can express it (else "not applicable").
 struct Clause {
-  std::string_view id;
-  std::string_view title;
-  Coverage coverage;
+  std::string_view id;     ///< stable clause ID, e.g. "F5" (docs/contract.md)
+  std::string_view title;  ///< one-line summary of the clause
+  Coverage coverage;       ///< how the clause is checked
+  /// True when a target with these capabilities can express the clause; false: "not applicable".
   bool (*applies)(const Capabilities&);
 };
 

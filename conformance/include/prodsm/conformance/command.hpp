@@ -15,7 +15,10 @@
 
 namespace prodsm::conformance {
 
+/// One harness command: a client call (submit, flush, close, abort), a move of virtual
+/// time, or the simulated server's answer to one unanswered send.
 struct Command {
+  /// What the command does.
   enum class Kind : std::uint8_t {
     submit,       ///< client: submit `record`
     flush,        ///< client: flush barrier
@@ -43,23 +46,28 @@ struct Command {
   std::optional<Duration> retry_after_ns;        ///< fail with unavailable
   Invalid invalid = Invalid::wrong_count;        ///< invalid_ack
 
+  /// A client submit of `record` (its bytes).
   static Command submit_record(std::string record) {
     Command c;
     c.kind = Kind::submit;
     c.record = std::move(record);
     return c;
   }
+  /// A command of `kind` with every other field at its default (server answers: the oldest send).
   static Command of(Kind kind) {
     Command c;
     c.kind = kind;
     return c;
   }
+  /// Moves virtual time forward by `d` (ns), firing every timer due on the way.
   static Command advance_by(Duration d) {
     Command c;
     c.kind = Kind::advance;
     c.advance_ns = d;
     return c;
   }
+  /// Fails the `which` unanswered send with error `code` (no Retry-After); the simulated
+  /// server fills in the rest of the error.
   static Command fail_with(ErrorCode code, Which which = Which::oldest) {
     Command c;
     c.kind = Kind::fail;

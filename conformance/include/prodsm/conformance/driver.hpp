@@ -26,6 +26,8 @@ struct Capabilities {
   bool classifies_certainty = true;    ///< failures say definite or indefinite (E2, C5)
 };
 
+/// One producer under test, run command by command on virtual time against the
+/// simulated server (the built-in core driver, or an external SDK's driver process).
 class Driver {
  public:
   virtual ~Driver() = default;
@@ -34,6 +36,7 @@ class Driver {
   virtual bool run(const Command& command) = 0;
   /// The trace so far.
   [[nodiscard]] virtual const Trace& trace() const = 0;
+  /// What the target can express (core: everything; external: as its hello said).
   [[nodiscard]] virtual Capabilities capabilities() const = 0;
   /// Sends not yet answered.
   [[nodiscard]] virtual std::size_t unanswered_sends() const = 0;
@@ -45,9 +48,9 @@ class Driver {
 
 /// The configuration of a conformance run for prodsm's core, either protocol.
 struct CoreConfig {
-  Protocol protocol = Protocol::durable_streams;
-  DurableStreamsConfig durable_streams{};
-  S2Config s2{};
+  Protocol protocol = Protocol::durable_streams;  ///< which protocol's producer runs
+  DurableStreamsConfig durable_streams{};         ///< used when protocol == durable_streams
+  S2Config s2{};                                  ///< used when protocol == s2
 };
 
 /// The TraceConfig of a core configuration.

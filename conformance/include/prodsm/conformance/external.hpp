@@ -26,10 +26,10 @@ struct ExternalTarget {
 
 /// What a driver said about itself (hello).
 struct TargetInfo {
-  std::string driver;
-  std::string sdk;
-  std::vector<Protocol> protocols;
-  Capabilities capabilities;
+  std::string driver;                        ///< the driver's name (default: the target's name)
+  std::string sdk;                           ///< the SDK and version, e.g. "@s2-dev/streamstore@0.27.0"; may be empty
+  std::vector<Protocol> protocols;           ///< the protocols `start` accepts
+  Capabilities capabilities;                 ///< what the SDK can express; a capability not sent is false
   std::map<std::string, std::string> notes;  ///< why a capability is false
 };
 

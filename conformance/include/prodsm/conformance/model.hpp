@@ -20,6 +20,7 @@ namespace prodsm::conformance {
 
 /// The model's prediction for a trace.
 struct Prediction {
+  /// A prediction: not yet decided, succeeds, or fails with the terminal error.
   enum class Outcome : std::uint8_t { pending, ok, failed };
   /// Per accepted ticket.
   std::vector<Outcome> tickets;
@@ -28,7 +29,7 @@ struct Prediction {
   std::vector<Certainty> certainty;
   /// The first terminal error and the step it happened at.
   std::optional<ErrorCode> terminal;
-  std::size_t terminal_step = 0;
+  std::size_t terminal_step = 0;  ///< index into trace.steps; meaningful only when `terminal` is set
   /// Per batch id: acknowledged (validly) before the terminal error.
   std::vector<std::uint64_t> acked_batches;
   /// Per step: true when the step answered a send and the contract says the producer

@@ -24,10 +24,10 @@ namespace prodsm::conformance {
 
 /// One property: a protocol and a sequencing mode; everything else is generated.
 struct PropertySpec {
-  std::string name;  ///< e.g. "durable_streams/idempotent"
-  Protocol protocol = Protocol::durable_streams;
-  Sequencing sequencing = Sequencing::none;
-  bool auto_claim = false;
+  std::string name;                               ///< e.g. "durable_streams/idempotent"
+  Protocol protocol = Protocol::durable_streams;  ///< the protocol of the generated configs
+  Sequencing sequencing = Sequencing::none;       ///< the sequencing of the generated configs
+  bool auto_claim = false;                        ///< ds_idempotent: claim a stale epoch (S5)
 };
 
 /// The properties run by default: Durable Streams plain / idempotent / idempotent with
@@ -37,7 +37,7 @@ const std::vector<PropertySpec>& default_properties();
 /// How many sequences, how long, which seed.
 struct PropertyOptions {
   int tests = 300;                    ///< sequences (RapidCheck max_success)
-  int max_size = 60;                  ///< RapidCheck max_size (sequence length grows up to it)
+  int max_size = 60;                  ///< RapidCheck max_size, in commands: a sequence has at most max_size + 1
   std::optional<std::uint64_t> seed;  ///< default: RC_PARAMS, else random
   /// Another SDK's target: a generated config key it refuses or cannot express is left at
   /// the SDK's default instead of failing the property (the refusal itself is a config
@@ -48,11 +48,13 @@ struct PropertyOptions {
   std::set<std::string> known_failures;
 };
 
+/// The outcome of run_property.
 struct PropertyResult {
-  std::string name;
-  bool passed = false;
+  std::string name;         ///< the PropertySpec's name
+  bool passed = false;      ///< every sequence passed (`tests` of them)
   int tests = 0;            ///< sequences that passed
   std::string description;  ///< RapidCheck's failure text
+  /// The clause the shrunk counterexample violates; nullopt when it passed or failed for another reason.
   std::optional<Violation> violation;
   std::string evidence;           ///< rendered failing prefix
   std::string reproduce;          ///< RC_PARAMS value reproducing it

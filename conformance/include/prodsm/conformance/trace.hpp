@@ -42,13 +42,13 @@ struct TraceConfig {
   std::uint32_t max_in_flight = 0;
   std::uint32_t max_pending_barriers = 0;
   Duration delivery_timeout_ns{};
-  std::uint32_t max_attempts = 0;
-  bool retry_indefinite = true;  ///< RetryMode::all
+  std::uint32_t max_attempts = 0;  ///< retry.max_attempts: sends per batch, the first included
+  bool retry_indefinite = true;    ///< RetryMode::all
   Sequencing sequencing = Sequencing::none;
-  bool auto_claim = false;  ///< Durable Streams auto-claim (S5)
-  std::uint64_t initial_epoch = 0;
-  std::optional<std::uint64_t> initial_match_seq_num;
-  std::optional<std::string> fencing_token;
+  bool auto_claim = false;                             ///< Durable Streams auto-claim (S5)
+  std::uint64_t initial_epoch = 0;                     ///< ds_idempotent: the configured Producer-Epoch
+  std::optional<std::uint64_t> initial_match_seq_num;  ///< s2_match_seq_num: the first batch's match_seq_num
+  std::optional<std::string> fencing_token;            ///< S2: the fencing token every batch carries (S1)
 
   /// Bytes a record of `size` bytes adds to a batch (protocol metering).
   [[nodiscard]] std::uint64_t meter(std::size_t size) const {
@@ -63,9 +63,9 @@ struct TraceConfig {
 
 /// A batch's sequencing stamps as observed on the wire.
 struct TraceStamp {
-  bool sequenced = false;
-  std::uint64_t epoch = 0;                     ///< Durable Streams Producer-Epoch
-  std::uint64_t seq = 0;                       ///< Durable Streams Producer-Seq
+  bool sequenced = false;   ///< stamped: Durable Streams producer headers (S2) or S2 match_seq_num (S1)
+  std::uint64_t epoch = 0;  ///< Durable Streams Producer-Epoch
+  std::uint64_t seq = 0;    ///< Durable Streams Producer-Seq
   std::optional<std::uint64_t> match_seq_num;  ///< S2
   std::optional<std::string> fencing_token;    ///< S2
   friend bool operator==(const TraceStamp&, const TraceStamp&) = default;
@@ -76,7 +76,7 @@ struct TraceAck {
   std::string next_offset;  ///< Durable Streams
   bool duplicate = false;   ///< Durable Streams (S3)
   std::uint64_t start = 0;  ///< S2 [start, end)
-  std::uint64_t end = 0;
+  std::uint64_t end = 0;    ///< S2: end of the range (exclusive)
   /// S2, per-record completions: the record's own position, when the SDK reports it
   /// (then [start, end) is its batch's range).
   std::optional<std::uint64_t> seq_num;
@@ -85,42 +85,47 @@ struct TraceAck {
 
 /// What the harness's simulated server answered to one send.
 struct Response {
+  /// Acknowledged (`ack`) or failed (`error`).
   enum class Kind : std::uint8_t { ack, fail };
-  Kind kind = Kind::ack;
-  TraceAck ack;          ///< kind == ack (possibly deliberately invalid, E5)
-  bool invalid = false;  ///< the harness made this ack invalid on purpose (E5)
-  Error error;           ///< kind == fail
+  Kind kind = Kind::ack;  ///< which answer
+  TraceAck ack;           ///< kind == ack (possibly deliberately invalid, E5)
+  bool invalid = false;   ///< the harness made this ack invalid on purpose (E5)
+  Error error;            ///< kind == fail
 };
 
 /// One observation of the producer.
 struct Observation {
+  /// A batch sent, a ticket range completed, a barrier completed, the producer closed
+  /// (C1, C5), or capacity freed after a would-block (R1).
   enum class Kind : std::uint8_t { send, done, barrier, closed, capacity };
-  Kind kind = Kind::send;
+  Kind kind = Kind::send;  ///< which observation; the fields below are per kind
   /// When it happened, if not at the step's instant (an external driver's `advance` can
   /// fire several timers; it reports each observation's time).
   std::optional<Instant> at;
   // send
-  std::size_t send_index = 0;  ///< position among all sends of the trace
-  std::uint64_t batch = 0;     ///< the producer's batch id (opaque, echoed)
-  std::uint32_t attempt = 0;
+  std::size_t send_index = 0;      ///< position among all sends of the trace
+  std::uint64_t batch = 0;         ///< the producer's batch id (opaque, echoed)
+  std::uint32_t attempt = 0;       ///< send: 1 for the first send of the batch, then 2, 3, ...
   std::uint64_t first_ticket = 0;  ///< send: first record; done: first ticket
   std::uint32_t count = 0;         ///< send: records in the batch
   std::string body;                ///< send: framed body bytes
+  /// send: each record's end offset in `body` (bytes, exclusive); S2 only, empty for Durable Streams.
   std::vector<std::uint32_t> record_ends;
-  TraceStamp stamp;
+  TraceStamp stamp;  ///< send: the batch's sequencing stamps
   // done
-  std::uint64_t last_ticket = 0;
+  std::uint64_t last_ticket = 0;  ///< done: last ticket of the range (inclusive)
   // done / barrier / closed
-  bool ok = false;
-  TraceAck ack;
-  Error error;
-  std::uint64_t barrier = 0;
+  bool ok = false;            ///< done / barrier / closed: success
+  TraceAck ack;               ///< done, ok: the batch acknowledgement
+  Error error;                ///< done / barrier / closed, not ok: the error
+  std::uint64_t barrier = 0;  ///< barrier: its id (as flush's SyncResult value)
 };
 
 /// One input the harness gave the producer.
 struct Input {
+  /// A client call, a timer event at `at` (advance), or a server answer to a send (respond).
   enum class Kind : std::uint8_t { submit, flush, close, abort, advance, respond };
-  Kind kind = Kind::submit;
+  Kind kind = Kind::submit;    ///< which input
   Instant at{};                ///< the instant of the input (advance: the instant reached)
   std::string record;          ///< submit
   std::size_t send_index = 0;  ///< respond: which send (index among all sends)
@@ -129,23 +134,27 @@ struct Input {
 
 /// The input's synchronous result.
 struct SyncResult {
+  /// None (abort, advance, respond, a close still in progress), an accepted submit's ticket, an
+  /// accepted flush's barrier, a refusal (submit, flush), or close's final result once Closed was emitted (C1).
   enum class Kind : std::uint8_t { none, ticket, barrier, rejected, closed_result };
-  Kind kind = Kind::none;
+  Kind kind = Kind::none;   ///< which result
   std::uint64_t value = 0;  ///< ticket or barrier id
   RejectReason reason = RejectReason::closed;
   std::optional<Error> error;  ///< rejected(failed): the terminal error; closed_result
   bool ok = false;             ///< closed_result
 };
 
+/// One input, its synchronous result, and what the producer did in response.
 struct Step {
-  Input input;
-  SyncResult result;
-  std::vector<Observation> observed;
+  Input input;                        ///< what the harness gave the producer
+  SyncResult result;                  ///< the call's synchronous result
+  std::vector<Observation> observed;  ///< in the order the producer emitted them
 };
 
+/// The record of one producer run.
 struct Trace {
-  TraceConfig config;
-  std::vector<Step> steps;
+  TraceConfig config;       ///< the configuration facts the checkers need
+  std::vector<Step> steps;  ///< one per input, in input order
 };
 
 /// Short human-readable rendering of a step, used in counterexamples.

@@ -50,9 +50,10 @@ nlohmann::json core_config_to_json(const CoreConfig& config);
 
 /// The outcome of one vector on one target.
 struct VectorResult {
-  std::string name;
-  std::string file;
+  std::string name;                  ///< the vector's "name", else its file
+  std::string file;                  ///< the vector's file path
   std::vector<std::string> clauses;  ///< the clauses the vector is about
+  /// No expectation mismatch and no trace-checker violation (config vector: the config was refused as expected).
   bool passed = false;
   /// The target cannot express something the vector needs (a protocol, a config key, an
   /// operation); `not_applicable_reason` says what. Neither passed nor failed.
@@ -63,7 +64,7 @@ struct VectorResult {
   std::vector<std::string> failed_clauses;
   std::vector<Violation> violations;  ///< trace-checker violations
   std::string evidence;               ///< rendered counterexample (first failure)
-  Trace trace;
+  Trace trace;                        ///< the recorded run; empty when no producer ran (e.g. a config vector)
 };
 
 /// Runs the vector in `json` (file name for messages).

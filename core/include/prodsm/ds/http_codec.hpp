@@ -44,10 +44,11 @@ struct StreamUrl {
 
 /// One HTTP header as sent or received (names compared case-insensitively).
 struct Header {
-  std::string name;
-  std::string value;
+  std::string name;   ///< field name, as written (no trailing colon)
+  std::string value;  ///< field value (in a parsed response: surrounding whitespace removed)
   friend bool operator==(const Header&, const Header&) = default;
 };
+/// Header fields in order; duplicates are kept.
 using Headers = std::vector<Header>;
 
 /// Why `name: value` cannot be sent as a caller-supplied header: empty or non-token
@@ -123,7 +124,7 @@ struct ResponseLimits {
 
 /// One parsed response.
 struct Response {
-  int status = 0;
+  int status = 0;          ///< HTTP status code, 100..999
   Headers headers;         ///< in arrival order, names as received
   std::string body;        ///< decoded (chunked framing removed)
   bool keep_alive = true;  ///< the connection may carry another request
@@ -140,10 +141,11 @@ class ResponseParser {
   /// Where the parse is.
   enum class State : std::uint8_t { incomplete, complete, failed };
 
+  /// A parser ready for a response to a non-HEAD request, bounded by `limits`.
   explicit ResponseParser(ResponseLimits limits = {});
-  ~ResponseParser();
-  ResponseParser(ResponseParser&&) noexcept;
-  ResponseParser& operator=(ResponseParser&&) noexcept;
+  ~ResponseParser();                                     ///< out of line: the C parser is private
+  ResponseParser(ResponseParser&&) noexcept;             ///< the moved-from parser reads as failed
+  ResponseParser& operator=(ResponseParser&&) noexcept;  ///< and consumes nothing; likewise
   ResponseParser(const ResponseParser&) = delete;
   ResponseParser& operator=(const ResponseParser&) = delete;
 
@@ -155,6 +157,7 @@ class ResponseParser {
   /// The peer closed the connection: completes an EOF-delimited body, or fails a
   /// truncated response ("connection closed before the response completed").
   void finish_eof();
+  /// incomplete until a whole response was fed; then complete or failed until reset().
   [[nodiscard]] State state() const noexcept;
   /// The response; meaningful once state() == complete.
   [[nodiscard]] const Response& response() const noexcept;
@@ -210,6 +213,8 @@ struct HeadResult {
   std::string next_offset;   ///< Stream-Next-Offset
   bool closed = false;       ///< Stream-Closed: true
 };
+/// 200 with Stream-Next-Offset -> HeadResult; 200 without it -> protocol_error; any other
+/// status -> the same errors as classify_append's (404 not_found, 5xx unavailable, ...).
 tl::expected<HeadResult, Error> classify_head(const Response& response);
 
 /// Result of a catch-up GET.
@@ -219,6 +224,8 @@ struct ReadResult {
   bool up_to_date = false;  ///< Stream-Up-To-Date: true (nothing more right now)
   bool closed = false;      ///< Stream-Closed: true (and up to date: the end)
 };
+/// 200 with Stream-Next-Offset -> ReadResult; a missing offset or an unrequested
+/// Content-Encoding -> protocol_error; any other status -> as classify_head.
 tl::expected<ReadResult, Error> classify_read(const Response& response);
 
 /// 204/200 -> success; 404 -> not_found; otherwise as classify_append's error cases.

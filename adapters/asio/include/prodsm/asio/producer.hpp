@@ -50,8 +50,9 @@ inline constexpr auto& deferred = ::asio::experimental::deferred;
 /// batch, and the batch acknowledgement (next offset, duplicate flag), shared by every
 /// record of the batch.
 struct RecordAck {
-  Ticket ticket;
+  Ticket ticket;            ///< the record's ticket (P2), as submit() / submit_blocking() returned it
   std::uint64_t index = 0;  ///< index of the record in its batch
+  /// The batch's acknowledgement (P4, S3), shared by every record of the batch; never null.
   std::shared_ptr<const DurableStreamsPolicy::Ack> batch_ack;
   /// Stream-Next-Offset after the record's batch (empty on a duplicate, S3).
   [[nodiscard]] const std::string& next_offset() const { return batch_ack->next_offset; }
@@ -141,7 +142,8 @@ class Producer {
  public:
   /// Creates a producer that owns a new Session to the URL's server (C4: close() closes
   /// it). Errors name the invalid option ("url: ...", "content_type: ...", a core
-  /// ConfigError's field, "session.max_connections: ...").
+  /// ConfigError's field prefixed "producer." as in "producer.max_batch_bytes: ...",
+  /// "session.max_connections: ...").
   static tl::expected<Producer, std::string> create(::asio::any_io_executor executor, ProducerOptions options);
   /// Creates a producer attached to `session` (C4: close() leaves it open). The
   /// session must talk to the URL's host and port.
@@ -277,6 +279,8 @@ class Producer {
   /// The parsed stream URL.
   [[nodiscard]] const ds::StreamUrl& url() const noexcept;
 
+  /// The private implementation (defined in producer.cpp). Public only so the adapter's
+  /// internal helpers (e.g. detail::CancelState) can name it; not for users.
   struct Impl;
 
  private:

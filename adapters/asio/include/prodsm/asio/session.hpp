@@ -73,9 +73,11 @@ using ExchangeResult = tl::expected<ds::Response, Error>;
 
 /// Counters since the session was created.
 struct SessionStats {
-  std::uint64_t connections_opened = 0;
-  std::uint64_t requests_written = 0;
-  std::uint64_t responses = 0;
+  std::uint64_t connections_opened = 0;  ///< TCP connections established (reconnects included)
+  std::uint64_t requests_written = 0;    ///< requests whose bytes were all written to a socket
+  std::uint64_t responses = 0;           ///< complete responses parsed and delivered
+  /// Requests failed by a connect failure (unavailable) or a lost or timed-out connection
+  /// (connection_lost).
   std::uint64_t transport_failures = 0;
 };
 
@@ -127,11 +129,15 @@ class Session : public std::enable_shared_from_this<Session> {
   [[nodiscard]] const ::asio::strand<::asio::any_io_executor>& strand() const noexcept;
   /// host:port this session talks to.
   [[nodiscard]] const std::string& host() const noexcept;
+  /// The TCP port this session connects to (never 0).
   [[nodiscard]] std::uint16_t port() const noexcept;
+  /// The options the session was created with (validated).
   [[nodiscard]] const SessionOptions& options() const noexcept;
   /// Counters (read on the strand for an exact value).
   [[nodiscard]] SessionStats stats() const;
 
+  /// The private implementation (defined in session.cpp). Public only so the session's
+  /// internal connection objects can name it; not for users.
   struct Impl;
 
  private:

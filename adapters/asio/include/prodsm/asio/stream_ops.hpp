@@ -14,9 +14,13 @@
 
 namespace prodsm::asio {
 
+/// Outcome of create_stream: created (201) or already there with the same configuration (200), or the error.
 using CreateStreamResult = tl::expected<ds::CreateResult, Error>;
+/// Outcome of head_stream: the stream's content type, next offset and closed flag, or the error.
 using HeadStreamResult = tl::expected<ds::HeadResult, Error>;
+/// Outcome of close_stream: the stream's final offset (empty when the server sent none), or the error.
 using CloseStreamResult = tl::expected<ds::CloseResult, Error>;
+/// Outcome of delete_stream: success, or the error.
 using DeleteStreamResult = tl::expected<void, Error>;
 
 /// Everything read from a stream by read_stream_all.
@@ -28,15 +32,26 @@ struct StreamContents {
   bool closed = false;      ///< the stream is closed and this is all of it
   std::size_t reads = 0;    ///< GET requests made
 };
+/// Outcome of read_stream_all: everything read, or the error that stopped the read.
 using ReadStreamResult = tl::expected<StreamContents, Error>;
 
-/// Callback versions (run on the session's strand).
+// Callback versions: `done` runs once, on the session's strand. Error statuses not listed
+// are classified as for an append (S7: 404/410 not_found, other 4xx rejected, 429/503 and
+// 5xx unavailable); transport errors of Session::exchange are passed through.
+
+/// Creates the stream: PUT `url` with `content_type` and `create` (TTL, expiry, created closed).
+/// Success on 201 (created) or 200 (same configuration); 409: conflict (other configuration).
 void create_stream(const std::shared_ptr<Session>& session, const ds::StreamUrl& url, std::string content_type,
                    ds::CreateOptions create, ds::RequestOptions options, std::function<void(CreateStreamResult)> done);
+/// Reads the stream's metadata: HEAD `url`. Success on 200 with Stream-Next-Offset; 404/410:
+/// not_found; a missing Stream-Next-Offset: protocol_error.
 void head_stream(const std::shared_ptr<Session>& session, const ds::StreamUrl& url, ds::RequestOptions options,
                  std::function<void(HeadStreamResult)> done);
+/// Deletes the stream: DELETE `url`. Success on 200/204; 404/410: not_found.
 void delete_stream(const std::shared_ptr<Session>& session, const ds::StreamUrl& url, ds::RequestOptions options,
                    std::function<void(DeleteStreamResult)> done);
+/// Closes the stream: POST `url` with an empty body and `Stream-Closed: true`, without producer
+/// headers. Success on 200/204; 409 with Stream-Closed: stream_closed (S6); other 409: conflict.
 void close_stream(const std::shared_ptr<Session>& session, const ds::StreamUrl& url, std::string content_type,
                   ds::RequestOptions options, std::function<void(CloseStreamResult)> done);
 /// Reads from offset "-1" until the server says up to date; `json` = the stream is a
@@ -60,7 +75,10 @@ auto initiate_stream_op(Token&& token, Start start) {
 }
 }  // namespace detail
 
-/// Asio-operation versions: signature void(<Result>).
+// Asio-operation versions of the callback versions above: signature void(<Result>); the
+// handler runs on its associated executor.
+
+/// create_stream as an Asio operation: PUT `url`; signature void(CreateStreamResult); errors as create_stream.
 template <class Token>
 auto async_create_stream(std::shared_ptr<Session> s, ds::StreamUrl url, std::string content_type,
                          ds::CreateOptions create, ds::RequestOptions options, Token&& token) {
@@ -70,6 +88,7 @@ auto async_create_stream(std::shared_ptr<Session> s, ds::StreamUrl url, std::str
         create_stream(s, url, std::move(ct), std::move(create), std::move(options), std::move(done));
       });
 }
+/// head_stream as an Asio operation: HEAD `url`; signature void(HeadStreamResult); errors as head_stream.
 template <class Token>
 auto async_head_stream(std::shared_ptr<Session> s, ds::StreamUrl url, ds::RequestOptions options, Token&& token) {
   return detail::initiate_stream_op<HeadStreamResult>(
@@ -77,6 +96,8 @@ auto async_head_stream(std::shared_ptr<Session> s, ds::StreamUrl url, ds::Reques
         head_stream(s, url, std::move(options), std::move(done));
       });
 }
+/// delete_stream as an Asio operation: DELETE `url`; signature void(DeleteStreamResult); errors as
+/// delete_stream.
 template <class Token>
 auto async_delete_stream(std::shared_ptr<Session> s, ds::StreamUrl url, ds::RequestOptions options, Token&& token) {
   return detail::initiate_stream_op<DeleteStreamResult>(
@@ -84,6 +105,8 @@ auto async_delete_stream(std::shared_ptr<Session> s, ds::StreamUrl url, ds::Requ
         delete_stream(s, url, std::move(options), std::move(done));
       });
 }
+/// close_stream as an Asio operation: POST `url` with `Stream-Closed: true`; signature
+/// void(CloseStreamResult); errors as close_stream.
 template <class Token>
 auto async_close_stream(std::shared_ptr<Session> s, ds::StreamUrl url, std::string content_type,
                         ds::RequestOptions options, Token&& token) {
@@ -93,6 +116,8 @@ auto async_close_stream(std::shared_ptr<Session> s, ds::StreamUrl url, std::stri
         close_stream(s, url, std::move(ct), std::move(options), std::move(done));
       });
 }
+/// read_stream_all as an Asio operation: GETs from offset "-1" until up to date, at most
+/// `max_bytes` bytes; signature void(ReadStreamResult); errors as read_stream_all.
 template <class Token>
 auto async_read_stream_all(std::shared_ptr<Session> s, ds::StreamUrl url, bool json, std::size_t max_bytes,
                            ds::RequestOptions options, Token&& token) {

@@ -47,8 +47,9 @@ namespace prodsm::blocking {
 /// and the batch acknowledgement (next offset, duplicate flag) shared by every record of
 /// the batch.
 struct RecordAck {
-  Ticket ticket;
+  Ticket ticket;            ///< the record's ticket, as RecordTicket::id() (P2)
   std::uint64_t index = 0;  ///< index of the record in its batch (P4)
+  /// The batch's acknowledgement (P4, S3), shared by every record of the batch; never null.
   std::shared_ptr<const DurableStreamsPolicy::Ack> batch_ack;
   /// Stream-Next-Offset after the record's batch (opaque; empty on a duplicate, S3).
   [[nodiscard]] const std::string& next_offset() const { return batch_ack->next_offset; }
@@ -144,7 +145,7 @@ struct ProducerOptions {
 
 /// Counters of the producer's connection (since creation).
 struct ConnectionStats {
-  std::uint64_t connections_opened = 0;
+  std::uint64_t connections_opened = 0;  ///< TCP connections established (reconnects included)
   std::uint64_t requests_written = 0;    ///< requests written completely
   std::uint64_t responses = 0;           ///< complete responses parsed
   std::uint64_t transport_failures = 0;  ///< requests failed by the transport (E2)
@@ -221,6 +222,7 @@ class Producer {
   /// The parsed stream URL.
   [[nodiscard]] const ds::StreamUrl& url() const noexcept;
 
+  /// The private implementation (defined in producer.cpp); not for users.
   struct Impl;
 
  private:
