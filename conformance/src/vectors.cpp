@@ -387,7 +387,104 @@ DriverFactory core_driver_factory() {
   };
 }
 
+namespace {
+VectorResult run_checked_vector(const json& v, const std::string& file, const DriverFactory& factory);
+}  // namespace
+
+std::optional<std::string> check_vector_shape(const json& v) {
+  if (!v.is_object()) return "a vector must be a JSON object";
+  static const std::set<std::string> top = {"name", "source", "clauses", "protocol", "config", "steps", "expect"};
+  static const std::set<std::string> step_keys = {"do",     "record",       "ms",          "which",
+                                                  "code",   "kind",         "clause",      "retry_after_ms",
+                                                  "expect", "expect_sends", "expect_done", "expect_barriers"};
+  static const std::set<std::string> expect_keys = {"outcomes", "closed", "config_error", "sends",   "barriers",
+                                                    "bodies",   "order",  "stamps",       "clauses", "positions"};
+  std::set<std::string> clause_ids;
+  for (const auto& c : clauses()) clause_ids.insert(std::string(c.id));
+  auto known_clause = [&](const json& id) { return id.is_string() && clause_ids.count(id.get<std::string>()) > 0; };
+  auto string_array = [](const json& a) {
+    return a.is_array() && std::all_of(a.begin(), a.end(), [](const json& e) { return e.is_string(); });
+  };
+  for (const auto& item : v.items()) {
+    if (top.count(item.key()) == 0) return "unknown key '" + item.key() + "'";
+  }
+  for (const char* key : {"name", "source"}) {
+    if (v.contains(key) && !v.at(key).is_string()) return std::string(key) + ": must be a string";
+  }
+  if (v.contains("protocol") && v.at("protocol") != "s2" && v.at("protocol") != "durable_streams") {
+    return "protocol: must be \"s2\" or \"durable_streams\"";
+  }
+  if (v.contains("config") && !v.at("config").is_object() && !v.at("config").is_null()) {
+    return "config: must be an object";
+  }
+  if (v.contains("clauses")) {
+    const json& c = v.at("clauses");
+    if (!c.is_array()) return "clauses: must be an array of clause IDs";
+    for (const auto& id : c) {
+      if (!known_clause(id)) return "clauses: unknown clause " + id.dump();
+    }
+  }
+  const json expect = v.value("expect", json::object());
+  if (!expect.is_object()) return "expect: must be an object";
+  for (const auto& item : expect.items()) {
+    const std::string& k = item.key();
+    const json& e = item.value();
+    if (expect_keys.count(k) == 0) return "expect." + k + ": unknown key";
+    const bool ok =
+        k == "config_error" || k == "closed" ? e.is_string()
+        : k == "sends"                       ? e.is_number_unsigned()
+        : k == "stamps"                      ? e.is_array()
+        : k == "positions"
+            ? e.is_array() && std::all_of(e.begin(), e.end(), [](const json& p) { return p.is_number_integer(); })
+        : k == "clauses" ? e.is_object() && std::all_of(e.begin(), e.end(), known_clause)
+                         : string_array(e);
+    if (!ok) return "expect." + k + ": wrong type";
+  }
+  const json steps = v.value("steps", json::array());
+  if (!steps.is_array()) return "steps: must be an array";
+  if (steps.empty() && !expect.contains("config_error")) {
+    return "no steps and no expect.config_error: the vector checks nothing";
+  }
+  for (std::size_t i = 0; i < steps.size(); ++i) {
+    const json& s = steps[i];
+    const std::string where = "steps[" + std::to_string(i) + "]";
+    if (!s.is_object()) return where + ": must be an object";
+    for (const auto& item : s.items()) {
+      if (step_keys.count(item.key()) == 0) return where + "." + item.key() + ": unknown key";
+    }
+    std::string error;
+    if (!command_from_json(s, &error)) return where + ": " + error;
+    if (s.contains("clause") && !known_clause(s.at("clause"))) return where + ".clause: unknown clause";
+    if (s.contains("expect") && !s.at("expect").is_string()) return where + ".expect: must be a string";
+    if (s.contains("expect_sends") && !s.at("expect_sends").is_number_unsigned()) {
+      return where + ".expect_sends: must be a count";
+    }
+    for (const char* key : {"expect_done", "expect_barriers"}) {
+      if (s.contains(key) && !string_array(s.at(key))) return where + "." + key + ": must be an array of strings";
+    }
+  }
+  return std::nullopt;
+}
+
 VectorResult run_vector(const json& v, const std::string& file, const DriverFactory& factory) {
+  VectorResult r;
+  r.file = file;
+  if (auto why = check_vector_shape(v)) {
+    r.name = std::filesystem::path(file).filename().string();
+    r.malformed = *why;
+    return r;
+  }
+  try {
+    return run_checked_vector(v, file, factory);
+  } catch (const std::exception& e) {  // a value the shape check let through but the run cannot use
+    r.name = std::filesystem::path(file).filename().string();
+    r.malformed = std::string("cannot be run: ") + e.what();
+    return r;
+  }
+}
+
+namespace {
+VectorResult run_checked_vector(const json& v, const std::string& file, const DriverFactory& factory) {
   VectorResult r;
   r.file = file;
   r.name = v.value("name", file);
@@ -617,6 +714,8 @@ VectorResult run_vector(const json& v, const std::string& file, const DriverFact
   return r;
 }
 
+}  // namespace
+
 std::vector<VectorResult> run_vectors(const std::string& directory, const DriverFactory& factory) {
   std::vector<std::filesystem::path> files;
   std::error_code ec;
@@ -632,7 +731,7 @@ std::vector<VectorResult> run_vectors(const std::string& directory, const Driver
       VectorResult r;
       r.name = f.filename().string();
       r.file = f.string();
-      r.failures.push_back("not valid JSON");
+      r.malformed = "not valid JSON";
       out.push_back(std::move(r));
       continue;
     }

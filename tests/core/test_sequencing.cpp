@@ -90,6 +90,27 @@ TEST(S3, DuplicateIsASuccessfulAckFlaggedDuplicate) {
   EXPECT_TRUE(h.completions()[0].ack->duplicate);
   EXPECT_TRUE(h.barriers()[0].ok());
   EXPECT_EQ(h.producer().stats().duplicates, 1U);
+  EXPECT_EQ(h.producer().stats().first_attempt_duplicate_records, 1U)
+      << "a duplicate on a first attempt: an earlier session held this seq";
+}
+
+// S3: a duplicate answering a resend after a lost ack is our own earlier attempt, not
+// an earlier session's record, so it is not counted as a first-attempt duplicate.
+TEST(S3, DuplicateAfterAResendIsNotAFirstAttemptDuplicate) {
+  auto c = ds_idempotent(Linger::after(1h));
+  c.retry.backoff_initial_ns = 1ms;
+  DsHarness h(c);
+  h.submit("a");
+  h.submit("b");
+  h.flush();
+  h.fail(h.take_send(), connection_lost());
+  h.fire_next_deadline();
+  auto resend = h.take_send();
+  ASSERT_EQ(resend.attempt, 2U);
+  h.ack(resend, duplicate());
+  ASSERT_TRUE(h.completions()[0].ok());
+  EXPECT_EQ(h.producer().stats().duplicate_records, 2U);
+  EXPECT_EQ(h.producer().stats().first_attempt_duplicate_records, 0U);
 }
 
 // S4: a gap (expected < our seq) while lower seqs are in flight: wait for them, then

@@ -201,13 +201,4 @@ bool is_valid_utf8(std::string_view bytes) noexcept {
   return true;
 }
 
-bool is_json_content_type(std::string_view content_type) {
-  std::string base(content_type.substr(0, content_type.find(';')));
-  while (!base.empty() && (base.back() == ' ' || base.back() == '\t')) base.pop_back();
-  while (!base.empty() && (base.front() == ' ' || base.front() == '\t')) base.erase(0, 1);
-  std::transform(base.begin(), base.end(), base.begin(),
-                 [](unsigned char c) { return static_cast<char>(std::tolower(c)); });
-  return base == "application/json" || (base.size() > 5 && base.compare(base.size() - 5, 5, "+json") == 0);
-}
-
 }  // namespace prodsm::tools::dsconf

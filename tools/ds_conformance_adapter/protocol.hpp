@@ -17,6 +17,7 @@
 #include <utility>
 #include <vector>
 
+#include "prodsm/ds/http_codec.hpp"
 #include "prodsm/error.hpp"
 
 namespace prodsm::tools::dsconf {
@@ -87,8 +88,6 @@ std::string serialize_line(const Json& result);
 /// True when `bytes` is well-formed UTF-8 (no overlongs, no surrogates, <= U+10FFFF).
 bool is_valid_utf8(std::string_view bytes) noexcept;
 
-/// True for the content types the Durable Streams server treats as JSON streams:
-/// `application/json` and any `+json` suffix type, case-insensitively, parameters ignored.
-bool is_json_content_type(std::string_view content_type);
+using ds::is_json_content_type;  ///< the codec's JSON-mode rule (application/json, +json)
 
 }  // namespace prodsm::tools::dsconf

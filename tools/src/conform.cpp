@@ -1,10 +1,12 @@
 // SPDX-License-Identifier: Apache-2.0
 // `prodsm conform`: runs the scenario vectors and the generated properties against a
 // target and prints the clause × verdict table (docs/conformance.md).
+#include <algorithm>
 #include <cstdio>
 #include <filesystem>
 #include <fstream>
 #include <map>
+#include <optional>
 #include <set>
 
 #include <nlohmann/json.hpp>
@@ -69,7 +71,39 @@ std::string capability_reason(const cf::Clause& clause, const cf::Capabilities& 
   return out.empty() ? "not expressible by this target" : out;
 }
 
+/// Why the output paths or the --expect file cannot be used, checked before anything runs.
+std::optional<std::string> check_files(const ConformOptions& o, nlohmann::json* expected) {
+  namespace fs = std::filesystem;
+  std::error_code ec;
+  if (!o.expect.empty()) {
+    std::ifstream in(o.expect);
+    if (!in) return "--expect: cannot open '" + o.expect + "'";
+    *expected = nlohmann::json::parse(in, nullptr, false);
+    if (expected->is_discarded()) return "--expect: '" + o.expect + "' is not a JSON file";
+    if (!expected->is_object()) return "--expect: '" + o.expect + "' is not a verdict file (a JSON object)";
+    for (const char* part : {"clauses", "vectors"}) {
+      if (!expected->contains(part)) continue;
+      const auto& p = expected->at(part);
+      if (!p.is_object() || !std::all_of(p.begin(), p.end(), [](const nlohmann::json& v) { return v.is_string(); })) {
+        return "--expect: '" + o.expect + "': \"" + part + "\" must map names to verdict strings";
+      }
+    }
+  }
+  if (!o.write_expected.empty() && fs::is_directory(o.write_expected, ec)) {
+    return "--write-expected: '" + o.write_expected + "' is a directory";
+  }
+  if (!o.save_findings.empty() && fs::exists(o.save_findings, ec) && !fs::is_directory(o.save_findings, ec)) {
+    return "--save-findings: '" + o.save_findings + "' exists and is not a directory";
+  }
+  return std::nullopt;
+}
+
 int run_conform(const ConformOptions& o) {
+  nlohmann::json expected;
+  if (auto why = check_files(o, &expected)) {
+    std::fprintf(stderr, "prodsm conform: %s\n", why->c_str());
+    return kExitBadInput;
+  }
   cf::DriverFactory factory;
   cf::TargetInfo info;
   std::string error;
@@ -104,6 +138,22 @@ int run_conform(const ConformOptions& o) {
     }
     auto more = cf::run_vectors(dir, factory);
     for (auto& r : more) results.push_back(std::move(r));
+  }
+  // A vector file that is not a valid vector is the caller's mistake, not the target's:
+  // report it and run nothing more (a skipped vector must never look like a pass).
+  int malformed = 0;
+  for (const auto& r : results) {
+    if (r.malformed.empty()) continue;
+    std::fprintf(stderr, "prodsm conform: %s: malformed vector: %s\n", r.file.c_str(), r.malformed.c_str());
+    ++malformed;
+  }
+  if (malformed > 0) {
+    std::fprintf(stderr, "prodsm conform: %d malformed vector file(s); nothing was judged\n", malformed);
+    return kExitBadInput;
+  }
+  if (results.empty() && o.skip_properties) {
+    std::fprintf(stderr, "prodsm conform: nothing to check: no *.json vectors found and --skip-properties given\n");
+    return kExitBadInput;
   }
   std::size_t vectors_passed = 0;
   std::size_t vectors_na = 0;
@@ -177,13 +227,20 @@ int run_conform(const ConformOptions& o) {
                            r.reproduce + "\"";
         if (!o.save_findings.empty() && !r.counterexample.is_null()) {
           std::filesystem::path dir = std::filesystem::path(o.save_findings) / o.target;
-          std::filesystem::create_directories(dir);
+          std::error_code ec;
+          std::filesystem::create_directories(dir, ec);
           std::string file = spec.name + "-" + clause + ".json";
           for (char& ch : file) {
             if (ch == '/') ch = '-';
           }
-          std::ofstream(dir / file) << r.counterexample.dump(2) << "\n";
-          note += "\n    saved as vector " + (dir / file).string();
+          std::ofstream out(dir / file);
+          out << r.counterexample.dump(2) << "\n";
+          out.close();
+          if (ec || !out) {
+            note += "\n    could not save the vector under " + dir.string() + (ec ? ": " + ec.message() : "");
+          } else {
+            note += "\n    saved as vector " + (dir / file).string();
+          }
         }
         v.failures.push_back(note);
         const bool found_clause = r.violation.has_value();
@@ -264,16 +321,16 @@ int run_conform(const ConformOptions& o) {
   const nlohmann::json verdict_file = {
       {"target", o.target}, {"sdk", info.sdk}, {"clauses", clause_verdicts}, {"vectors", vector_verdicts}};
   if (!o.write_expected.empty()) {
-    std::ofstream(o.write_expected) << verdict_file.dump(2) << "\n";
+    std::ofstream out(o.write_expected);
+    out << verdict_file.dump(2) << "\n";
+    out.close();
+    if (!out) {
+      std::fprintf(stderr, "prodsm conform: --write-expected: cannot write '%s'\n", o.write_expected.c_str());
+      return kExitBadInput;
+    }
     std::printf("wrote the verdicts to %s\n", o.write_expected.c_str());
   }
   if (!o.expect.empty()) {
-    std::ifstream in(o.expect);
-    const auto expected = nlohmann::json::parse(in, nullptr, false);
-    if (expected.is_discarded()) {
-      std::fprintf(stderr, "prodsm conform: --expect: '%s' is not a JSON file\n", o.expect.c_str());
-      return kExitBadInput;
-    }
     int differences = 0;
     for (const char* part : {"clauses", "vectors"}) {
       const auto want = expected.value(part, nlohmann::json::object());

@@ -6,7 +6,9 @@
 #include <asio/use_future.hpp>
 
 #include <algorithm>
+#include <cmath>
 #include <cstdio>
+#include <filesystem>
 #include <fstream>
 #include <iostream>
 #include <mutex>
@@ -28,6 +30,7 @@ struct ProduceOptions {
   std::string url;
   std::string input = "-";
   std::string content_type = "application/octet-stream";
+  bool content_type_given = false;
   bool json = false;
   bool create = false;
   std::string producer_id;
@@ -118,10 +121,13 @@ int run_produce(const ProduceOptions& o) {
   // ---- configuration --------------------------------------------------------------------
   asio::ProducerOptions options;
   options.url = o.url;
-  options.content_type = o.json ? "application/json" : o.content_type;
-  const bool json_mode =
-      o.json || o.content_type == "application/json" ||
-      (o.content_type.size() > 5 && o.content_type.compare(o.content_type.size() - 5, 5, "+json") == 0);
+  if (o.json && o.content_type_given && !ds::is_json_content_type(o.content_type)) {
+    std::fprintf(stderr, "prodsm produce: --json conflicts with --content-type '%s' (not a JSON type)\n",
+                 o.content_type.c_str());
+    return kExitBadInput;
+  }
+  options.content_type = o.json && !o.content_type_given ? "application/json" : o.content_type;
+  const bool json_mode = o.json || ds::is_json_content_type(o.content_type);
   auto& core = options.producer;
   core.protocol.body_format =
       json_mode ? DurableStreamsPolicy::BodyFormat::json : DurableStreamsPolicy::BodyFormat::bytes;
@@ -137,10 +143,15 @@ int run_produce(const ProduceOptions& o) {
       std::size_t used = 0;
       const double ms = std::stod(o.linger, &used);
       if (used != o.linger.size()) throw std::invalid_argument("trailing characters");
+      // Range-checked before converting: a float outside int64 has no defined conversion.
+      const double max_ms = std::chrono::duration<double, std::milli>(Linger::kMaxLinger).count();
+      if (!std::isfinite(ms) || ms < 0 || ms > max_ms) throw std::out_of_range("linger");
       core.linger = Linger::after(std::chrono::nanoseconds{static_cast<std::int64_t>(ms * 1e6)});
     } catch (const std::exception&) {
-      std::fprintf(stderr, "prodsm produce: --linger-ms: '%s' is not a number of milliseconds or 'off'\n",
-                   o.linger.c_str());
+      std::fprintf(
+          stderr, "prodsm produce: --linger-ms: '%s' is not a number of milliseconds in 0..%lld or 'off'\n",
+          o.linger.c_str(),
+          static_cast<long long>(std::chrono::duration_cast<std::chrono::milliseconds>(Linger::kMaxLinger).count()));
       return kExitBadInput;
     }
   }
@@ -168,14 +179,24 @@ int run_produce(const ProduceOptions& o) {
   std::istream* in = &std::cin;
   std::uint64_t total_bytes = 0;
   if (o.input != "-") {
+    // Pipes, FIFOs and /dev/stdin are read like stdin: only a regular file has a size
+    // for the progress bar (and only a regular file may be seeked).
+    std::error_code ec;
+    const auto status = std::filesystem::status(o.input, ec);
+    if (ec || std::filesystem::is_directory(status)) {
+      std::fprintf(stderr, "prodsm produce: cannot read input '%s': %s\n", o.input.c_str(),
+                   ec ? ec.message().c_str() : "is a directory");
+      return kExitBadInput;
+    }
     file.open(o.input, std::ios::binary);
     if (!file) {
       std::fprintf(stderr, "prodsm produce: cannot open input '%s'\n", o.input.c_str());
       return kExitBadInput;
     }
-    file.seekg(0, std::ios::end);
-    total_bytes = static_cast<std::uint64_t>(std::max<std::streamoff>(0, file.tellg()));
-    file.seekg(0);
+    if (std::filesystem::is_regular_file(status)) {
+      total_bytes = static_cast<std::uint64_t>(std::filesystem::file_size(o.input, ec));
+      if (ec) total_bytes = 0;
+    }
     in = &file;
   }
   std::vector<char> stream_buffer(1 << 20);
@@ -325,14 +346,22 @@ int run_produce(const ProduceOptions& o) {
       std::lock_guard lock(latency_mu);
       latencies = flush_latencies_ms;
     }
-    std::printf("records      %llu\n", static_cast<unsigned long long>(records));
+    if (stats.core.records_failed > 0 || records != stats.core.records_succeeded) {
+      // Accepted is not stored: say how many were acknowledged and how many failed.
+      std::printf("records      %llu accepted: %llu acknowledged, %llu failed\n",
+                  static_cast<unsigned long long>(records),
+                  static_cast<unsigned long long>(stats.core.records_succeeded),
+                  static_cast<unsigned long long>(stats.core.records_failed));
+    } else {
+      std::printf("records      %llu\n", static_cast<unsigned long long>(records));
+    }
     std::printf("bytes        %llu (%s)\n", static_cast<unsigned long long>(record_bytes),
                 format_bytes(static_cast<double>(record_bytes)).c_str());
     std::printf("batches      %llu\n", static_cast<unsigned long long>(stats.core.batches_sealed));
     std::printf("duplicates   %llu records in %llu batches\n",
                 static_cast<unsigned long long>(stats.core.duplicate_records),
                 static_cast<unsigned long long>(stats.core.duplicates));
-    std::printf("retries      %llu (gap resends %llu, epoch claims %llu)\n",
+    std::printf("resends      %llu retries, %llu gap resends, %llu epoch claims\n",
                 static_cast<unsigned long long>(stats.core.retries),
                 static_cast<unsigned long long>(stats.core.gap_resends),
                 static_cast<unsigned long long>(stats.core.epoch_claims));
@@ -352,12 +381,27 @@ int run_produce(const ProduceOptions& o) {
                   static_cast<unsigned long long>(records));
     }
   }
+  if (stats.core.first_attempt_duplicate_records > 0) {
+    std::fprintf(stderr,
+                 "prodsm produce: note: %llu records were already in the stream from an earlier run with the same "
+                 "producer id and epoch, and were not appended again (a resumed run); to append new data under "
+                 "a fixed --producer-id, raise --epoch or use --auto-claim\n",
+                 static_cast<unsigned long long>(stats.core.first_attempt_duplicate_records));
+  }
   if (bad_line) {
+    if (failure) {
+      std::fprintf(stderr,
+                   "prodsm produce: line %llu: %s (stopped before sending it); the %llu records before it were not "
+                   "all stored: %s\n",
+                   static_cast<unsigned long long>(bad_line->line), bad_line->message.c_str(),
+                   static_cast<unsigned long long>(records), failure->describe().c_str());
+      return kExitServerError;
+    }
     std::fprintf(stderr,
                  "prodsm produce: line %llu: %s (stopped before sending it; the %llu records before it were flushed)\n",
                  static_cast<unsigned long long>(bad_line->line), bad_line->message.c_str(),
                  static_cast<unsigned long long>(records));
-    return failure ? kExitServerError : kExitBadInput;
+    return kExitBadInput;
   }
   if (failure) {
     std::fprintf(stderr, "prodsm produce: %s\n", failure->describe().c_str());
@@ -380,22 +424,42 @@ void add_produce_command(CLI::App& app, std::function<int()>& run) {
   cmd->add_option("--content-type", o->content_type, "Stream content type")->capture_default_str();
   cmd->add_flag("--json", o->json, "JSON mode: content type application/json, one JSON value per line");
   cmd->add_flag("--create", o->create, "Create the stream first if it does not exist (PUT)");
-  cmd->add_option("--producer-id", o->producer_id, "Idempotent producer id (default: generated per run)");
-  cmd->add_flag("--no-producer-id", o->no_producer_id, "Plain appends without producer headers (no deduplication)");
-  cmd->add_option("--epoch", o->epoch, "Producer epoch")->capture_default_str();
-  cmd->add_flag("--auto-claim", o->auto_claim, "On a stale epoch, claim server epoch + 1 (S5)");
+  auto* id =
+      cmd->add_option("--producer-id", o->producer_id,
+                      "Idempotent producer id (default: generated per run). Records are deduplicated "
+                      "by (producer id, epoch, seq): a run that reuses an id and epoch resumes an earlier "
+                      "run (its records already in the stream are skipped as duplicates); to append new "
+                      "data under a fixed id, raise --epoch or use --auto-claim")
+          ->check(CLI::Validator(
+              [](std::string& v) { return v.empty() ? std::string("must not be empty") : std::string(); }, "NONEMPTY"));
+  auto* epoch = cmd->add_option("--epoch", o->epoch, "Producer epoch, 0..2^53-1")
+                    ->check(CLI::NonNegativeNumber)
+                    ->capture_default_str();
+  auto* claim = cmd->add_flag("--auto-claim", o->auto_claim, "On a stale epoch, claim server epoch + 1 (S5)");
+  cmd->add_flag("--no-producer-id", o->no_producer_id, "Plain appends without producer headers (no deduplication)")
+      ->excludes(id)
+      ->excludes(epoch)
+      ->excludes(claim);
   cmd->add_option("--linger-ms", o->linger, "Linger in ms (0 = no delay, 'off' = no timer)")->capture_default_str();
-  cmd->add_option("--max-batch-bytes", o->max_batch_bytes, "Most bytes per batch")->capture_default_str();
-  cmd->add_option("--max-in-flight", o->max_in_flight, "Most batches in flight")->capture_default_str();
-  cmd->add_option("--flush-every", o->flush_every, "Flush after every N records (0 = only at the end)");
+  cmd->add_option("--max-batch-bytes", o->max_batch_bytes, "Most bytes per batch")
+      ->check(CLI::NonNegativeNumber)
+      ->capture_default_str();
+  cmd->add_option("--max-in-flight", o->max_in_flight, "Most batches in flight")
+      ->check(CLI::NonNegativeNumber)
+      ->capture_default_str();
+  cmd->add_option("--flush-every", o->flush_every, "Flush after every N records (0 = only at the end)")
+      ->check(CLI::NonNegativeNumber);
   cmd->add_flag("--close-stream", o->close_stream, "Close the stream after the last record");
   cmd->add_option("-H,--header", o->headers, "Extra request header 'Name: value' (repeatable)");
   cmd->add_option("--connection-mode", o->connection_mode,
                   "pipelined (one connection) or pool (one request per connection)")
       ->check(CLI::IsMember({"pool", "pipelined"}))
       ->capture_default_str();
-  cmd->add_option("--request-timeout-ms", o->request_timeout_ms, "Per-request timeout")->capture_default_str();
-  cmd->add_option("--delivery-timeout-ms", o->delivery_timeout_ms, "Per-record delivery deadline")
+  cmd->add_option("--request-timeout-ms", o->request_timeout_ms, "Per-request timeout, 1..600000")
+      ->check(CLI::Range(std::uint64_t{1}, std::uint64_t{600'000}))
+      ->capture_default_str();
+  cmd->add_option("--delivery-timeout-ms", o->delivery_timeout_ms, "Per-record delivery deadline, 1..86400000")
+      ->check(CLI::Range(std::uint64_t{1}, std::uint64_t{86'400'000}))
       ->capture_default_str();
   cmd->add_option("--progress", o->progress, "auto (when stderr is a terminal), always, never")
       ->check(CLI::IsMember({"auto", "always", "never"}))
@@ -406,7 +470,10 @@ void add_produce_command(CLI::App& app, std::function<int()>& run) {
       "Exit status: 0 success; 1 verification failed; 2 bad input (usage, unreadable file, invalid "
       "line: reported with its number, nothing after it is sent, everything before it is flushed); "
       "3 server or network failure.");
-  cmd->callback([o, &run] { run = [o] { return run_produce(*o); }; });
+  cmd->callback([o, cmd, &run] {
+    o->content_type_given = cmd->count("--content-type") > 0;
+    run = [o] { return run_produce(*o); };
+  });
 }
 
 }  // namespace prodsm::tools

@@ -64,10 +64,16 @@ int run_read(const ReadOptions& o) {
     return kExitServerError;
   }
   if (o.output == "-") {
-    std::fwrite(contents->body.data(), 1, contents->body.size(), stdout);
+    const std::size_t written = std::fwrite(contents->body.data(), 1, contents->body.size(), stdout);
+    if (written != contents->body.size() || std::fflush(stdout) != 0) {
+      std::fprintf(stderr, "prodsm read: writing to stdout failed after %zu of %zu bytes\n", written,
+                   contents->body.size());
+      return kExitBadInput;
+    }
   } else {
     std::ofstream out(o.output, std::ios::binary);
     out.write(contents->body.data(), static_cast<std::streamsize>(contents->body.size()));
+    out.close();
     if (!out) {
       std::fprintf(stderr, "prodsm read: cannot write '%s'\n", o.output.c_str());
       return kExitBadInput;

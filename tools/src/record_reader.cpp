@@ -3,6 +3,7 @@
 
 #include <simdjson.h>
 
+#include <algorithm>
 #include <cstring>
 #include <nlohmann/json.hpp>
 #include <vector>
@@ -40,39 +41,66 @@ std::optional<std::string> JsonLineValidator::check(std::string_view text) {
 RecordReader::RecordReader(std::istream& in, Mode mode, std::size_t max_record_bytes)
     : in_{in}, mode_{mode}, max_record_bytes_{max_record_bytes} {}
 
+tl::expected<RecordReader::Line, LineError> RecordReader::read_line() {
+  // Bounded: reads at most max_record_bytes + 1 bytes of a line before giving up on it,
+  // so an endless line costs no more memory than the largest acceptable record.
+  constexpr std::size_t kChunkBytes = 64 * 1024;
+  std::size_t length = 0;
+  while (true) {
+    const std::size_t room = std::min(kChunkBytes, max_record_bytes_ + 2 - length);
+    buffer_.resize(length + room + 1);  // getline stores up to `room` bytes and a NUL
+    in_.getline(buffer_.data() + length, static_cast<std::streamsize>(room + 1));
+    const auto got = static_cast<std::size_t>(in_.gcount());
+    if (in_.bad()) return tl::unexpected(LineError{line_ + 1, "read error"});
+    if (in_.eof()) {  // the input ended: a last line without '\n', or nothing at all
+      length += got;
+      if (length == 0) return Line{{}, false, true};
+      return Line{{buffer_.data(), length}, false, false};
+    }
+    if (!in_.fail()) {  // the '\n' was extracted (counted by gcount, not stored)
+      length += got - 1;
+      return Line{{buffer_.data(), length}, true, false};
+    }
+    length += got;  // `room` bytes stored and no '\n' yet
+    in_.clear();
+    if (length > max_record_bytes_) {
+      return tl::unexpected(LineError{
+          line_ + 1, "line is longer than max batch bytes allows (" + std::to_string(max_record_bytes_) + " bytes)"});
+    }
+  }
+}
+
 tl::expected<std::optional<std::string_view>, LineError> RecordReader::next() {
   while (true) {
-    buffer_.clear();
-    if (!std::getline(in_, buffer_)) {
-      if (in_.bad()) return tl::unexpected(LineError{line_ + 1, "read error"});
-      return std::optional<std::string_view>{};
-    }
+    auto line = read_line();
+    if (!line) return tl::unexpected(std::move(line.error()));
+    if (line->end) return std::optional<std::string_view>{};
     ++line_;
-    const bool had_newline = !in_.eof();
-    bytes_ += buffer_.size() + (had_newline ? 1 : 0);
+    std::size_t length = line->text.size();
+    bytes_ += length + (line->had_newline ? 1 : 0);
     if (mode_ == Mode::bytes) {
-      if (had_newline) buffer_.push_back('\n');
-      if (buffer_.size() > max_record_bytes_) {
-        return tl::unexpected(LineError{line_, "line is " + std::to_string(buffer_.size()) +
+      if (line->had_newline) buffer_[length++] = '\n';  // getline left room: its NUL sat there
+      if (length > max_record_bytes_) {
+        return tl::unexpected(LineError{line_, "line is " + std::to_string(length) +
                                                    " bytes, more than max batch bytes (" +
                                                    std::to_string(max_record_bytes_) + ")"});
       }
-      if (buffer_.empty()) continue;  // a final empty "line" after the last '\n'
-      return std::optional<std::string_view>{buffer_};
+      return std::optional<std::string_view>{std::string_view{buffer_.data(), length}};
     }
-    if (!buffer_.empty() && buffer_.back() == '\r') buffer_.pop_back();
-    if (buffer_.find_first_not_of(" \t") == std::string::npos) {
+    std::string_view text = line->text;
+    if (!text.empty() && text.back() == '\r') text.remove_suffix(1);
+    if (text.find_first_not_of(" \t") == std::string_view::npos) {
       ++blank_;
       continue;
     }
-    if (buffer_.size() + 1 > max_record_bytes_) {
+    if (text.size() + 1 > max_record_bytes_) {
       return tl::unexpected(
-          LineError{line_, "line is " + std::to_string(buffer_.size()) + " bytes, more than max batch bytes allows"});
+          LineError{line_, "line is " + std::to_string(text.size()) + " bytes, more than max batch bytes allows"});
     }
-    if (auto why = validator_.check(buffer_)) {
+    if (auto why = validator_.check(text)) {
       return tl::unexpected(LineError{line_, "invalid JSON: " + *why});
     }
-    return std::optional<std::string_view>{buffer_};
+    return std::optional<std::string_view>{text};
   }
 }
 

@@ -58,6 +58,15 @@ class RecordReader {
   [[nodiscard]] std::uint64_t bytes_read() const noexcept { return bytes_; }
 
  private:
+  /// One physical line: its bytes (without '\n', inside buffer_), whether a '\n' ended
+  /// it, or `end` when the input has no more bytes.
+  struct Line {
+    std::string_view text;
+    bool had_newline = false;
+    bool end = false;
+  };
+  tl::expected<Line, LineError> read_line();
+
   std::istream& in_;
   Mode mode_;
   std::size_t max_record_bytes_;

@@ -42,14 +42,6 @@ Error rejection_error(const Rejection& r) {
   return local_error(ErrorCode::internal, "unknown rejection");
 }
 
-bool is_json_content_type(std::string_view ct) {
-  const auto semi = ct.find(';');
-  std::string base(ct.substr(0, semi));
-  while (!base.empty() && base.back() == ' ') base.pop_back();
-  std::transform(base.begin(), base.end(), base.begin(),
-                 [](unsigned char c) { return static_cast<char>(std::tolower(c)); });
-  return base == "application/json" || (base.size() > 5 && base.compare(base.size() - 5, 5, "+json") == 0);
-}
 }  // namespace
 
 namespace detail {
@@ -449,7 +441,7 @@ std::optional<std::string> check_options(const ProducerOptions& o, const ds::Str
   if (o.content_type.empty() || o.content_type.find_first_of("\r\n") != std::string::npos) {
     return "content_type: must be a non-empty header value without CR/LF";
   }
-  const bool json = is_json_content_type(o.content_type);
+  const bool json = ds::is_json_content_type(o.content_type);
   if (json != (o.producer.protocol.body_format == DurableStreamsPolicy::BodyFormat::json)) {
     return "content_type: '" + o.content_type + "' needs producer.protocol.body_format = " + (json ? "json" : "bytes");
   }

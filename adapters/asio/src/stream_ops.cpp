@@ -87,6 +87,7 @@ struct ReadLoop : std::enable_shared_from_this<ReadLoop> {
     if (!r) return done(tl::unexpected(r.error()));
     auto read = ds::classify_read(*r);
     if (!read) return done(tl::unexpected(read.error()));
+    const std::size_t size_before = contents.body.size();
     if (json) {
       if (!append_json_elements(contents.body, read->body)) {
         return done(tl::unexpected(make_error(ErrorCode::protocol_error, Certainty::definite, false,
@@ -101,6 +102,13 @@ struct ReadLoop : std::enable_shared_from_this<ReadLoop> {
                                     "stream larger than the read limit of " + std::to_string(max_bytes) + " bytes")));
     }
     const bool progressed = read->next_offset != offset;
+    if (!progressed && contents.body.size() != size_before) {
+      // Data that does not move the offset would be read twice: the stream's contents
+      // would come out duplicated.
+      return done(
+          tl::unexpected(make_error(ErrorCode::protocol_error, Certainty::definite, false,
+                                    "the server returned data without advancing Stream-Next-Offset (" + offset + ")")));
+    }
     offset = read->next_offset;
     contents.next_offset = read->next_offset;
     contents.closed = read->closed;

@@ -219,20 +219,12 @@ std::optional<Instant> deadline_after(std::optional<Duration> timeout_ns) {
   return saturating_add(steady_now(), *timeout_ns);
 }
 
-bool is_json_content_type(std::string_view ct) {
-  std::string base(ct.substr(0, ct.find(';')));
-  while (!base.empty() && base.back() == ' ') base.pop_back();
-  std::transform(base.begin(), base.end(), base.begin(),
-                 [](unsigned char c) { return static_cast<char>(std::tolower(c)); });
-  return base == "application/json" || (base.size() > 5 && base.ends_with("+json"));
-}
-
 std::optional<std::string> check_options(const ProducerOptions& o) {
   using namespace std::chrono_literals;
   if (o.content_type.empty() || o.content_type.find_first_of("\r\n") != std::string::npos) {
     return "content_type: must be a non-empty header value without CR/LF";
   }
-  const bool json = is_json_content_type(o.content_type);
+  const bool json = ds::is_json_content_type(o.content_type);
   if (json != (o.producer.protocol.body_format == DurableStreamsPolicy::BodyFormat::json)) {
     return "content_type: '" + o.content_type + "' needs producer.protocol.body_format = " + (json ? "json" : "bytes");
   }

@@ -77,14 +77,18 @@ struct ProducerStats {
   std::uint64_t batches_acked = 0;           ///< batches completed successfully (duplicates included)
   std::uint64_t duplicates = 0;              ///< batches acknowledged as duplicates (S3)
   std::uint64_t duplicate_records = 0;       ///< records in those batches
-  std::uint64_t sends = 0;                   ///< SendBatch actions, first attempts included
-  std::uint64_t retries = 0;                 ///< resends after a retryable failure (E4)
-  std::uint64_t gap_resends = 0;             ///< resends after a sequence gap (S4)
-  std::uint64_t epoch_claims = 0;            ///< auto-claims (S5)
-  std::uint64_t would_blocks = 0;            ///< refusals with would_block (R1)
-  std::uint64_t stale_outcomes = 0;          ///< outcomes for superseded attempts or completed
-                                             ///< batches, ignored
-  std::uint64_t barriers_completed = 0;      ///< BarrierCompleted actions emitted (F1–F5)
+  /// Records in batches reported duplicate on their first attempt (S3): the server held
+  /// those seqs from an earlier session with the same producer id and epoch, so these
+  /// records were not appended. Expected when a run resumes; a warning sign otherwise.
+  std::uint64_t first_attempt_duplicate_records = 0;
+  std::uint64_t sends = 0;               ///< SendBatch actions, first attempts included
+  std::uint64_t retries = 0;             ///< resends after a retryable failure (E4)
+  std::uint64_t gap_resends = 0;         ///< resends after a sequence gap (S4)
+  std::uint64_t epoch_claims = 0;        ///< auto-claims (S5)
+  std::uint64_t would_blocks = 0;        ///< refusals with would_block (R1)
+  std::uint64_t stale_outcomes = 0;      ///< outcomes for superseded attempts or completed
+                                         ///< batches, ignored
+  std::uint64_t barriers_completed = 0;  ///< BarrierCompleted actions emitted (F1–F5)
 };
 
 /// The Producer state machine for one stream. Movable, not copyable.

@@ -70,4 +70,11 @@ std::optional<std::string_view> Response::header(std::string_view name) const {
   return std::nullopt;
 }
 
+bool is_json_content_type(std::string_view content_type) noexcept {
+  const std::string_view media = detail::trim_ows(content_type.substr(0, content_type.find(';')));
+  constexpr std::string_view kSuffix = "+json";
+  return detail::iequals(media, "application/json") ||
+         (media.size() > kSuffix.size() && detail::iequals(media.substr(media.size() - kSuffix.size()), kSuffix));
+}
+
 }  // namespace prodsm::ds

@@ -65,9 +65,19 @@ struct VectorResult {
   std::vector<Violation> violations;  ///< trace-checker violations
   std::string evidence;               ///< rendered counterexample (first failure)
   Trace trace;                        ///< the recorded run; empty when no producer ran (e.g. a config vector)
+  /// Non-empty when the vector file itself is invalid (not JSON, wrong shape, unknown
+  /// clause, command or key, or nothing to check): the vector did not run, and its
+  /// result is neither a pass nor a failure of the target. `prodsm conform` exits 2.
+  std::string malformed;
 };
 
-/// Runs the vector in `json` (file name for messages).
+/// Why `vector` is not a well-formed scenario vector (docs/conformance.md, "Vector
+/// format"), or nullopt: an object with known keys of the right types, known clause IDs,
+/// every step a known command, and something to check (steps or an expected config error).
+std::optional<std::string> check_vector_shape(const nlohmann::json& vector);
+
+/// Runs the vector in `json` (file name for messages). A malformed vector (see
+/// check_vector_shape) is not run: the result carries `malformed`.
 VectorResult run_vector(const nlohmann::json& vector, const std::string& file, const DriverFactory& factory);
 
 /// Runs every *.json under `directory` (sorted by name).

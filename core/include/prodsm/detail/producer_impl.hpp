@@ -648,6 +648,9 @@ struct alignas(64) Producer<Policy>::Impl {
     if (Policy::is_duplicate(ack)) {  // S3
       ++stats.duplicates;
       stats.duplicate_records += b->count;
+      // Nothing of ours can have reached the server before: an earlier session with the
+      // same producer id and epoch appended these seqs (a resumed run, or an id reused).
+      if (b->attempt == 1 && !b->ambiguous) stats.first_attempt_duplicate_records += b->count;
     }
     b->ack = std::move(ack);
     advance_head();

@@ -231,6 +231,11 @@ tl::expected<ReadResult, Error> classify_read(const Response& response);
 /// 204/200 -> success; 404 -> not_found; otherwise as classify_append's error cases.
 tl::expected<void, Error> classify_delete(const Response& response);
 
+/// True when `content_type` selects the protocol's JSON mode (PROTOCOL.md, JSON mode):
+/// media type `application/json` or any `+json` suffix, ASCII case-insensitive,
+/// parameters (`; charset=utf-8`) and surrounding whitespace ignored.
+[[nodiscard]] bool is_json_content_type(std::string_view content_type) noexcept;
+
 /// Parses a decimal protocol number: digits only, 0..2^53-1 (Producer-Epoch,
 /// Producer-Seq, Producer-Expected-Seq, ...). nullopt for anything else.
 std::optional<std::uint64_t> parse_protocol_number(std::string_view text) noexcept;

@@ -1,0 +1,196 @@
+// SPDX-License-Identifier: Apache-2.0
+// The `prodsm` CLI end to end against the reference server: what reaches the stream,
+// the exit status (0 ok, 1 check failed, 2 bad input, 3 server or network failure) and
+// the message that names what was wrong.
+#include <gtest/gtest.h>
+
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <cstdlib>
+#include <fstream>
+#include <nlohmann/json.hpp>
+
+#include "reference_server.hpp"
+#include "test_client.hpp"
+
+namespace prodsm::test {
+namespace {
+
+struct CliRun {
+  int status = -1;
+  std::string out;
+  std::string err;
+};
+
+std::string temp_path(const std::string& name) {
+  return ::testing::TempDir() + "prodsm-cli-" + name + "-" + std::to_string(::getpid());
+}
+
+std::string slurp(const std::string& path) {
+  std::ifstream in(path, std::ios::binary);
+  return {std::istreambuf_iterator<char>(in), std::istreambuf_iterator<char>()};
+}
+
+void write_file(const std::string& path, const std::string& text) {
+  std::ofstream(path, std::ios::binary) << text;
+}
+
+enum class Stdin { file, pipe };
+
+/// Runs `prodsm <args>` through the shell with `stdin_text` on stdin (a regular file, or
+/// a pipe from `cat`); captures stdout and stderr.
+CliRun prodsm(const std::string& args, const std::string& stdin_text = {}, Stdin how = Stdin::file) {
+  const std::string in = temp_path("stdin");
+  const std::string out = temp_path("stdout");
+  const std::string err = temp_path("stderr");
+  write_file(in, stdin_text);
+  const std::string command = (how == Stdin::pipe ? "cat " + in + " | " : std::string()) + PRODSM_CLI + " " + args +
+                              (how == Stdin::file ? " <" + in : std::string()) + " >" + out + " 2>" + err;
+  const int status = std::system(command.c_str());
+  CliRun r;
+  r.status = WIFEXITED(status) ? WEXITSTATUS(status) : -1;
+  r.out = slurp(out);
+  r.err = slurp(err);
+  std::remove(in.c_str());
+  std::remove(out.c_str());
+  std::remove(err.c_str());
+  return r;
+}
+
+class Cli : public ::testing::Test {
+ protected:
+  void SetUp() override { ASSERT_FALSE(ReferenceServer::shared().url().empty()) << ReferenceServer::shared().error(); }
+  std::string url(const std::string& name) { return ReferenceServer::shared().stream_url("cli-" + name); }
+  TestClient client;
+};
+
+TEST_F(Cli, ProducesAFileAndVerifiesIt) {
+  const std::string u = url("file");
+  const std::string input = temp_path("file");
+  write_file(input, "one\ntwo\nthree without newline");
+  const CliRun r = prodsm("produce " + u + " --create --verify -i " + input);
+  EXPECT_EQ(r.status, 0) << r.err;
+  EXPECT_NE(r.out.find("verified"), std::string::npos) << r.out;
+  EXPECT_EQ(client.read_all(u, false), "one\ntwo\nthree without newline");
+  std::remove(input.c_str());
+}
+
+// A pipe named with -i is read like stdin (it cannot be seeked for its size).
+TEST_F(Cli, ReadsAPipeGivenWithDashI) {
+  const std::string u = url("pipe");
+  const CliRun r = prodsm("produce " + u + " --create --verify -i /dev/stdin", "a\nb\nc\n", Stdin::pipe);
+  EXPECT_EQ(r.status, 0) << r.err;
+  EXPECT_EQ(client.read_all(u, false), "a\nb\nc\n");
+}
+
+TEST_F(Cli, ADirectoryAsInputIsBadInputAndCreatesNothing) {
+  const std::string u = url("dir");
+  const CliRun r = prodsm("produce " + u + " --create -i " + ::testing::TempDir());
+  EXPECT_EQ(r.status, 2);
+  EXPECT_NE(r.err.find("is a directory"), std::string::npos) << r.err;
+}
+
+// Issue 3: a bad JSON line is reported with its number; nothing after it is sent and
+// everything before it is flushed.
+TEST_F(Cli, BadJsonLineIsReportedWithItsNumberAndThePrefixIsFlushed) {
+  const std::string u = url("badjson");
+  const CliRun r = prodsm("produce " + u + " --json --create", "{\"a\":1}\n[2]\n{bad\n\"never\"\n");
+  EXPECT_EQ(r.status, 2);
+  EXPECT_NE(r.err.find("line 3"), std::string::npos) << r.err;
+  EXPECT_EQ(nlohmann::json::parse(client.read_all(u, true)), nlohmann::json::parse(R"([{"a":1},[2]])"));
+}
+
+// JSON mode follows the content type's media type, whatever its case and parameters.
+TEST_F(Cli, JsonContentTypeWithParametersSelectsJsonMode) {
+  const std::string u = url("jsonparams");
+  const CliRun r = prodsm("produce " + u + " --create --content-type 'Application/JSON; charset=utf-8'", "1\n2\n");
+  EXPECT_EQ(r.status, 0) << r.err;
+  EXPECT_EQ(nlohmann::json::parse(client.read_all(u, true)), nlohmann::json::parse("[1,2]"));
+}
+
+TEST_F(Cli, JsonConflictingWithANonJsonContentTypeIsRefused) {
+  const CliRun r = prodsm("produce " + url("conflict") + " --create --json --content-type text/plain", "1\n");
+  EXPECT_EQ(r.status, 2);
+  EXPECT_NE(r.err.find("--json conflicts"), std::string::npos) << r.err;
+}
+
+TEST_F(Cli, MissingStreamIsAServerFailure) {
+  const CliRun r = prodsm("produce " + url("missing"), "x\n");
+  EXPECT_EQ(r.status, 3);
+  EXPECT_NE(r.err.find("not_found"), std::string::npos) << r.err;
+}
+
+// E1, S6: when the final flush fails after a bad line, the message says so and names
+// the real error instead of claiming the prefix was flushed.
+TEST_F(Cli, FlushFailureAfterABadLineNamesTheRealError) {
+  const std::string u = url("closedjson");
+  ASSERT_EQ(prodsm("produce " + u + " --json --create --close-stream -q", "1\n").status, 0);
+  const CliRun r = prodsm("produce " + u + " --json", "2\n3\n{bad\n");
+  EXPECT_EQ(r.status, 3);
+  EXPECT_NE(r.err.find("line 3"), std::string::npos) << r.err;
+  EXPECT_NE(r.err.find("not all stored"), std::string::npos) << r.err;
+  EXPECT_NE(r.err.find("stream_closed"), std::string::npos) << r.err;
+  EXPECT_NE(r.out.find("0 acknowledged, 2 failed"), std::string::npos) << r.out;
+}
+
+// S3: a run reusing a producer id and epoch is deduplicated against the earlier run;
+// the CLI says so instead of passing over it silently.
+TEST_F(Cli, ReusedProducerIdAndEpochIsNoted) {
+  const std::string u = url("reuse");
+  ASSERT_EQ(prodsm("produce " + u + " --create --producer-id fixed -q", "a\nb\n").status, 0);
+  const CliRun r = prodsm("produce " + u + " --producer-id fixed", "c\nd\n");
+  EXPECT_EQ(r.status, 0) << r.err;
+  EXPECT_NE(r.err.find("2 records were already in the stream"), std::string::npos) << r.err;
+  EXPECT_EQ(client.read_all(u, false), "a\nb\n") << "the protocol deduplicates by (id, epoch, seq)";
+  const CliRun next = prodsm("produce " + u + " --producer-id fixed --epoch 1", "c\nd\n");
+  EXPECT_EQ(next.status, 0) << next.err;
+  EXPECT_EQ(next.err.find("already in the stream"), std::string::npos) << next.err;
+  EXPECT_EQ(client.read_all(u, false), "a\nb\nc\nd\n");
+}
+
+// B3 at the command line: out-of-range values are refused by name, never wrapped.
+TEST_F(Cli, OutOfRangeOptionsAreRefused) {
+  const std::string u = url("ranges");
+  for (const char* bad : {"--request-timeout-ms 288230376151712744", "--delivery-timeout-ms 0", "--linger-ms nan",
+                          "--linger-ms inf", "--linger-ms 1e19", "--epoch -1", "--max-batch-bytes -1",
+                          "--no-producer-id --producer-id x", "--producer-id ''"}) {
+    const CliRun r = prodsm("produce " + u + " --create " + bad, "x\n");
+    EXPECT_EQ(r.status, 2) << bad << ": " << r.err;
+    EXPECT_FALSE(r.err.empty()) << bad;
+  }
+}
+
+TEST_F(Cli, ReadWritingToAFullDeviceFails) {
+  const std::string u = url("readfull");
+  ASSERT_EQ(prodsm("produce " + u + " --create -q", "data\n").status, 0);
+  const int status = std::system((std::string(PRODSM_CLI) + " read " + u + " >/dev/full 2>/dev/null").c_str());
+  EXPECT_EQ(WIFEXITED(status) ? WEXITSTATUS(status) : -1, 2);
+}
+
+// `prodsm conform`: a vector file that is not a valid vector is the caller's mistake:
+// exit 2 naming the file, never a crash and never a silent pass.
+TEST_F(Cli, ConformRefusesMalformedVectors) {
+  const std::string dir = temp_path("vectors");
+  ASSERT_EQ(std::system(("mkdir -p " + dir).c_str()), 0);
+  for (const char* text : {"[]", "{not json", "{}", R"({"steps":[{"do":"explode"}]})",
+                           R"({"steps":[{"do":"flush"}],"clauses":["Z9"]})", R"({"expect":{"outcomes":5}})"}) {
+    write_file(dir + "/v.json", text);
+    const CliRun r = prodsm("conform --skip-properties --vectors " + dir);
+    EXPECT_EQ(r.status, 2) << text << ": " << r.err;
+    EXPECT_NE(r.err.find("v.json: malformed vector"), std::string::npos) << text << ": " << r.err;
+  }
+  ASSERT_EQ(std::system(("rm -rf " + dir).c_str()), 0);
+}
+
+TEST_F(Cli, ConformRefusesUnusableOutputAndExpectFiles) {
+  const std::string file = temp_path("plain");
+  write_file(file, "[]");
+  EXPECT_EQ(prodsm("conform --skip-properties --expect " + file).status, 2);
+  EXPECT_EQ(prodsm("conform --skip-properties --save-findings " + file).status, 2);
+  EXPECT_EQ(prodsm("conform --skip-properties --write-expected " + ::testing::TempDir()).status, 2);
+  std::remove(file.c_str());
+}
+
+}  // namespace
+}  // namespace prodsm::test
