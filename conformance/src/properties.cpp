@@ -171,7 +171,12 @@ rc::Gen<Command> gen_command(const CoreConfig& config) {
   } else {
     other.push_back(ErrorCode::condition_failed);
   }
-  auto which = rc::gen::weightedElement<Command::Which>({{4, Command::Which::oldest}, {1, Command::Which::newest}});
+  // An S2 append session answers its appends in order; Durable Streams requests on
+  // separate connections (or pipelined) may be answered in any order.
+  auto which =
+      t.protocol == Protocol::s2
+          ? rc::gen::just(Command::Which::oldest)
+          : rc::gen::weightedElement<Command::Which>({{4, Command::Which::oldest}, {1, Command::Which::newest}});
   auto answer = [which](Command::Kind kind) {
     return rc::gen::map(which, [kind](Command::Which w) {
       Command c = Command::of(kind);

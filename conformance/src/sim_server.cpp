@@ -50,7 +50,11 @@ Response SimServer::unknown_batch_ack() {
 
 std::optional<std::pair<PendingSend, Response>> SimServer::answer(const Command& c) {
   if (unanswered_.empty()) return std::nullopt;
-  auto it = c.which == Command::Which::oldest ? unanswered_.begin() : std::prev(unanswered_.end());
+  // S2: an append session acknowledges (or fails) its appends in the order they were
+  // made, so only the oldest unanswered send can be answered; `newest` is for Durable
+  // Streams, whose requests may be answered in any order.
+  const bool in_order = config_.protocol == Protocol::s2;
+  auto it = c.which == Command::Which::oldest || in_order ? unanswered_.begin() : std::prev(unanswered_.end());
   const PendingSend sent = *it;
   unanswered_.erase(it);
   last_acked_.reset();

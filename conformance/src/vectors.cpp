@@ -455,6 +455,9 @@ std::optional<std::string> check_vector_shape(const json& v) {
     std::string error;
     if (!command_from_json(s, &error)) return where + ": " + error;
     if (s.contains("clause") && !known_clause(s.at("clause"))) return where + ".clause: unknown clause";
+    if (v.value("protocol", "durable_streams") == "s2" && s.value("which", "oldest") == "newest") {
+      return where + ".which: an S2 append session answers in order; \"newest\" is for durable_streams only";
+    }
     if (s.contains("expect") && !s.at("expect").is_string()) return where + ".expect: must be a string";
     if (s.contains("expect_sends") && !s.at("expect_sends").is_number_unsigned()) {
       return where + ".expect_sends: must be a count";
@@ -523,6 +526,7 @@ VectorResult run_checked_vector(const json& v, const std::string& file, const Dr
   const json steps = v.value("steps", json::array());
   for (std::size_t i = 0; i < steps.size(); ++i) {
     const json& s = steps[i];
+    step_clause = s.value("clause", primary);
     auto command = command_from_json(s, &error);
     if (!command) {
       failure("step " + std::to_string(i) + ": " + error);
@@ -554,7 +558,6 @@ VectorResult run_checked_vector(const json& v, const std::string& file, const Dr
       }
     }
     const std::string where = "step " + std::to_string(i) + " (" + describe(*command) + ")";
-    step_clause = s.value("clause", primary);
     if (s.contains("expect")) {
       const std::string want = s.at("expect").get<std::string>();
       const std::string got = result_text(trace.steps[before].result);

@@ -84,7 +84,7 @@ TEST(Checkers, P2CompletionTwice) {
 }
 
 TEST(Checkers, P3CompletionsOutOfOrder) {
-  Trace t = run(Protocol::s2, with(kLong, {{"max_batch_records", 1}}),
+  Trace t = run(Protocol::durable_streams, with(kLong, {{"max_batch_records", 1}}),
                 {submit("a"), submit("b"), answer("ack", "newest"), answer("ack")});
   auto& obs = t.steps[3].observed;
   ASSERT_GE(obs.size(), 2U);
