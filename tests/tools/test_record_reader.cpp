@@ -103,5 +103,16 @@ TEST(RecordReader, JsonModeRefusesTwoValuesOnOneLine) {
   EXPECT_EQ(error->line, 1U);
 }
 
+// Valid JSON that prodsm's check does not take (simdjson's limits) is refused with a
+// message that says which limit, not a generic "invalid".
+TEST(RecordReader, JsonBeyondTheCheckersLimitsIsRefusedNamingTheLimit) {
+  std::istringstream in("18446744073709551616\n");
+  RecordReader reader(in, RecordReader::Mode::json, 1024);
+  std::optional<LineError> error;
+  EXPECT_TRUE(read_all(reader, &error).empty());
+  ASSERT_TRUE(error.has_value());
+  EXPECT_NE(error->message.find("not accepted by prodsm's JSON check"), std::string::npos) << error->message;
+}
+
 }  // namespace
 }  // namespace prodsm::tools

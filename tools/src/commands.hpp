@@ -11,10 +11,11 @@ namespace prodsm::tools {
 
 /// Exit statuses shared by every subcommand (documented in README.md).
 enum ExitStatus : int {
-  kExitOk = 0,           ///< success
-  kExitFailure = 1,      ///< a check failed (e.g. conformance verdicts, verification)
-  kExitBadInput = 2,     ///< bad usage, bad option value, unreadable input, invalid record
-  kExitServerError = 3,  ///< the server or the network failed the run
+  kExitOk = 0,             ///< success
+  kExitFailure = 1,        ///< a check failed (e.g. conformance verdicts, verification)
+  kExitBadInput = 2,       ///< bad usage, bad option value, unreadable input, invalid record
+  kExitServerError = 3,    ///< the server or the network failed the run
+  kExitInterrupted = 130,  ///< SIGINT/SIGTERM: input stopped, what was accepted was flushed
 };
 
 /// Adds `produce` to `app`; `run` is set to the function that executes it.

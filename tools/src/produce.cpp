@@ -5,8 +5,11 @@
 #include <asio/io_context.hpp>
 #include <asio/use_future.hpp>
 
+#include <pthread.h>
 #include <algorithm>
+
 #include <cmath>
+#include <csignal>
 #include <cstdio>
 #include <filesystem>
 #include <fstream>
@@ -23,6 +26,33 @@
 
 namespace prodsm::tools {
 namespace {
+
+/// Set by SIGINT/SIGTERM: stop reading input, flush what was accepted, exit 130.
+volatile std::sig_atomic_t g_interrupted = 0;
+
+extern "C" void on_interrupt(int) {
+  g_interrupted = 1;
+}
+
+/// The first SIGINT or SIGTERM ends the input (a blocked read returns EINTR: no
+/// SA_RESTART); a second one kills as usual (SA_RESETHAND). Call before any other thread
+/// starts, with `block` true, then again with false once the threads run, so that only
+/// this thread takes the signal.
+void route_interrupts_here(bool block) {
+  sigset_t set;
+  sigemptyset(&set);
+  sigaddset(&set, SIGINT);
+  sigaddset(&set, SIGTERM);
+  if (block) {
+    struct sigaction action {};
+    action.sa_handler = on_interrupt;
+    action.sa_flags = SA_RESETHAND;
+    sigemptyset(&action.sa_mask);
+    ::sigaction(SIGINT, &action, nullptr);
+    ::sigaction(SIGTERM, &action, nullptr);
+  }
+  ::pthread_sigmask(block ? SIG_BLOCK : SIG_UNBLOCK, &set, nullptr);
+}
 
 using Clock = std::chrono::steady_clock;
 
@@ -207,7 +237,9 @@ int run_produce(const ProduceOptions& o) {
   // ---- producer -------------------------------------------------------------------------
   ::asio::io_context io;
   auto guard = ::asio::make_work_guard(io);
+  route_interrupts_here(true);  // the I/O thread inherits the blocked mask
   std::thread io_thread([&io] { io.run(); });
+  route_interrupts_here(false);
   struct Joiner {
     ::asio::executor_work_guard<::asio::io_context::executor_type>& guard;
     std::thread& thread;
@@ -263,13 +295,25 @@ int run_produce(const ProduceOptions& o) {
     return std::nullopt;
   };
 
+  bool interrupted = false;
   while (true) {
+    if (g_interrupted) {
+      interrupted = true;
+      break;
+    }
     auto next = reader.next();
     if (!next) {
+      if (g_interrupted) {  // the read was interrupted, not bad
+        interrupted = true;
+        break;
+      }
       bad_line = next.error();
       break;
     }
-    if (!*next) break;
+    if (!*next) {  // end of input, or stdin's read ended by the signal (stdio reports EOF)
+      interrupted = g_interrupted != 0;
+      break;
+    }
     const std::string_view record = **next;
     auto r = producer->submit_blocking(record, std::chrono::milliseconds{o.delivery_timeout_ms});
     if (!r) {
@@ -294,7 +338,7 @@ int run_produce(const ProduceOptions& o) {
   // Everything accepted is flushed, whatever stopped the input (nothing is lost).
   if (auto e = timed_flush(true); e && !failure) failure = e;
   std::optional<asio::CloseStreamResult> closed_stream;
-  if (o.close_stream && !failure && !bad_line) {
+  if (o.close_stream && !failure && !bad_line && !interrupted) {
     closed_stream = producer->async_close_stream(::asio::use_future).get();
     if (!*closed_stream) failure = closed_stream->error();
   }
@@ -305,7 +349,7 @@ int run_produce(const ProduceOptions& o) {
 
   // ---- verification -----------------------------------------------------------------------
   std::optional<std::string> verify_problem;
-  if (o.verify && !failure && !bad_line) {
+  if (o.verify && !failure && !bad_line && !interrupted) {
     auto session = asio::Session::create(io.get_executor(), producer->url());
     auto contents = asio::async_read_stream_all(*session, producer->url(), json_mode, 16ULL << 30, request_options,
                                                 ::asio::use_future)
@@ -407,6 +451,11 @@ int run_produce(const ProduceOptions& o) {
     std::fprintf(stderr, "prodsm produce: %s\n", failure->describe().c_str());
     return kExitServerError;
   }
+  if (interrupted) {
+    std::fprintf(stderr, "prodsm produce: interrupted: stopped reading after %llu records, which were flushed%s\n",
+                 static_cast<unsigned long long>(records), o.close_stream ? " (the stream was not closed)" : "");
+    return kExitInterrupted;
+  }
   if (verify_problem) {
     std::fprintf(stderr, "prodsm produce: verification failed: %s\n", verify_problem->c_str());
     return kExitFailure;
@@ -469,7 +518,8 @@ void add_produce_command(CLI::App& app, std::function<int()>& run) {
   cmd->footer(
       "Exit status: 0 success; 1 verification failed; 2 bad input (usage, unreadable file, invalid "
       "line: reported with its number, nothing after it is sent, everything before it is flushed); "
-      "3 server or network failure.");
+      "3 server or network failure; 130 interrupted (SIGINT or SIGTERM: input stops, everything "
+      "accepted is flushed; a second signal kills at once).");
   cmd->callback([o, cmd, &run] {
     o->content_type_given = cmd->count("--content-type") > 0;
     run = [o] { return run_produce(*o); };

@@ -25,9 +25,8 @@ std::optional<std::string> JsonLineValidator::check(std::string_view text) {
   if (state_->padded.size() < needed) state_->padded.resize(needed);
   std::memcpy(state_->padded.data(), text.data(), text.size());
   std::memset(state_->padded.data() + text.size(), 0, simdjson::SIMDJSON_PADDING);
-  if (state_->parser.parse(state_->padded.data(), text.size(), false).error() == simdjson::SUCCESS) {
-    return std::nullopt;
-  }
+  const auto error = state_->parser.parse(state_->padded.data(), text.size(), false).error();
+  if (error == simdjson::SUCCESS) return std::nullopt;
   // Invalid: ask nlohmann/json for a message with the position (slow path only).
   try {
     const auto parsed = nlohmann::json::parse(text);
@@ -35,7 +34,10 @@ std::optional<std::string> JsonLineValidator::check(std::string_view text) {
   } catch (const nlohmann::json::exception& e) {
     return std::string(e.what());
   }
-  return std::string("not a single JSON value (number out of range or invalid UTF-8)");
+  // nlohmann accepted what simdjson refused: an integer beyond 64 bits, a number beyond
+  // the double range, nesting deeper than 1024 levels or invalid UTF-8. prodsm refuses
+  // those (the core's own check is simdjson's); say exactly which.
+  return std::string("not accepted by prodsm's JSON check: ") + simdjson::error_message(error);
 }
 
 RecordReader::RecordReader(std::istream& in, Mode mode, std::size_t max_record_bytes)
