@@ -31,7 +31,10 @@ Result check_b1(const Checked& c) {
     // The batch was cut with room left: something between the two submits must seal it.
     const std::size_t from = x.tickets[last].submit_step;
     const Instant first_at = x.tickets[b.first].at;
-    bool reason = false;
+    // Linger elapsed (B1) by the time the next record came: the batch may have been sealed
+    // before it. With linger 0 ("no intentional delay", B2) that is the first record's own
+    // instant, so a cut between records submitted at the same instant is allowed too.
+    bool reason = cfg.linger_ns && next.at >= saturating_add(first_at, *cfg.linger_ns);
     for (std::size_t s = from + 1; s < next.submit_step && !reason; ++s) {
       const Step& step = x.trace.steps[s];
       switch (step.input.kind) {

@@ -105,6 +105,18 @@ TEST(Checkers, B1BatchAboveLimits) {
   EXPECT_TRUE(reports(t, "B1")) << reported(t);
 }
 
+// B1 + B2: linger 0 means no intentional delay, so a batch may be sealed right after its
+// first record even when the next one comes at the same instant; with a real linger and
+// no time passing, the same cut is a B1 violation.
+TEST(Checkers, B1CutWithRoomIsAllowedOnlyOnceLingerElapsed) {
+  Trace t = run(Protocol::durable_streams, {{"linger_ms", 0}, {"max_batch_records", 1}},
+                {submit("a"), submit("b"), answer("ack"), answer("ack")});
+  t.config.max_batch_records = 10;  // the same cut, judged as if the batch had room
+  EXPECT_FALSE(reports(t, "B1")) << reported(t);
+  t.config.linger_ns = 5ms;
+  EXPECT_TRUE(reports(t, "B1")) << reported(t);
+}
+
 TEST(Checkers, B2SentBeforeLinger) {
   Trace t = run(Protocol::durable_streams, {{"linger_ms", 5}}, {submit("a"), {{"do", "advance"}, {"ms", 5}}});
   t.config.linger_ns = 10ms;  // the same send, judged against a longer linger
