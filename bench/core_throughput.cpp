@@ -54,7 +54,7 @@ void run_core(benchmark::State& state, prodsm::ProducerConfig<Policy> config) {
   std::uint64_t sends = 0;
   // The drive rule: after every input, drain the actions. Handling one is out of line,
   // as in any real loop, so the common "nothing to do" check stays small and inlined.
-  auto handle = [&](typename prodsm::Producer<Policy>::ActionType& action) __attribute__((noinline)) {
+  auto handle = [&](typename prodsm::Producer<Policy>::ActionType & action) __attribute__((noinline)) {
     if (auto* send = std::get_if<prodsm::SendBatch<Policy>>(&action)) {
       ++sends;
       auto ack = AckFor<Policy>::make(position, send->record_count);

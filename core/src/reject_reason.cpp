@@ -14,4 +14,18 @@ std::string_view to_string(RejectReason reason) noexcept {
   return "unknown";
 }
 
+Error to_error(const Rejection& rejection) {
+  auto local = [&](ErrorCode code) {
+    return make_error(code, Certainty::definite, false, std::string(rejection.detail));
+  };
+  switch (rejection.reason) {
+    case RejectReason::failed: return rejection.terminal ? *rejection.terminal : local(ErrorCode::internal);
+    case RejectReason::closed: return local(ErrorCode::closed);
+    case RejectReason::would_block: return local(ErrorCode::would_block);
+    case RejectReason::record_too_large:
+    case RejectReason::invalid_record: return local(ErrorCode::invalid_record);
+  }
+  return make_error(ErrorCode::internal, Certainty::definite, false, "unknown rejection");
+}
+
 }  // namespace prodsm

@@ -346,5 +346,22 @@ TEST(E6, DeliveryTimeoutBoundsRetries) {
   EXPECT_LE(h.now(), Instant{} + 2h + 10min);
 }
 
+// A4, E1: a refusal becomes the error an adapter completes the refused operation with:
+// the sticky terminal error when the producer failed, else a local definite error.
+TEST(A4, RejectionMapsToTheErrorAdaptersReport) {
+  Rejection closed{RejectReason::closed, "the producer is closed", std::nullopt};
+  EXPECT_EQ(to_error(closed).code, ErrorCode::closed);
+  EXPECT_EQ(to_error(closed).certainty, Certainty::definite);
+  EXPECT_EQ(to_error(closed).message, "the producer is closed");
+  EXPECT_EQ(to_error(Rejection{RejectReason::would_block, "full", std::nullopt}).code, ErrorCode::would_block);
+  EXPECT_EQ(to_error(Rejection{RejectReason::record_too_large, "big", std::nullopt}).code, ErrorCode::invalid_record);
+  EXPECT_EQ(to_error(Rejection{RejectReason::invalid_record, "empty", std::nullopt}).code, ErrorCode::invalid_record);
+  Error sticky = make_error(ErrorCode::stream_closed, Certainty::indefinite, false, "closed by someone else");
+  const Error mapped = to_error(Rejection{RejectReason::failed, "failed", sticky});
+  EXPECT_EQ(mapped.code, ErrorCode::stream_closed);
+  EXPECT_EQ(mapped.certainty, Certainty::indefinite);
+  EXPECT_EQ(to_error(Rejection{RejectReason::failed, "failed", std::nullopt}).code, ErrorCode::internal);
+}
+
 }  // namespace
 }  // namespace prodsm::test

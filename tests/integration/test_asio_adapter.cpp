@@ -14,6 +14,7 @@
 #include <atomic>
 #include <thread>
 
+#include "io_thread.hpp"
 #include "prodsm/asio/producer.hpp"
 #include "prodsm/asio/stream_ops.hpp"
 #include "reference_server.hpp"
@@ -23,17 +24,6 @@ namespace prodsm::test {
 namespace {
 
 using namespace std::chrono_literals;
-
-/// An io_context running on its own thread for the duration of a test.
-struct IoThread {
-  ::asio::io_context io;
-  ::asio::executor_work_guard<::asio::io_context::executor_type> guard{::asio::make_work_guard(io)};
-  std::thread thread{[this] { io.run(); }};
-  ~IoThread() {
-    guard.reset();
-    thread.join();
-  }
-};
 
 asio::ProducerOptions options_for(const std::string& url) {
   asio::ProducerOptions o;

@@ -9,6 +9,7 @@
 
 #include <thread>
 
+#include "io_thread.hpp"
 #include "prodsm/asio/producer.hpp"
 #include "prodsm/asio/stream_ops.hpp"
 #include "reference_server.hpp"
@@ -18,16 +19,6 @@ namespace prodsm::test {
 namespace {
 
 using namespace std::chrono_literals;
-
-struct IoThread {
-  ::asio::io_context io;
-  ::asio::executor_work_guard<::asio::io_context::executor_type> guard{::asio::make_work_guard(io)};
-  std::thread thread{[this] { io.run(); }};
-  ~IoThread() {
-    guard.reset();
-    thread.join();
-  }
-};
 
 asio::ProducerOptions options_for(const std::string& url, const std::string& producer_id, std::uint64_t epoch = 0,
                                   bool auto_claim = false) {

@@ -29,19 +29,6 @@ Error local_error(ErrorCode code, std::string message) {
   return make_error(code, Certainty::definite, false, std::move(message));
 }
 
-/// The error an async operation completes with when the core refused it at once.
-Error rejection_error(const Rejection& r) {
-  switch (r.reason) {
-    case RejectReason::failed:
-      return r.terminal ? *r.terminal : local_error(ErrorCode::internal, std::string(r.detail));
-    case RejectReason::closed: return local_error(ErrorCode::closed, std::string(r.detail));
-    case RejectReason::would_block: return local_error(ErrorCode::would_block, std::string(r.detail));
-    case RejectReason::record_too_large:
-    case RejectReason::invalid_record: return local_error(ErrorCode::invalid_record, std::string(r.detail));
-  }
-  return local_error(ErrorCode::internal, "unknown rejection");
-}
-
 }  // namespace
 
 namespace detail {
@@ -351,7 +338,7 @@ struct Producer::Impl : std::enable_shared_from_this<Producer::Impl> {
         register_handler(*r, std::move(w.completion));
       } else {
         auto c = std::make_shared<RecordCompletion>(std::move(w.completion));
-        post_callback([c, e = rejection_error(r.error())] { (*c)->complete(tl::unexpected(e)); });
+        post_callback([c, e = to_error(r.error())] { (*c)->complete(tl::unexpected(e)); });
       }
       waiters.pop_front();
     }
@@ -558,7 +545,7 @@ void Producer::initiate_submit(std::string record, std::unique_ptr<detail::Compl
     }
   } else {
     auto shared = std::make_shared<std::unique_ptr<detail::Completion<RecordResult>>>(std::move(c));
-    impl_->post_callback([shared, e = rejection_error(r.error())] { (*shared)->complete(tl::unexpected(e)); });
+    impl_->post_callback([shared, e = to_error(r.error())] { (*shared)->complete(tl::unexpected(e)); });
   }
   impl_->drive();
 }
@@ -570,7 +557,7 @@ void Producer::initiate_flush(std::unique_ptr<detail::Completion<VoidResult>> c)
     impl_->barrier_waiters.push_back(Impl::BarrierWaiter{r->value, std::move(c), nullptr});
   } else {
     auto shared = std::make_shared<std::unique_ptr<detail::Completion<VoidResult>>>(std::move(c));
-    impl_->post_callback([shared, e = rejection_error(r.error())] { (*shared)->complete(tl::unexpected(e)); });
+    impl_->post_callback([shared, e = to_error(r.error())] { (*shared)->complete(tl::unexpected(e)); });
   }
   impl_->drive();
 }
@@ -594,7 +581,7 @@ void Producer::initiate_close_stream(std::unique_ptr<detail::Completion<tl::expe
     impl_->barrier_waiters.push_back(Impl::BarrierWaiter{r->value, nullptr, std::move(c)});
   } else {
     auto shared = std::make_shared<decltype(c)>(std::move(c));
-    impl_->post_callback([shared, e = rejection_error(r.error())] { (*shared)->complete(tl::unexpected(e)); });
+    impl_->post_callback([shared, e = to_error(r.error())] { (*shared)->complete(tl::unexpected(e)); });
   }
   impl_->drive();
 }

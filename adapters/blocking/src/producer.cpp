@@ -191,19 +191,6 @@ Error local_error(ErrorCode code, std::string message) {
   return make_error(code, Certainty::definite, false, std::move(message));
 }
 
-/// The error a blocking call returns when the core refused it at once.
-Error rejection_error(const Rejection& r) {
-  switch (r.reason) {
-    case RejectReason::failed:
-      return r.terminal ? *r.terminal : local_error(ErrorCode::internal, std::string(r.detail));
-    case RejectReason::closed: return local_error(ErrorCode::closed, std::string(r.detail));
-    case RejectReason::would_block: return local_error(ErrorCode::would_block, std::string(r.detail));
-    case RejectReason::record_too_large:
-    case RejectReason::invalid_record: return local_error(ErrorCode::invalid_record, std::string(r.detail));
-  }
-  return local_error(ErrorCode::internal, "unknown rejection");
-}
-
 Error waits_for_itself(std::string_view what) {
   return local_error(ErrorCode::would_block,
                      std::string(what) + " called from a completion callback would wait for itself");
@@ -644,7 +631,7 @@ VoidResult Producer::flush(std::optional<Duration> timeout_ns) {
     if (r) {
       impl_->barriers.push_back(Impl::BarrierWaiter{r->value, op, nullptr});
     } else {  // A2: a refusal too is delivered behind the callbacks already queued
-      impl_->post_publish(op, VoidResult(tl::unexpected(rejection_error(r.error()))));
+      impl_->post_publish(op, VoidResult(tl::unexpected(to_error(r.error()))));
     }
     impl_->drive();
   }
@@ -680,7 +667,7 @@ CloseStreamResult Producer::close_stream(std::optional<Duration> timeout_ns) {
     if (r) {
       impl_->barriers.push_back(Impl::BarrierWaiter{r->value, nullptr, op});
     } else {  // A2, as in flush()
-      impl_->post_publish<CloseStreamResult>(op, tl::unexpected(rejection_error(r.error())));
+      impl_->post_publish<CloseStreamResult>(op, tl::unexpected(to_error(r.error())));
     }
     impl_->drive();
   }

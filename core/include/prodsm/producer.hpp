@@ -57,6 +57,12 @@ struct Rejection {
   std::optional<Error> terminal;
 };
 
+/// The refusal as the error an adapter completes the refused operation with (A4): the
+/// sticky terminal error for `failed` (E1); otherwise a local, definite, non-retryable
+/// error with `detail` as its message: closed -> closed (C2), would_block ->
+/// would_block (R1), record_too_large and invalid_record -> invalid_record (B4, B5).
+Error to_error(const Rejection& rejection);
+
 /// Lifecycle of a Producer.
 enum class ProducerState : std::uint8_t {
   open,     ///< accepting submits and flushes
