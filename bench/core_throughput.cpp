@@ -86,6 +86,63 @@ void run_core(benchmark::State& state, prodsm::ProducerConfig<Policy> config) {
   state.counters["allocs_per_batch"] = batches > 0 ? allocations / batches : 0.0;
 }
 
+// The same workload fed through submit_many, kRecordsPerCall records per call (a
+// reader's chunk). One iteration = one call plus the drain; figures are per record.
+constexpr std::size_t kRecordsPerCall = 64;
+
+template <class Policy>
+void run_core_many(benchmark::State& state, prodsm::ProducerConfig<Policy> config) {
+  config.linger = prodsm::Linger::disabled();
+  config.max_batch_records = kBatchRecords;
+  config.max_batch_bytes = 1 << 20;
+  auto producer = prodsm::Producer<Policy>::create(config).value();
+  std::string record(kRecordBytes, 'x');
+  if constexpr (std::is_same_v<Policy, prodsm::DurableStreamsPolicy>) {
+    if (config.protocol.body_format == prodsm::DurableStreamsPolicy::BodyFormat::json) {
+      record = "\"" + std::string(kRecordBytes - 2, 'x') + "\"";
+    }
+  }
+  const std::vector<std::string_view> records(kRecordsPerCall, record);
+  prodsm::Instant now{};
+  std::uint64_t position = 0;
+  std::uint64_t sends = 0;
+  auto handle = [&](typename prodsm::Producer<Policy>::ActionType & action) __attribute__((noinline)) {
+    if (auto* send = std::get_if<prodsm::SendBatch<Policy>>(&action)) {
+      ++sends;
+      auto ack = AckFor<Policy>::make(position, send->record_count);
+      position += send->record_count;
+      producer.handle_ack(now, send->batch, send->attempt, std::move(ack));
+    }
+  };
+  auto drive = [&] {
+    while (auto action = producer.poll_action()) handle(*action);
+  };
+  std::uint64_t accepted = 0;
+  for (int i = 0; i < 20 * static_cast<int>(kBatchRecords / kRecordsPerCall + 1); ++i) {
+    accepted += producer.submit_many(now, records).accepted;
+    drive();
+  }
+  const std::uint64_t allocations_before = prodsm::bench::allocation_count();
+  const std::uint64_t sends_before = sends;
+  accepted = 0;
+  for (auto _ : state) {
+    auto result = producer.submit_many(now, records);
+    benchmark::DoNotOptimize(result);
+    accepted += result.accepted;
+    drive();
+  }
+  if (accepted != state.iterations() * kRecordsPerCall) state.SkipWithError("a record was refused");
+  const auto total = static_cast<double>(accepted);
+  const auto allocations = static_cast<double>(prodsm::bench::allocation_count() - allocations_before);
+  const auto batches = static_cast<double>(sends - sends_before);
+  state.SetItemsProcessed(static_cast<std::int64_t>(accepted));
+  state.SetBytesProcessed(static_cast<std::int64_t>(accepted * record.size()));
+  state.counters["ns_per_record"] =
+      benchmark::Counter(total, benchmark::Counter::kIsRate | benchmark::Counter::kInvert);
+  state.counters["allocs_per_record"] = total > 0 ? allocations / total : 0.0;
+  state.counters["allocs_per_batch"] = batches > 0 ? allocations / batches : 0.0;
+}
+
 void BM_CoreDurableStreamsBytes(benchmark::State& state) {
   run_core<prodsm::DurableStreamsPolicy>(state, {});
 }
@@ -109,6 +166,26 @@ void BM_CoreS2MatchSeqNum(benchmark::State& state) {
   prodsm::S2Config c;
   c.protocol.match_seq_num = 0;
   run_core<prodsm::S2Policy>(state, c);
+}
+
+void BM_CoreDurableStreamsBytesMany(benchmark::State& state) {
+  run_core_many<prodsm::DurableStreamsPolicy>(state, {});
+}
+void BM_CoreDurableStreamsIdempotentMany(benchmark::State& state) {
+  prodsm::DurableStreamsConfig c;
+  c.protocol.idempotent = prodsm::DurableStreamsPolicy::IdempotentOptions{"bench", 0, false};
+  run_core_many<prodsm::DurableStreamsPolicy>(state, c);
+}
+void BM_CoreDurableStreamsJsonUnvalidatedMany(benchmark::State& state) {
+  prodsm::DurableStreamsConfig c;
+  c.protocol.body_format = prodsm::DurableStreamsPolicy::BodyFormat::json;
+  c.protocol.validate_json = false;
+  run_core_many<prodsm::DurableStreamsPolicy>(state, c);
+}
+void BM_CoreS2MatchSeqNumMany(benchmark::State& state) {
+  prodsm::S2Config c;
+  c.protocol.match_seq_num = 0;
+  run_core_many<prodsm::S2Policy>(state, c);
 }
 
 // The baseline: copy the same 100-byte payloads into a 1 MiB buffer, restarting it
@@ -163,4 +240,8 @@ BENCHMARK(BM_CoreDurableStreamsIdempotent);
 BENCHMARK(BM_CoreS2MatchSeqNum);
 BENCHMARK(BM_CoreDurableStreamsJsonUnvalidated);
 BENCHMARK(BM_CoreDurableStreamsJsonValidated);
+BENCHMARK(BM_CoreDurableStreamsBytesMany);
+BENCHMARK(BM_CoreDurableStreamsIdempotentMany);
+BENCHMARK(BM_CoreS2MatchSeqNumMany);
+BENCHMARK(BM_CoreDurableStreamsJsonUnvalidatedMany);
 BENCHMARK_MAIN();

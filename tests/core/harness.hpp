@@ -100,6 +100,15 @@ class Harness {
     EXPECT_TRUE(r.has_value()) << "submit refused: " << (r ? "" : r.error().detail);
     return r ? r->value : UINT64_MAX;
   }
+  /// submit_many of `records`, traced as one input, then a full drain.
+  SubmitManyResult submit_many(const std::vector<std::string_view>& records) {
+    auto r = producer_.submit_many(now_, std::span<const std::string_view>(records));
+    trace_ << "submit_many " << records.size() << " -> t" << r.first.value << "+" << r.accepted;
+    if (r.refused) trace_ << " refused " << to_string(r.refused->reason);
+    trace_ << "\n";
+    drain();
+    return r;
+  }
   tl::expected<BarrierId, Rejection> try_flush() {
     auto r = producer_.flush(now_);
     trace_ << "flush -> " << (r ? "b" + std::to_string(r->value) : std::string(to_string(r.error().reason))) << "\n";

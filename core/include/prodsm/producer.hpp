@@ -4,7 +4,8 @@
 /// The sans-IO Producer state machine (BRIEF §3: P, B, F, C, E, R, S, D).
 ///
 /// A pure, deterministic object. Inputs carry `now`; outputs are polled:
-///  - inputs:  submit, flush, close, abort, handle_ack, handle_failure, handle_timeout
+///  - inputs:  submit, submit_many, flush, close, abort, handle_ack, handle_failure,
+///             handle_timeout
 ///  - outputs: poll_action() (SendBatch, TicketsCompleted, BarrierCompleted, Closed,
 ///             CapacityAvailable) and next_deadline()
 /// Drive rule: after every input, drain poll_action() until it returns nullopt, then
@@ -62,6 +63,19 @@ struct Rejection {
 /// error with `detail` as its message: closed -> closed (C2), would_block ->
 /// would_block (R1), record_too_large and invalid_record -> invalid_record (B4, B5).
 Error to_error(const Rejection& rejection);
+
+/// What Producer::submit_many did with a list of records (P1, P2).
+///
+/// Records [0, accepted) of the list were accepted, with the contiguous tickets
+/// first, first + 1, ..., first + accepted - 1, in list order. When accepted is less
+/// than the list's size, `refused` says why the record at index `accepted` was refused
+/// and the records after it were not submitted (they got no ticket and will get no
+/// completion; submit them again, e.g. after CapacityAvailable for would_block).
+struct SubmitManyResult {
+  Ticket first;                      ///< the first accepted record's ticket (the next ticket when none was accepted)
+  std::size_t accepted = 0;          ///< how many records, a prefix of the list, were accepted
+  std::optional<Rejection> refused;  ///< why record `accepted` was refused; nullopt when all were accepted
+};
 
 /// Lifecycle of a Producer.
 enum class ProducerState : std::uint8_t {
@@ -127,6 +141,16 @@ class Producer {
   tl::expected<Ticket, Rejection> submit(Instant now, std::string_view record) {
     return submit(now, std::as_bytes(std::span<const char>(record.data(), record.size())));
   }
+
+  /// Submits many records in one call, exactly as if submit(now, record) had been
+  /// called for each in list order, stopping at the first refusal: the same tickets,
+  /// batches, actions and stats (P1, P2, B1, B4, R1, R2, C2, E1). Bytes are copied;
+  /// the caller keeps nothing alive. One call amortises the per-call work, which makes
+  /// it the fast way to feed many small records (docs/performance.md); like librdkafka's
+  /// rd_kafka_produce_batch, a partial acceptance is normal under back-pressure.
+  SubmitManyResult submit_many(Instant now, std::span<const std::span<const std::byte>> records);
+  /// Same, for text records.
+  SubmitManyResult submit_many(Instant now, std::span<const std::string_view> records);
 
   /// Places a flush barrier after every record submitted so far (F1–F5): seals the
   /// partial batch at once; the BarrierCompleted action arrives when every covered

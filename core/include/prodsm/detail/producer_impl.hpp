@@ -504,6 +504,84 @@ struct alignas(64) Producer<Policy>::Impl {
     return result;
   }
 
+  static std::span<const std::byte> record_bytes(std::span<const std::byte> record) { return record; }
+  static std::span<const std::byte> record_bytes(std::string_view record) {
+    return std::as_bytes(std::span<const char>(record.data(), record.size()));
+  }
+
+  /// submit() for each record in turn, stopping at the first refusal. `out` is exact
+  /// even when an allocation throws half-way (D4): the caller then fails the Producer.
+  template <class Record>
+  void submit_many(Instant now, std::span<const Record> records, SubmitManyResult& out) {
+    now = observe(now);
+    out.first = Ticket{next_ticket};
+    const std::size_t n = records.size();
+    std::size_t i = 0;
+    while (i < n) {
+      if (open_ != nullptr && !refusing) [[likely]] {
+        i = fill_open_batch(records, i, out);
+        if (i == n) break;
+      }
+      auto result = accept_slow(now, record_bytes(records[i]));
+      if (!result) {
+        ++stats.records_rejected;
+        out.refused = std::move(result.error());
+        return;
+      }
+      out.accepted = ++i;
+    }
+  }
+
+  /// The fast path of accept() as a loop: appends records [i, n) to the partial batch
+  /// while each fits below its limits and within capacity, and returns the index of the
+  /// first record that did not. Counters live in registers and are written back once
+  /// (also when framing throws), which is what makes many small records cheap.
+  template <class Record>
+  std::size_t fill_open_batch(std::span<const Record> records, std::size_t i, SubmitManyResult& out) {
+    Batch& target = *open_;
+    struct WriteBack {
+      Impl& self;
+      Batch& target;
+      SubmitManyResult& out;
+      std::size_t& i;
+      std::uint32_t count;
+      std::uint64_t body_bytes;
+      std::uint64_t metered = 0;
+      ~WriteBack() {
+        const std::uint32_t added = count - target.count;
+        target.count = count;
+        target.body_bytes = body_bytes;
+        target.metered_bytes += metered;
+        self.unacked_bytes += metered;
+        self.next_ticket += added;
+        self.stats.records_accepted += added;
+        self.stats.metered_bytes_accepted += metered;
+        out.accepted = i;
+      }
+    } w{*this, target, out, i, target.count, target.body_bytes};
+    const std::uint32_t max_records = max_batch_records;
+    const std::uint64_t max_bytes = max_batch_bytes - policy.min_record_bytes();  // >= 0: B2 validation
+    const std::uint64_t room = unacked_bytes < max_unacked_bytes ? max_unacked_bytes - unacked_bytes : 0;  // R1
+    auto& body = target.buffers.body;
+    const std::size_t n = records.size();
+    for (; i < n; ++i) {
+      const auto record = record_bytes(records[i]);
+      const std::uint64_t meter = policy.metered_bytes(record.size());
+      if (w.count + 1 >= max_records || w.body_bytes + meter > max_bytes || w.metered + meter > room ||
+          policy.check_record(record)) {
+        break;
+      }
+      policy.frame_record(body, record, w.count);
+      if constexpr (Policy::kKeepsRecordEnds) {
+        target.buffers.record_ends.push_back(static_cast<std::uint32_t>(body.size()));
+      }
+      ++w.count;
+      w.body_bytes += meter;
+      w.metered += meter;
+    }
+    return i;
+  }
+
   /// The common case, kept small so it inlines: the record joins the partial batch,
   /// which stays below its limits and within capacity.
   tl::expected<Ticket, Rejection> accept(Instant now, std::span<const std::byte> record) {
@@ -837,6 +915,30 @@ tl::expected<Ticket, Rejection> Producer<Policy>::submit(Instant now, std::span<
     impl_->on_internal_error();
     return impl_->reject_failed();
   }
+}
+
+template <class Policy>
+SubmitManyResult Producer<Policy>::submit_many(Instant now, std::span<const std::span<const std::byte>> records) {
+  SubmitManyResult out;
+  try {
+    impl_->submit_many(now, records, out);
+  } catch (...) {
+    impl_->on_internal_error();
+    out.refused = impl_->reject_failed().value();
+  }
+  return out;
+}
+
+template <class Policy>
+SubmitManyResult Producer<Policy>::submit_many(Instant now, std::span<const std::string_view> records) {
+  SubmitManyResult out;
+  try {
+    impl_->submit_many(now, records, out);
+  } catch (...) {
+    impl_->on_internal_error();
+    out.refused = impl_->reject_failed().value();
+  }
+  return out;
 }
 
 template <class Policy>
