@@ -127,6 +127,62 @@ TEST_F(Cli, MissingStreamIsAServerFailure) {
   EXPECT_NE(r.err.find("not_found"), std::string::npos) << r.err;
 }
 
+// `prodsm bench`: every record reaches the stream once, in order (P1, P2); the figures
+// are consistent with what was produced (not timed: the run is only measured).
+TEST_F(Cli, BenchProducesEveryRecordAndReportsItsFigures) {
+  const std::string u = url("bench");
+  const CliRun r = prodsm("bench " + u + " --create --records 3000 --record-bytes 40 --max-batch-bytes 4096 --json");
+  ASSERT_EQ(r.status, 0) << r.err;
+  const auto figures = nlohmann::json::parse(r.out, nullptr, false);
+  ASSERT_TRUE(figures.is_object()) << r.out;
+  EXPECT_EQ(figures.at("records_sent"), 3000);
+  EXPECT_EQ(figures.at("records_acknowledged"), 3000);
+  EXPECT_EQ(figures.at("records_failed"), 0);
+  EXPECT_GE(figures.at("batches").get<int>(), 3000 * 40 / 4096) << "batches are bounded by max_batch_bytes (B1)";
+  const auto& latency = figures.at("latency_ms");
+  EXPECT_EQ(latency.at("samples"), 3000) << "a short run times every record";
+  EXPECT_LE(latency.at("p50").get<double>(), latency.at("p99").get<double>());
+  EXPECT_LE(latency.at("p99").get<double>(), latency.at("max").get<double>());
+  EXPECT_GT(figures.at("records_per_s").get<double>(), 0.0);
+  const std::string stream = client.read_all(u, false);
+  ASSERT_EQ(stream.size(), 3000U * 40U);
+  const std::string first = stream.substr(0, 40);
+  EXPECT_EQ(first.back(), '\n');
+  for (std::size_t i = 0; i < 3000; ++i) ASSERT_EQ(stream.compare(i * 40, 40, first), 0) << "record " << i;
+}
+
+// `--throughput` paces the records: record i leaves no earlier than i / throughput s
+// after the start, so the run cannot end sooner (a lower bound, never an upper one).
+TEST_F(Cli, BenchPacesToTheRequestedThroughput) {
+  const CliRun r = prodsm("bench " + url("bench-paced") + " --create --records 101 --throughput 500 --json");
+  ASSERT_EQ(r.status, 0) << r.err;
+  const auto figures = nlohmann::json::parse(r.out, nullptr, false);
+  ASSERT_TRUE(figures.is_object()) << r.out;
+  EXPECT_GE(figures.at("elapsed_s").get<double>(), 100.0 / 500.0);
+}
+
+// Bad usage names the option; a missing stream is a server failure (exit 3) that still
+// prints the figures.
+TEST_F(Cli, BenchRefusesBadOptionsAndReportsServerFailures) {
+  CliRun r = prodsm("bench " + url("bench-bad") + " --record-bytes 2000 --max-batch-bytes 1000");
+  EXPECT_EQ(r.status, 2);
+  EXPECT_NE(r.err.find("--record-bytes 2000 exceeds --max-batch-bytes 1000"), std::string::npos) << r.err;
+  r = prodsm("bench " + url("bench-bad") + " --records 0");
+  EXPECT_EQ(r.status, 2);
+  EXPECT_NE(r.err.find("--records"), std::string::npos) << r.err;
+  r = prodsm("bench " + url("bench-bad") + " --content-type application/json");
+  EXPECT_EQ(r.status, 2);
+  EXPECT_NE(r.err.find("not JSON values"), std::string::npos) << r.err;
+  r = prodsm("bench " + url("bench-bad") + " --linger-ms soon");
+  EXPECT_EQ(r.status, 2);
+  EXPECT_NE(r.err.find("--linger-ms: 'soon'"), std::string::npos) << r.err;
+  r = prodsm("bench " + url("bench-missing") + " --records 10");
+  EXPECT_EQ(r.status, 3);
+  EXPECT_NE(r.err.find("not_found"), std::string::npos) << r.err;
+  EXPECT_NE(r.out.find("10 records sent"), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find("10 failed"), std::string::npos) << r.out;
+}
+
 // E1, S6: when the final flush fails after a bad line, the message says so and names
 // the real error instead of claiming the prefix was flushed.
 TEST_F(Cli, FlushFailureAfterABadLineNamesTheRealError) {

@@ -22,6 +22,8 @@ enum ExitStatus : int {
 void add_produce_command(CLI::App& app, std::function<int()>& run);
 /// Adds `read` to `app`.
 void add_read_command(CLI::App& app, std::function<int()>& run);
+/// Adds `bench` to `app`: a producer load test against a server (throughput, latency).
+void add_bench_command(CLI::App& app, std::function<int()>& run);
 /// Adds `conform` to `app`.
 void add_conform_command(CLI::App& app, std::function<int()>& run);
 

@@ -1,6 +1,7 @@
 // SPDX-License-Identifier: Apache-2.0
-// prodsm: produce records to a Durable Streams stream, read a stream back, and check
-// producers against the contract (benchmarks live in bench/, not in the CLI).
+// prodsm: produce records to a Durable Streams stream, read a stream back, load-test a
+// stream, and check producers against the contract. (The core's micro-benchmarks live
+// in bench/.)
 #include <cstdio>
 #include <functional>
 
@@ -13,6 +14,7 @@ int main(int argc, char** argv) {
   std::function<int()> run;
   prodsm::tools::add_produce_command(app, run);
   prodsm::tools::add_read_command(app, run);
+  prodsm::tools::add_bench_command(app, run);
   prodsm::tools::add_conform_command(app, run);
   try {
     app.parse(argc, argv);

@@ -20,8 +20,10 @@
 #include <thread>
 
 #include "commands.hpp"
+#include "figures.hpp"
 #include "prodsm/asio/producer.hpp"
 #include "prodsm/asio/stream_ops.hpp"
+#include "producer_flags.hpp"
 #include "record_reader.hpp"
 
 namespace prodsm::tools {
@@ -63,56 +65,13 @@ struct ProduceOptions {
   bool content_type_given = false;
   bool json = false;
   bool create = false;
-  std::string producer_id;
-  bool no_producer_id = false;
-  std::uint64_t epoch = 0;
-  bool auto_claim = false;
-  std::string linger = "5";
-  std::uint64_t max_batch_bytes = 1 << 20;
-  std::uint32_t max_in_flight = 5;
+  ProducerFlags producer;
   std::uint64_t flush_every = 0;
   bool close_stream = false;
-  std::vector<std::string> headers;
-  std::string connection_mode = "pipelined";
-  std::uint64_t request_timeout_ms = 30'000;
-  std::uint64_t delivery_timeout_ms = 120'000;
   std::string progress = "auto";
   bool verify = false;
   bool quiet = false;
 };
-
-std::string format_bytes(double bytes) {
-  const char* units[] = {"B", "KiB", "MiB", "GiB", "TiB"};
-  int u = 0;
-  while (bytes >= 1024 && u < 4) {
-    bytes /= 1024;
-    ++u;
-  }
-  char buf[64];
-  std::snprintf(buf, sizeof buf, u == 0 ? "%.0f %s" : "%.1f %s", bytes, units[u]);
-  return buf;
-}
-
-double percentile(std::vector<double> values, double p) {
-  if (values.empty()) return 0;
-  std::sort(values.begin(), values.end());
-  const auto rank = static_cast<std::size_t>(p / 100.0 * static_cast<double>(values.size() - 1) + 0.5);
-  return values[std::min(rank, values.size() - 1)];
-}
-
-/// A producer id unique enough for one run: host, pid and random bits.
-std::string generated_producer_id() {
-  char host[64] = {0};
-  ::gethostname(host, sizeof host - 1);
-  std::random_device rd;
-  char buf[160];
-  std::snprintf(buf, sizeof buf, "prodsm-%s-%d-%08x", host, static_cast<int>(::getpid()), rd());
-  std::string id = buf;
-  for (char& c : id) {
-    if (static_cast<unsigned char>(c) < 0x21 || static_cast<unsigned char>(c) > 0x7e) c = '_';
-  }
-  return id;
-}
 
 class Progress {
  public:
@@ -158,50 +117,12 @@ int run_produce(const ProduceOptions& o) {
   }
   options.content_type = o.json && !o.content_type_given ? "application/json" : o.content_type;
   const bool json_mode = o.json || ds::is_json_content_type(o.content_type);
-  auto& core = options.producer;
-  core.protocol.body_format =
+  options.producer.protocol.body_format =
       json_mode ? DurableStreamsPolicy::BodyFormat::json : DurableStreamsPolicy::BodyFormat::bytes;
-  core.protocol.validate_json = false;  // the record reader validates each line first
-  if (!o.no_producer_id) {
-    core.protocol.idempotent = DurableStreamsPolicy::IdempotentOptions{
-        o.producer_id.empty() ? generated_producer_id() : o.producer_id, o.epoch, o.auto_claim};
-  }
-  if (o.linger == "off" || o.linger == "disabled") {
-    core.linger = Linger::disabled();
-  } else {
-    try {
-      std::size_t used = 0;
-      const double ms = std::stod(o.linger, &used);
-      if (used != o.linger.size()) throw std::invalid_argument("trailing characters");
-      // Range-checked before converting: a float outside int64 has no defined conversion.
-      const double max_ms = std::chrono::duration<double, std::milli>(Linger::kMaxLinger).count();
-      if (!std::isfinite(ms) || ms < 0 || ms > max_ms) throw std::out_of_range("linger");
-      core.linger = Linger::after(std::chrono::nanoseconds{static_cast<std::int64_t>(ms * 1e6)});
-    } catch (const std::exception&) {
-      std::fprintf(
-          stderr, "prodsm produce: --linger-ms: '%s' is not a number of milliseconds in 0..%lld or 'off'\n",
-          o.linger.c_str(),
-          static_cast<long long>(std::chrono::duration_cast<std::chrono::milliseconds>(Linger::kMaxLinger).count()));
-      return kExitBadInput;
-    }
-  }
-  core.max_batch_bytes = o.max_batch_bytes;
-  core.max_unacked_bytes = std::max<std::uint64_t>(core.max_unacked_bytes, o.max_batch_bytes);
-  core.max_in_flight = o.max_in_flight;
-  core.delivery_timeout_ns = std::chrono::milliseconds{o.delivery_timeout_ms};
-  options.session.mode =
-      o.connection_mode == "pipelined" ? asio::ConnectionMode::pipelined : asio::ConnectionMode::pool;
-  options.session.max_connections = o.max_in_flight;
-  options.session.request_timeout_ns = std::chrono::milliseconds{o.request_timeout_ms};
-  for (const auto& h : o.headers) {
-    const auto colon = h.find(':');
-    if (colon == std::string::npos || colon == 0) {
-      std::fprintf(stderr, "prodsm produce: --header: '%s' is not 'Name: value'\n", h.c_str());
-      return kExitBadInput;
-    }
-    std::string value = h.substr(colon + 1);
-    value.erase(0, value.find_first_not_of(" \t"));
-    options.extra_headers.push_back({h.substr(0, colon), value});
+  options.producer.protocol.validate_json = false;  // the record reader validates each line first
+  if (auto bad = apply_producer_flags(o.producer, options)) {
+    std::fprintf(stderr, "prodsm produce: %s\n", bad->c_str());
+    return kExitBadInput;
   }
 
   // ---- input ----------------------------------------------------------------------------
@@ -232,7 +153,7 @@ int run_produce(const ProduceOptions& o) {
   std::vector<char> stream_buffer(1 << 20);
   in->rdbuf()->pubsetbuf(stream_buffer.data(), static_cast<std::streamsize>(stream_buffer.size()));
   RecordReader reader(*in, json_mode ? RecordReader::Mode::json : RecordReader::Mode::bytes,
-                      json_mode ? o.max_batch_bytes - 1 : o.max_batch_bytes);
+                      json_mode ? o.producer.max_batch_bytes - 1 : o.producer.max_batch_bytes);
 
   // ---- producer -------------------------------------------------------------------------
   ::asio::io_context io;
@@ -315,7 +236,7 @@ int run_produce(const ProduceOptions& o) {
       break;
     }
     const std::string_view record = **next;
-    auto r = producer->submit_blocking(record, std::chrono::milliseconds{o.delivery_timeout_ms});
+    auto r = producer->submit_blocking(record, std::chrono::milliseconds{o.producer.delivery_timeout_ms});
     if (!r) {
       if (r.error().reason == RejectReason::failed && r.error().terminal) {
         failure = *r.error().terminal;
@@ -473,43 +394,10 @@ void add_produce_command(CLI::App& app, std::function<int()>& run) {
   cmd->add_option("--content-type", o->content_type, "Stream content type")->capture_default_str();
   cmd->add_flag("--json", o->json, "JSON mode: content type application/json, one JSON value per line");
   cmd->add_flag("--create", o->create, "Create the stream first if it does not exist (PUT)");
-  auto* id =
-      cmd->add_option("--producer-id", o->producer_id,
-                      "Idempotent producer id (default: generated per run). Records are deduplicated "
-                      "by (producer id, epoch, seq): a run that reuses an id and epoch resumes an earlier "
-                      "run (its records already in the stream are skipped as duplicates); to append new "
-                      "data under a fixed id, raise --epoch or use --auto-claim")
-          ->check(CLI::Validator(
-              [](std::string& v) { return v.empty() ? std::string("must not be empty") : std::string(); }, "NONEMPTY"));
-  auto* epoch = cmd->add_option("--epoch", o->epoch, "Producer epoch, 0..2^53-1")
-                    ->check(CLI::NonNegativeNumber)
-                    ->capture_default_str();
-  auto* claim = cmd->add_flag("--auto-claim", o->auto_claim, "On a stale epoch, claim server epoch + 1 (S5)");
-  cmd->add_flag("--no-producer-id", o->no_producer_id, "Plain appends without producer headers (no deduplication)")
-      ->excludes(id)
-      ->excludes(epoch)
-      ->excludes(claim);
-  cmd->add_option("--linger-ms", o->linger, "Linger in ms (0 = no delay, 'off' = no timer)")->capture_default_str();
-  cmd->add_option("--max-batch-bytes", o->max_batch_bytes, "Most bytes per batch")
-      ->check(CLI::NonNegativeNumber)
-      ->capture_default_str();
-  cmd->add_option("--max-in-flight", o->max_in_flight, "Most batches in flight")
-      ->check(CLI::NonNegativeNumber)
-      ->capture_default_str();
+  add_producer_flags(*cmd, o->producer);
   cmd->add_option("--flush-every", o->flush_every, "Flush after every N records (0 = only at the end)")
       ->check(CLI::NonNegativeNumber);
   cmd->add_flag("--close-stream", o->close_stream, "Close the stream after the last record");
-  cmd->add_option("-H,--header", o->headers, "Extra request header 'Name: value' (repeatable)");
-  cmd->add_option("--connection-mode", o->connection_mode,
-                  "pipelined (one connection) or pool (one request per connection)")
-      ->check(CLI::IsMember({"pool", "pipelined"}))
-      ->capture_default_str();
-  cmd->add_option("--request-timeout-ms", o->request_timeout_ms, "Per-request timeout, 1..600000")
-      ->check(CLI::Range(std::uint64_t{1}, std::uint64_t{600'000}))
-      ->capture_default_str();
-  cmd->add_option("--delivery-timeout-ms", o->delivery_timeout_ms, "Per-record delivery deadline, 1..86400000")
-      ->check(CLI::Range(std::uint64_t{1}, std::uint64_t{86'400'000}))
-      ->capture_default_str();
   cmd->add_option("--progress", o->progress, "auto (when stderr is a terminal), always, never")
       ->check(CLI::IsMember({"auto", "always", "never"}))
       ->capture_default_str();

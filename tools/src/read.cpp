@@ -10,6 +10,7 @@
 
 #include "commands.hpp"
 #include "prodsm/asio/stream_ops.hpp"
+#include "producer_flags.hpp"
 
 namespace prodsm::tools {
 namespace {
@@ -30,19 +31,12 @@ int run_read(const ReadOptions& o) {
   }
   ds::RequestOptions request_options;
   for (const auto& h : o.headers) {
-    const auto colon = h.find(':');
-    if (colon == std::string::npos || colon == 0) {
-      std::fprintf(stderr, "prodsm read: --header: '%s' is not 'Name: value'\n", h.c_str());
+    auto header = parse_header_flag(h);
+    if (!header) {
+      std::fprintf(stderr, "prodsm read: --header: %s\n", header.error().c_str());
       return kExitBadInput;
     }
-    std::string value = h.substr(colon + 1);
-    value.erase(0, value.find_first_not_of(" \t"));
-    ds::Header header{h.substr(0, colon), value};
-    if (auto why = ds::check_extra_header(header)) {
-      std::fprintf(stderr, "prodsm read: --header: %s\n", why->c_str());
-      return kExitBadInput;
-    }
-    request_options.extra_headers.push_back(std::move(header));
+    request_options.extra_headers.push_back(std::move(*header));
   }
   ::asio::io_context io;
   auto guard = ::asio::make_work_guard(io);

@@ -1,0 +1,265 @@
+// SPDX-License-Identifier: Apache-2.0
+// `prodsm bench URL`: a producer load test against a real server, in the manner of
+// Kafka's producer perf test — N records of B bytes, optionally paced to R records/s,
+// through the Asio producer with the same producer flags as `produce`; prints
+// throughput and record latency (submit to acknowledgement) percentiles. Nothing here
+// asserts a speed: it measures.
+#include <asio/io_context.hpp>
+#include <asio/use_future.hpp>
+
+#include <atomic>
+#include <cstdio>
+#include <memory>
+#include <mutex>
+#include <nlohmann/json.hpp>
+#include <thread>
+
+#include "commands.hpp"
+#include "figures.hpp"
+#include "prodsm/asio/producer.hpp"
+#include "prodsm/asio/stream_ops.hpp"
+#include "producer_flags.hpp"
+
+namespace prodsm::tools {
+namespace {
+
+using Clock = std::chrono::steady_clock;
+
+/// At most this many latency samples are kept: every k-th record is timed, k chosen so
+/// that a run of any length stays under it (Kafka's perf test samples the same way).
+constexpr std::uint64_t kMaxLatencySamples = 500'000;
+
+struct BenchOptions {
+  std::string url;
+  std::uint64_t records = 100'000;
+  std::uint64_t record_bytes = 100;
+  double throughput = 0;  ///< records/s; 0 = as fast as the producer takes them
+  std::string content_type = "application/octet-stream";
+  bool create = false;
+  bool json = false;
+  std::uint64_t report_interval_ms = 5'000;
+  ProducerFlags producer;
+};
+
+/// What the completion callbacks (on the I/O thread) collect.
+struct Outcomes {
+  std::mutex mu;
+  std::vector<double> latency_ms;  ///< sampled records, submit to acknowledgement
+  std::uint64_t failed_samples = 0;
+  std::optional<Error> first_error;
+};
+
+/// One progress line for a window of `secs` seconds: records submitted and acknowledged in it.
+std::string window_line(std::uint64_t sent, std::uint64_t acked, double secs, std::uint64_t record_bytes) {
+  char buf[200];
+  const double rate = secs > 0 ? static_cast<double>(sent) / secs : 0;
+  std::snprintf(buf, sizeof buf, "%llu records sent, %llu acknowledged, %.1f records/sec (%s/sec)",
+                static_cast<unsigned long long>(sent), static_cast<unsigned long long>(acked), rate,
+                format_bytes(rate * static_cast<double>(record_bytes)).c_str());
+  return buf;
+}
+
+int run_bench(const BenchOptions& o) {
+  asio::ProducerOptions options;
+  options.url = o.url;
+  options.content_type = o.content_type;
+  if (auto bad = apply_producer_flags(o.producer, options)) {
+    std::fprintf(stderr, "prodsm bench: %s\n", bad->c_str());
+    return kExitBadInput;
+  }
+  if (ds::is_json_content_type(o.content_type)) {
+    std::fprintf(stderr, "prodsm bench: --content-type '%s': bench writes bytes records, not JSON values\n",
+                 o.content_type.c_str());
+    return kExitBadInput;
+  }
+  if (o.record_bytes > o.producer.max_batch_bytes) {
+    std::fprintf(stderr, "prodsm bench: --record-bytes %llu exceeds --max-batch-bytes %llu (B4)\n",
+                 static_cast<unsigned long long>(o.record_bytes),
+                 static_cast<unsigned long long>(o.producer.max_batch_bytes));
+    return kExitBadInput;
+  }
+  // Any bytes will do; a printable pattern keeps the stream readable with `prodsm read`.
+  std::string record(o.record_bytes, 'x');
+  for (std::size_t i = 0; i < record.size(); ++i) record[i] = static_cast<char>('a' + i % 26);
+  record.back() = '\n';
+
+  ::asio::io_context io;
+  auto guard = ::asio::make_work_guard(io);
+  std::thread io_thread([&io] { io.run(); });
+  struct Joiner {
+    ::asio::executor_work_guard<::asio::io_context::executor_type>& guard;
+    std::thread& thread;
+    ~Joiner() {
+      guard.reset();
+      if (thread.joinable()) thread.join();
+    }
+  } joiner{guard, io_thread};
+
+  auto producer = asio::Producer::create(io.get_executor(), options);
+  if (!producer) {
+    std::fprintf(stderr, "prodsm bench: %s\n", producer.error().c_str());
+    return kExitBadInput;
+  }
+  if (o.create) {
+    ds::RequestOptions request_options;
+    request_options.extra_headers = options.extra_headers;
+    auto r = asio::async_create_stream(producer->session(), producer->url(), options.content_type, {}, request_options,
+                                       ::asio::use_future)
+                 .get();
+    if (!r) {
+      std::fprintf(stderr, "prodsm bench: creating %s failed: %s\n", o.url.c_str(), r.error().describe().c_str());
+      return kExitServerError;
+    }
+  }
+
+  const std::uint64_t every = std::max<std::uint64_t>(1, (o.records + kMaxLatencySamples - 1) / kMaxLatencySamples);
+  auto outcomes = std::make_shared<Outcomes>();
+  outcomes->latency_ms.reserve(static_cast<std::size_t>(o.records / every + 1));
+  std::optional<Error> failure;
+  std::uint64_t sent = 0;
+  const auto started = Clock::now();
+  auto window_start = started;
+  std::uint64_t window_sent = 0;
+  std::uint64_t window_acked = 0;
+  const auto submit_timeout = std::chrono::milliseconds{o.producer.delivery_timeout_ms};
+  for (std::uint64_t i = 0; i < o.records; ++i) {
+    if (o.throughput > 0) {  // pace: record i leaves no earlier than i / throughput s after the start
+      const auto due = started + std::chrono::duration_cast<Clock::duration>(
+                                     std::chrono::duration<double>(static_cast<double>(i) / o.throughput));
+      if (Clock::now() < due) std::this_thread::sleep_until(due);
+    }
+    tl::expected<Ticket, Rejection> r;
+    if (i % every == 0) {
+      const auto t0 = Clock::now();
+      r = producer->submit_blocking(record, submit_timeout, [outcomes, t0](asio::RecordResult result) {
+        const double ms = std::chrono::duration<double, std::milli>(Clock::now() - t0).count();
+        std::lock_guard lock(outcomes->mu);
+        if (result) {
+          outcomes->latency_ms.push_back(ms);
+        } else {
+          ++outcomes->failed_samples;
+          if (!outcomes->first_error) outcomes->first_error = result.error();
+        }
+      });
+    } else {
+      r = producer->submit_blocking(record, submit_timeout);
+    }
+    if (!r) {
+      failure = r.error().terminal ? *r.error().terminal : to_error(r.error());
+      break;
+    }
+    ++sent;
+    if (o.report_interval_ms > 0 && (sent & 1023) == 0) {
+      const auto now = Clock::now();
+      if (now - window_start >= std::chrono::milliseconds{o.report_interval_ms}) {
+        const double secs = std::chrono::duration<double>(now - window_start).count();
+        const std::uint64_t acked = producer->stats().core.records_succeeded;
+        std::fprintf(stderr, "%s\n",
+                     window_line(sent - window_sent, acked - window_acked, secs, o.record_bytes).c_str());
+        window_start = now;
+        window_sent = sent;
+        window_acked = acked;
+      }
+    }
+  }
+  // Everything accepted is flushed and acknowledged before the clock stops.
+  if (auto flushed = producer->async_flush(::asio::use_future).get(); !flushed && !failure) failure = flushed.error();
+  const double elapsed = std::chrono::duration<double>(Clock::now() - started).count();
+  if (auto closed = producer->async_close(::asio::use_future).get(); !closed && !failure) failure = closed.error();
+  const auto stats = producer->stats();
+
+  std::vector<double> latencies;
+  {
+    std::lock_guard lock(outcomes->mu);
+    latencies = outcomes->latency_ms;
+    if (!failure && outcomes->first_error) failure = outcomes->first_error;
+  }
+  std::sort(latencies.begin(), latencies.end());
+  double sum = 0;
+  for (double v : latencies) sum += v;
+  const double avg = latencies.empty() ? 0 : sum / static_cast<double>(latencies.size());
+  const double max = latencies.empty() ? 0 : latencies.back();
+  const double rate = elapsed > 0 ? static_cast<double>(stats.core.records_succeeded) / elapsed : 0;
+  const double bytes_rate = rate * static_cast<double>(o.record_bytes);
+
+  if (o.json) {
+    nlohmann::json out = {
+        {"records_sent", sent},
+        {"records_acknowledged", stats.core.records_succeeded},
+        {"records_failed", stats.core.records_failed},
+        {"record_bytes", o.record_bytes},
+        {"elapsed_s", elapsed},
+        {"records_per_s", rate},
+        {"bytes_per_s", bytes_rate},
+        {"latency_ms",
+         {{"samples", latencies.size()},
+          {"sampled_every", every},
+          {"avg", avg},
+          {"p50", percentile_of_sorted(latencies, 50)},
+          {"p95", percentile_of_sorted(latencies, 95)},
+          {"p99", percentile_of_sorted(latencies, 99)},
+          {"p99_9", percentile_of_sorted(latencies, 99.9)},
+          {"max", max}}},
+        {"batches", stats.core.batches_sealed},
+        {"retries", stats.core.retries},
+        {"gap_resends", stats.core.gap_resends},
+        {"connections", stats.session.connections_opened},
+    };
+    if (failure) out["error"] = failure->describe();
+    std::printf("%s\n", out.dump().c_str());
+  } else {
+    std::printf(
+        "%llu records sent, %.1f records/sec (%s/sec), %.2f ms avg latency, %.2f ms max latency, "
+        "%.2f ms 50th, %.2f ms 95th, %.2f ms 99th, %.2f ms 99.9th.\n",
+        static_cast<unsigned long long>(sent), rate, format_bytes(bytes_rate).c_str(), avg, max,
+        percentile_of_sorted(latencies, 50), percentile_of_sorted(latencies, 95), percentile_of_sorted(latencies, 99),
+        percentile_of_sorted(latencies, 99.9));
+    std::printf(
+        "%llu acknowledged, %llu failed; %llu batches, %llu retries, %llu gap resends, %llu connections; "
+        "latency sampled every %llu records (%zu samples)\n",
+        static_cast<unsigned long long>(stats.core.records_succeeded),
+        static_cast<unsigned long long>(stats.core.records_failed),
+        static_cast<unsigned long long>(stats.core.batches_sealed), static_cast<unsigned long long>(stats.core.retries),
+        static_cast<unsigned long long>(stats.core.gap_resends),
+        static_cast<unsigned long long>(stats.session.connections_opened), static_cast<unsigned long long>(every),
+        latencies.size());
+  }
+  if (failure) {
+    std::fprintf(stderr, "prodsm bench: %s\n", failure->describe().c_str());
+    return kExitServerError;
+  }
+  return kExitOk;
+}
+
+}  // namespace
+
+void add_bench_command(CLI::App& app, std::function<int()>& run) {
+  auto o = std::make_shared<BenchOptions>();
+  CLI::App* cmd = app.add_subcommand(
+      "bench", "Load-test a stream: N records of B bytes, throughput and submit-to-ack latency percentiles");
+  cmd->add_option("url", o->url, "Stream URL, http://host[:port]/path")->required();
+  cmd->add_option("-n,--records", o->records, "Records to produce, 1..1000000000")
+      ->check(CLI::Range(std::uint64_t{1}, std::uint64_t{1'000'000'000}))
+      ->capture_default_str();
+  cmd->add_option("-s,--record-bytes", o->record_bytes, "Bytes per record, 1..16777216 (and <= --max-batch-bytes)")
+      ->check(CLI::Range(std::uint64_t{1}, std::uint64_t{16ULL << 20}))
+      ->capture_default_str();
+  cmd->add_option("--throughput", o->throughput, "Pace to this many records/s (0 = as fast as possible)")
+      ->check(CLI::Range(0.0, 1e9))
+      ->capture_default_str();
+  cmd->add_option("--content-type", o->content_type, "Stream content type (bytes mode)")->capture_default_str();
+  cmd->add_flag("--create", o->create, "Create the stream first if it does not exist (PUT)");
+  cmd->add_option("--report-interval-ms", o->report_interval_ms,
+                  "Print a progress line to stderr this often (0 = never), 0..3600000")
+      ->check(CLI::Range(std::uint64_t{0}, std::uint64_t{3'600'000}))
+      ->capture_default_str();
+  cmd->add_flag("--json", o->json, "Print the figures as one JSON object");
+  add_producer_flags(*cmd, o->producer);
+  cmd->footer(
+      "Latency is per record, from submit to its acknowledgement (linger and queueing included), "
+      "sampled on at most 500000 records. Exit status: 0 success; 2 bad usage; 3 server or network "
+      "failure (the figures are still printed).");
+  cmd->callback([o, &run] { run = [o] { return run_bench(*o); }; });
+}
+
+}  // namespace prodsm::tools

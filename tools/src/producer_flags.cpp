@@ -1,0 +1,112 @@
+// SPDX-License-Identifier: Apache-2.0
+#include "producer_flags.hpp"
+
+#include <unistd.h>
+
+#include <cmath>
+#include <cstdio>
+#include <random>
+#include <stdexcept>
+
+namespace prodsm::tools {
+
+void add_producer_flags(CLI::App& cmd, ProducerFlags& f) {
+  auto* id =
+      cmd.add_option("--producer-id", f.producer_id,
+                     "Idempotent producer id (default: generated per run). Records are deduplicated "
+                     "by (producer id, epoch, seq): a run that reuses an id and epoch resumes an earlier "
+                     "run (its records already in the stream are skipped as duplicates); to append new "
+                     "data under a fixed id, raise --epoch or use --auto-claim")
+          ->check(CLI::Validator(
+              [](std::string& v) { return v.empty() ? std::string("must not be empty") : std::string(); }, "NONEMPTY"));
+  auto* epoch = cmd.add_option("--epoch", f.epoch, "Producer epoch, 0..2^53-1")
+                    ->check(CLI::NonNegativeNumber)
+                    ->capture_default_str();
+  auto* claim = cmd.add_flag("--auto-claim", f.auto_claim, "On a stale epoch, claim server epoch + 1 (S5)");
+  cmd.add_flag("--no-producer-id", f.no_producer_id, "Plain appends without producer headers (no deduplication)")
+      ->excludes(id)
+      ->excludes(epoch)
+      ->excludes(claim);
+  cmd.add_option("--linger-ms", f.linger, "Linger in ms (0 = no delay, 'off' = no timer)")->capture_default_str();
+  cmd.add_option("--max-batch-bytes", f.max_batch_bytes, "Most bytes per batch")
+      ->check(CLI::NonNegativeNumber)
+      ->capture_default_str();
+  cmd.add_option("--max-in-flight", f.max_in_flight, "Most batches in flight")
+      ->check(CLI::NonNegativeNumber)
+      ->capture_default_str();
+  cmd.add_option("-H,--header", f.headers, "Extra request header 'Name: value' (repeatable)");
+  cmd.add_option("--connection-mode", f.connection_mode,
+                 "pipelined (one connection) or pool (one request per connection)")
+      ->check(CLI::IsMember({"pool", "pipelined"}))
+      ->capture_default_str();
+  cmd.add_option("--request-timeout-ms", f.request_timeout_ms, "Per-request timeout, 1..600000")
+      ->check(CLI::Range(std::uint64_t{1}, std::uint64_t{600'000}))
+      ->capture_default_str();
+  cmd.add_option("--delivery-timeout-ms", f.delivery_timeout_ms, "Per-record delivery deadline, 1..86400000")
+      ->check(CLI::Range(std::uint64_t{1}, std::uint64_t{86'400'000}))
+      ->capture_default_str();
+}
+
+std::optional<std::string> apply_producer_flags(const ProducerFlags& f, asio::ProducerOptions& options) {
+  auto& core = options.producer;
+  if (!f.no_producer_id) {
+    core.protocol.idempotent = DurableStreamsPolicy::IdempotentOptions{
+        f.producer_id.empty() ? generated_producer_id() : f.producer_id, f.epoch, f.auto_claim};
+  }
+  if (f.linger == "off" || f.linger == "disabled") {
+    core.linger = Linger::disabled();
+  } else {
+    try {
+      std::size_t used = 0;
+      const double ms = std::stod(f.linger, &used);
+      if (used != f.linger.size()) throw std::invalid_argument("trailing characters");
+      // Range-checked before converting: a float outside int64 has no defined conversion.
+      const double max_ms = std::chrono::duration<double, std::milli>(Linger::kMaxLinger).count();
+      if (!std::isfinite(ms) || ms < 0 || ms > max_ms) throw std::out_of_range("linger");
+      core.linger = Linger::after(std::chrono::nanoseconds{static_cast<std::int64_t>(ms * 1e6)});
+    } catch (const std::exception&) {
+      return "--linger-ms: '" + f.linger + "' is not a number of milliseconds in 0.." +
+             std::to_string(std::chrono::duration_cast<std::chrono::milliseconds>(Linger::kMaxLinger).count()) +
+             " or 'off'";
+    }
+  }
+  core.max_batch_bytes = f.max_batch_bytes;
+  core.max_unacked_bytes = std::max<std::uint64_t>(core.max_unacked_bytes, f.max_batch_bytes);
+  core.max_in_flight = f.max_in_flight;
+  core.delivery_timeout_ns = std::chrono::milliseconds{f.delivery_timeout_ms};
+  options.session.mode =
+      f.connection_mode == "pipelined" ? asio::ConnectionMode::pipelined : asio::ConnectionMode::pool;
+  options.session.max_connections = f.max_in_flight;
+  options.session.request_timeout_ns = std::chrono::milliseconds{f.request_timeout_ms};
+  for (const auto& h : f.headers) {
+    auto header = parse_header_flag(h);
+    if (!header) return "--header: " + header.error();
+    options.extra_headers.push_back(std::move(*header));
+  }
+  return std::nullopt;
+}
+
+tl::expected<ds::Header, std::string> parse_header_flag(const std::string& text) {
+  const auto colon = text.find(':');
+  if (colon == std::string::npos || colon == 0) return tl::unexpected("'" + text + "' is not 'Name: value'");
+  std::string value = text.substr(colon + 1);
+  value.erase(0, value.find_first_not_of(" \t"));
+  ds::Header header{text.substr(0, colon), value};
+  if (auto why = ds::check_extra_header(header)) return tl::unexpected(*why);
+  return header;
+}
+
+std::string generated_producer_id() {
+  char host[64] = {0};
+  ::gethostname(host, sizeof host - 1);
+  std::random_device rd;
+  char buf[160];
+  std::snprintf(buf, sizeof buf, "prodsm-%s-%d-%08x", host, static_cast<int>(::getpid()), rd());
+  std::string id = buf;
+  for (char& c : id) {
+    if (static_cast<unsigned char>(c) < 0x21 || static_cast<unsigned char>(c) > 0x7e) c = '_';
+  }
+  return id;
+}
+
+}  // namespace prodsm::tools

@@ -1,0 +1,52 @@
+// SPDX-License-Identifier: Apache-2.0
+#pragma once
+// The producer options `prodsm produce` and `prodsm bench` share, their CLI11
+// registration, and the one place that turns them into asio::ProducerOptions; plus the
+// `-H 'Name: value'` parsing every subcommand uses.
+
+#include <CLI/CLI.hpp>
+
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include <tl/expected.hpp>
+
+#include "prodsm/asio/producer.hpp"
+
+namespace prodsm::tools {
+
+/// Producer flags as given on the command line (validated by apply_producer_flags).
+struct ProducerFlags {
+  std::string producer_id;                      ///< --producer-id; empty = generated per run
+  bool no_producer_id = false;                  ///< --no-producer-id: plain appends (no S1–S5)
+  std::uint64_t epoch = 0;                      ///< --epoch, 0..2^53-1 (checked by the core, B3)
+  bool auto_claim = false;                      ///< --auto-claim (S5)
+  std::string linger = "5";                     ///< --linger-ms: milliseconds (fractions allowed) or "off"
+  std::uint64_t max_batch_bytes = 1 << 20;      ///< --max-batch-bytes (bytes, B2)
+  std::uint32_t max_in_flight = 5;              ///< --max-in-flight (batches, R1)
+  std::vector<std::string> headers;             ///< -H 'Name: value', repeatable
+  std::string connection_mode = "pipelined";    ///< --connection-mode: pipelined | pool
+  std::uint64_t request_timeout_ms = 30'000;    ///< --request-timeout-ms, 1..600000 (ms)
+  std::uint64_t delivery_timeout_ms = 120'000;  ///< --delivery-timeout-ms, 1..86400000 (ms, E6)
+};
+
+/// Registers the flags above on `cmd` (range checks that need no context are CLI11
+/// checks; the rest is checked by apply_producer_flags and the core's validation).
+void add_producer_flags(CLI::App& cmd, ProducerFlags& flags);
+
+/// Fills `options.producer` (linger, batch bytes, in-flight, delivery timeout,
+/// idempotent producer), `options.session` (mode, connections, request timeout) and
+/// `options.extra_headers` from `flags`. Returns the message naming the bad flag
+/// (e.g. "--linger-ms: 'x' is not a number of milliseconds in 0..3600000 or 'off'").
+std::optional<std::string> apply_producer_flags(const ProducerFlags& flags, asio::ProducerOptions& options);
+
+/// Parses `-H 'Name: value'` (value's leading blanks dropped) and checks it with
+/// ds::check_extra_header; the error text names what is wrong.
+tl::expected<ds::Header, std::string> parse_header_flag(const std::string& text);
+
+/// A producer id unique enough for one run: "prodsm-<host>-<pid>-<random hex>".
+std::string generated_producer_id();
+
+}  // namespace prodsm::tools
