@@ -54,6 +54,14 @@ json ack_to(const TraceAck& a, Protocol protocol) {
   return {{"next_offset", a.next_offset}, {"duplicate", a.duplicate}};
 }
 
+/// A simulated server's response as the driver protocol's `response` object.
+json response_to(const Response& r, Protocol protocol) {
+  if (r.kind == Response::Kind::ack) {
+    return {{"kind", "ack"}, {"ack", ack_to(r.ack, protocol)}, {"invalid", r.invalid}};
+  }
+  return {{"kind", "fail"}, {"error", error_to(r.error)}};
+}
+
 TraceAck ack_from(const json& j) {
   TraceAck a;
   if (!j.is_object()) return a;
@@ -84,6 +92,7 @@ Observation observation_from(const json& j) {
       const json& ends = j.at("record_ends");
       for (const auto& e : ends) o.record_ends.push_back(e.get<std::uint32_t>());
     }
+    if (j.contains("session") && j.at("session").is_number_unsigned()) o.session = j.at("session").get<std::uint64_t>();
     const json st = j.value("stamp", json::object());
     o.stamp.sequenced = st.value("sequenced", false);
     o.stamp.epoch = st.value("epoch", std::uint64_t{0});
@@ -174,6 +183,7 @@ class ExternalDriver final : public Driver {
     Input input;
     input.at = now_;
     std::optional<std::pair<detail::PendingSend, Response>> answered;
+    std::vector<std::pair<detail::PendingSend, Response>> session_rest;  ///< failed with `answered` (S2)
     switch (c.kind) {
       case Command::Kind::submit:
         request = {{"op", "submit"}, {"record_b64", base64::encode(c.record)}};
@@ -210,14 +220,21 @@ class ExternalDriver final : public Driver {
         answered = server_.answer(c);
         if (!answered) return false;
         const auto& [sent, response] = *answered;
-        json r = response.kind == Response::Kind::ack ? json{{"kind", "ack"},
-                                                             {"ack", ack_to(response.ack, trace_.config.protocol)},
-                                                             {"invalid", response.invalid}}
-                                                      : json{{"kind", "fail"}, {"error", error_to(response.error)}};
-        request = {{"op", "respond"}, {"send", sent.index}, {"response", r}};
+        request = {
+            {"op", "respond"}, {"send", sent.index}, {"response", response_to(response, trace_.config.protocol)}};
         input.kind = Input::Kind::respond;
         input.send_index = sent.index;
         input.response = response;
+        // S2: the failure kills the append session; its other in-flight appends fail in
+        // the same instant, before the SDK can react to the first (docs/conformance.md).
+        session_rest = server_.fail_rest_of_session(c, sent);
+        if (!session_rest.empty()) {
+          json with = json::array();
+          for (const auto& [other, other_response] : session_rest) {
+            with.push_back({{"send", other.index}, {"response", response_to(other_response, trace_.config.protocol)}});
+          }
+          request["with"] = std::move(with);
+        }
         break;
       }
     }
@@ -225,10 +242,20 @@ class ExternalDriver final : public Driver {
     if (!reply.value("ok", false)) {
       unsupported_ = reply.contains("unsupported") ? reply.at("unsupported").dump()
                                                    : "driver error: " + reply.value("error", json::object()).dump();
+      for (auto it = session_rest.rbegin(); it != session_rest.rend(); ++it) server_.unanswer(it->first);
       if (answered) server_.unanswer(answered->first);
       return false;
     }
     if (c.kind == Command::Kind::advance) now_ = input.at;
+    // The answers delivered together are one step each, in send order; what the SDK did
+    // in reaction is observed after the last of them.
+    for (const auto& [other, other_response] : session_rest) {
+      Step answered_step;
+      answered_step.input = input;
+      trace_.steps.push_back(std::move(answered_step));
+      input.send_index = other.index;
+      input.response = other_response;
+    }
     Step step;
     step.input = std::move(input);
     step.result = result_from(reply.value("result", json()));

@@ -11,7 +11,9 @@
 //    epoch not yet acknowledged (as a real server would say), or seq - 1 (0 for seq 0)
 //    when every lower seq was acknowledged (an injected gap);
 //    stale_epoch -> server epoch = the send's epoch + 1; stream_closed -> final offset =
-//    the tail.
+//    the tail. S2: a failure kills the append session, so every other unanswered send
+//    of that session (when the target reports sessions) fails with it, in send order,
+//    in the same instant (fail_rest_of_session).
 //  - invalid_ack: S2 -> the range is one record too long; Durable Streams -> neither an
 //    offset nor a duplicate flag; unknown_batch -> an ack for a batch id never issued.
 #include "sim_server.hpp"
@@ -28,7 +30,8 @@ std::string offset_text(std::uint64_t bytes) {
 }
 
 void SimServer::sent(const Observation& o) {
-  unanswered_.push_back(PendingSend{o.send_index, o.batch, o.attempt, o.first_ticket, o.count, o.body.size(), o.stamp});
+  unanswered_.push_back(
+      PendingSend{o.send_index, o.batch, o.attempt, o.first_ticket, o.count, o.body.size(), o.stamp, o.session});
 }
 
 void SimServer::unanswer(const PendingSend& send) {
@@ -71,6 +74,24 @@ std::optional<std::pair<PendingSend, Response>> SimServer::answer(const Command&
     last_acked_ = std::make_pair(sent.stamp.epoch, sent.stamp.seq);
   }
   return std::make_pair(sent, r);
+}
+
+std::vector<std::pair<PendingSend, Response>> SimServer::fail_rest_of_session(const Command& c,
+                                                                              const PendingSend& failed) {
+  std::vector<std::pair<PendingSend, Response>> out;
+  if (config_.protocol != Protocol::s2 || c.kind != Command::Kind::fail || !failed.session) return out;
+  for (auto it = unanswered_.begin(); it != unanswered_.end();) {
+    if (it->session != failed.session) {
+      ++it;
+      continue;
+    }
+    Response r;
+    r.kind = Response::Kind::fail;
+    r.error = failure(c, *it);
+    out.emplace_back(*it, std::move(r));
+    it = unanswered_.erase(it);
+  }
+  return out;
 }
 
 TraceAck SimServer::ack(const Command& c, const PendingSend& sent, bool& invalid) const {

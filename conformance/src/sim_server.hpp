@@ -10,6 +10,7 @@
 #include <map>
 #include <optional>
 #include <set>
+#include <vector>
 
 #include "prodsm/conformance/command.hpp"
 #include "prodsm/conformance/trace.hpp"
@@ -25,6 +26,7 @@ struct PendingSend {
   std::uint32_t count = 0;
   std::size_t body_bytes = 0;
   TraceStamp stamp;
+  std::optional<std::uint64_t> session;  ///< the transport session that carried it, if reported
 };
 
 class SimServer {
@@ -39,6 +41,12 @@ class SimServer {
   /// the response; nullopt when nothing is unanswered. An invalid_ack of kind
   /// unknown_batch answers no send: it is built by unknown_batch_ack().
   std::optional<std::pair<PendingSend, Response>> answer(const Command& command);
+
+  /// S2: after `failed` was failed by `command`, its append session is dead: takes every
+  /// other unanswered send of that session (in send order) and fails it with the same
+  /// error code, as a real session fails all its in-flight appends at once. Empty for
+  /// Durable Streams, for acks, and for sends without a reported session.
+  std::vector<std::pair<PendingSend, Response>> fail_rest_of_session(const Command& command, const PendingSend& failed);
 
   /// Puts back a send whose answer could not be delivered (the target refused the
   /// command), in send order.

@@ -754,8 +754,30 @@ async function opRespond(req) {
       return reply(null, r, extra);
     }
   }
+  // `with`: the other in-flight appends of the same session, failed in the same instant
+  // (a real session that fails one append fails them all): all are settled before the
+  // SDK can react to the first.
+  const also = [];
+  if (req.with !== undefined) {
+    if (!Array.isArray(req.with)) throw new Error("respond.with must be an array");
+    if (result.ok) throw new Error("respond.with is only for failures");
+    for (const w of req.with) {
+      const i = w?.send;
+      if (!Number.isInteger(i) || i < 0 || i >= r.calls.length) throw new Error(`no send ${JSON.stringify(i)} to fail`);
+      const other = r.calls[i];
+      if (other.settled || also.some((a) => a.call === other) || other === call) {
+        throw new Error(`send ${i} was already answered`);
+      }
+      if (other.session !== call.session) throw new Error(`send ${i} is not on the session of send ${call.send}`);
+      if (w.response?.kind !== "fail" || !S2_FAILURES.includes(w.response?.error?.code)) {
+        throw new Error(`respond.with: send ${i} needs a fail response with an S2 error code`);
+      }
+      also.push({ call: other, result: { ok: false, error: renderFailure(r, other, w.response.error) } });
+    }
+  }
   if (result.ok) r.tail = Math.max(r.tail, result.value.end.seqNum);
   call.session.settle(call, result);
+  for (const a of also) a.call.session.settle(a.call, a.result);
   await drain();
   return reply(null, r, extra);
 }

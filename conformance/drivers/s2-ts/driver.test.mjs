@@ -276,6 +276,46 @@ describe("s2-ts driver", () => {
     await d.stop();
   });
 
+  it("a failure with `with` fails the session's other in-flight calls at once; the SDK resends each batch once", async () => {
+    const d = driver();
+    await d.start({
+      linger_ms: 1,
+      max_batch_records: 1,
+      max_in_flight: 3,
+      match_seq_num: 0,
+      backoff_initial_ms: 2,
+      backoff_max_ms: 2,
+      jitter_seed: 1,
+    });
+    // Batches queued while the head is in flight go out together once it is acknowledged.
+    for (const r of ["a", "b", "c"]) await d.submit(r);
+    await d.advance(1);
+    const first = sends(await d.ack(0, 0, 1));
+    assert.deepEqual(
+      first.map((x) => [x.send, x.batch, x.session]),
+      [
+        [1, 1, 0],
+        [2, 2, 0],
+      ],
+    );
+    const lost = { kind: "fail", error: { code: "connection_lost", certainty: "indefinite", retryable: true } };
+    const both = await d.request({ op: "respond", send: 1, response: lost, with: [{ send: 2, response: lost }] });
+    assert.equal(both.ok, true);
+    const resent = sends(await d.advance(10));
+    assert.deepEqual(
+      resent.map((x) => [x.batch, x.attempt, x.session]),
+      [
+        [1, 2, 1],
+        [2, 2, 1],
+      ],
+      "one recovery, both batches resent once on the new session",
+    );
+    assert.equal((await d.fail(2, "connection_lost")).ok, false, "send 2 was answered with send 1");
+    const bad = await d.request({ op: "respond", send: 3, response: { kind: "ack", ack: { start: 0, end: 1 } }, with: [] });
+    assert.equal(bad.ok, false, "with is for failures only");
+    await d.stop();
+  });
+
   it("an ack timeout (the SDK's 5 s requestTimeoutMillis) resends; a late answer to the old attempt is ignored", async () => {
     const d = driver();
     await d.start({ linger_ms: 1 });

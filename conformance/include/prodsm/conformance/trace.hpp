@@ -112,6 +112,10 @@ struct Observation {
   /// send: each record's end offset in `body` (bytes, exclusive); S2 only, empty for Durable Streams.
   std::vector<std::uint32_t> record_ends;
   TraceStamp stamp;  ///< send: the batch's sequencing stamps
+  /// send: the transport session that carried it, when the target reports one (an S2
+  /// append session). When one of a session's appends fails, the session is dead and
+  /// the simulated server fails its other in-flight appends in the same instant.
+  std::optional<std::uint64_t> session;
   // done
   std::uint64_t last_ticket = 0;  ///< done: last ticket of the range (inclusive)
   // done / barrier / closed
