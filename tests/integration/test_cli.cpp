@@ -115,6 +115,30 @@ TEST_F(Cli, JsonContentTypeWithParametersSelectsJsonMode) {
   EXPECT_EQ(nlohmann::json::parse(client.read_all(u, true)), nlohmann::json::parse("[1,2]"));
 }
 
+// `read --json` prints the stream as one JSON array, ended by a newline; bytes mode
+// prints exactly the stream's bytes.
+TEST_F(Cli, ReadPrintsJsonWithANewlineAndBytesExactly) {
+  const std::string j = url("readjson");
+  ASSERT_EQ(prodsm("produce " + j + " --create --json", "1\n{\"a\":2}\n").status, 0);
+  CliRun r = prodsm("read " + j + " --json");
+  EXPECT_EQ(r.status, 0) << r.err;
+  ASSERT_FALSE(r.out.empty());
+  EXPECT_EQ(r.out.back(), '\n');
+  EXPECT_EQ(nlohmann::json::parse(r.out), nlohmann::json::parse(R"([1,{"a":2}])"));
+  const std::string b = url("readbytes");
+  ASSERT_EQ(prodsm("produce " + b + " --create", "x\nno newline").status, 0);
+  r = prodsm("read " + b);
+  EXPECT_EQ(r.status, 0) << r.err;
+  EXPECT_EQ(r.out, "x\nno newline");
+}
+
+// An unknown command is named, with the known ones.
+TEST_F(Cli, UnknownCommandIsNamed) {
+  const CliRun r = prodsm("bogus --x");
+  EXPECT_EQ(r.status, 2);
+  EXPECT_NE(r.err.find("unknown command 'bogus' (commands: produce, read, bench, conform"), std::string::npos) << r.err;
+}
+
 TEST_F(Cli, JsonConflictingWithANonJsonContentTypeIsRefused) {
   const CliRun r = prodsm("produce " + url("conflict") + " --create --json --content-type text/plain", "1\n");
   EXPECT_EQ(r.status, 2);

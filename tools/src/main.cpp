@@ -4,6 +4,7 @@
 // in bench/.)
 #include <cstdio>
 #include <functional>
+#include <string>
 
 #include "commands.hpp"
 
@@ -16,6 +17,19 @@ int main(int argc, char** argv) {
   prodsm::tools::add_read_command(app, run);
   prodsm::tools::add_bench_command(app, run);
   prodsm::tools::add_conform_command(app, run);
+  // CLI11 reports an unknown command as "a subcommand is required": name it instead.
+  if (argc > 1 && argv[1][0] != '-') {
+    std::string names;
+    bool known = false;
+    for (const CLI::App* sub : app.get_subcommands({})) {
+      names += (names.empty() ? "" : ", ") + sub->get_name();
+      known = known || sub->get_name() == argv[1];
+    }
+    if (!known) {
+      std::fprintf(stderr, "prodsm: unknown command '%s' (commands: %s; see --help)\n", argv[1], names.c_str());
+      return prodsm::tools::kExitBadInput;
+    }
+  }
   try {
     app.parse(argc, argv);
   } catch (const CLI::CallForHelp& e) {

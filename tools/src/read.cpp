@@ -57,6 +57,9 @@ int run_read(const ReadOptions& o) {
     std::fprintf(stderr, "prodsm read: %s\n", contents.error().describe().c_str());
     return kExitServerError;
   }
+  // JSON mode prints one JSON text; end it with a newline like any text tool. Bytes
+  // mode writes exactly the stream's bytes.
+  if (o.json) contents->body.push_back('\n');
   if (o.output == "-") {
     const std::size_t written = std::fwrite(contents->body.data(), 1, contents->body.size(), stdout);
     if (written != contents->body.size() || std::fflush(stdout) != 0) {
@@ -85,7 +88,7 @@ void add_read_command(CLI::App& app, std::function<int()>& run) {
   CLI::App* cmd = app.add_subcommand("read", "Read a whole stream (catch-up read) to stdout or a file");
   cmd->add_option("url", o->url, "Stream URL")->required();
   cmd->add_option("-o,--output", o->output, "Output file ('-' = stdout)")->capture_default_str();
-  cmd->add_flag("--json", o->json, "JSON stream: print one JSON array of every value");
+  cmd->add_flag("--json", o->json, "JSON stream: print one JSON array of every value (and a newline)");
   cmd->add_option("--max-bytes", o->max_bytes, "Fail past this many bytes")->capture_default_str();
   cmd->add_option("-H,--header", o->headers, "Extra request header 'Name: value' (repeatable)");
   cmd->callback([o, &run] { run = [o] { return run_read(*o); }; });
