@@ -197,6 +197,12 @@ TEST_F(Cli, BenchRefusesBadOptionsAndReportsServerFailures) {
   r = prodsm("bench " + url("bench-bad") + " --content-type application/json");
   EXPECT_EQ(r.status, 2);
   EXPECT_NE(r.err.find("not JSON values"), std::string::npos) << r.err;
+  r = prodsm("bench " + url("bench-bad") + " --throughput nan");
+  EXPECT_EQ(r.status, 2);
+  EXPECT_NE(r.err.find("--throughput: 'nan'"), std::string::npos) << r.err;
+  r = prodsm("bench " + url("bench-bad") + " --max-batch-bytes 0");
+  EXPECT_EQ(r.status, 2);
+  EXPECT_NE(r.err.find("max_batch_bytes"), std::string::npos) << "the core's validation names the field: " << r.err;
   r = prodsm("bench " + url("bench-bad") + " --linger-ms soon");
   EXPECT_EQ(r.status, 2);
   EXPECT_NE(r.err.find("--linger-ms: 'soon'"), std::string::npos) << r.err;
@@ -205,6 +211,71 @@ TEST_F(Cli, BenchRefusesBadOptionsAndReportsServerFailures) {
   EXPECT_NE(r.err.find("not_found"), std::string::npos) << r.err;
   EXPECT_NE(r.out.find("10 records sent"), std::string::npos) << r.out;
   EXPECT_NE(r.out.find("10 failed"), std::string::npos) << r.out;
+}
+
+// SIGINT stops a bench: what was accepted is flushed, the figures are printed, exit 130.
+TEST_F(Cli, BenchInterruptFlushesAndPrintsTheFigures) {
+  const std::string u = url("bench-sigint");
+  client.create(u, "application/octet-stream");
+  const std::string out = temp_path("bench-sigint-stdout");
+  const std::string err = temp_path("bench-sigint-stderr");
+  const pid_t child = ::fork();
+  ASSERT_GE(child, 0);
+  if (child == 0) {
+    const int outfd = ::open(out.c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0600);
+    const int errfd = ::open(err.c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0600);
+    if (outfd < 0 || errfd < 0) ::_exit(99);
+    ::dup2(outfd, 1);
+    ::dup2(errfd, 2);
+    ::execl(PRODSM_CLI, PRODSM_CLI, "bench", u.c_str(), "--json", "--records", "1000000", "--record-bytes", "10",
+            "--throughput", "200", "--linger-ms", "0", static_cast<char*>(nullptr));
+    ::_exit(98);
+  }
+  std::size_t held = 0;
+  for (int i = 0; i < 600 && held < 20; ++i) {  // up to 30 s for a few records to arrive
+    held = client.read_all(u, false).size();
+    if (held < 20) std::this_thread::sleep_for(std::chrono::milliseconds{50});
+  }
+  ASSERT_GE(held, 20U) << "the bench never sent a record";
+  ASSERT_EQ(::kill(child, SIGINT), 0);
+  int status = 0;
+  ASSERT_EQ(::waitpid(child, &status, 0), child);
+  EXPECT_TRUE(WIFEXITED(status)) << "killed by the signal instead of handling it";
+  EXPECT_EQ(WEXITSTATUS(status), 130) << slurp(err);
+  const auto figures = nlohmann::json::parse(slurp(out), nullptr, false);
+  ASSERT_TRUE(figures.is_object()) << slurp(out);
+  EXPECT_EQ(figures.at("interrupted"), true);
+  const auto sent = figures.at("records_sent").get<std::uint64_t>();
+  EXPECT_LT(sent, 1000000U);
+  EXPECT_EQ(figures.at("records_acknowledged").get<std::uint64_t>(), sent) << "everything accepted was flushed";
+  EXPECT_EQ(client.read_all(u, false).size(), sent * 10);
+  EXPECT_NE(slurp(err).find("interrupted after"), std::string::npos) << slurp(err);
+  std::remove(out.c_str());
+  std::remove(err.c_str());
+}
+
+// S3: a bench that reuses a producer id and epoch is deduplicated by the server; the run
+// says so and fails (exit 1) instead of reporting appends that did not happen.
+TEST_F(Cli, BenchDeduplicatedByAReusedProducerIdFails) {
+  const std::string u = url("bench-dup");
+  // One full batch (seq 0) per run: 100 records of 10 B under a 1000 B batch, no linger timer.
+  const std::string args = " -n 100 -s 10 --max-batch-bytes 1000 --linger-ms off --producer-id fixed --json";
+  ASSERT_EQ(prodsm("bench " + u + " --create" + args).status, 0);
+  const CliRun r = prodsm("bench " + u + args);
+  EXPECT_EQ(r.status, 1) << r.err;
+  const auto figures = nlohmann::json::parse(r.out, nullptr, false);
+  ASSERT_TRUE(figures.is_object()) << r.out;
+  EXPECT_EQ(figures.at("records_deduplicated"), 100);
+  EXPECT_NE(r.err.find("were not appended"), std::string::npos) << r.err;
+  EXPECT_EQ(client.read_all(u, false).size(), 1000U) << "the second run appended nothing";
+}
+
+// Progress lines follow --report-interval-ms on slow (paced) runs too.
+TEST_F(Cli, BenchReportsProgressOnPacedRuns) {
+  const CliRun r =
+      prodsm("bench " + url("bench-progress") + " --create -n 60 -s 10 --throughput 100 --report-interval-ms 200");
+  ASSERT_EQ(r.status, 0) << r.err;
+  EXPECT_NE(r.err.find("records sent,"), std::string::npos) << "a 0.6 s run with a 0.2 s interval reports progress";
 }
 
 // E1, S6: when the final flush fails after a bad line, the message says so and names

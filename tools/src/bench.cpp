@@ -7,7 +7,8 @@
 #include <asio/io_context.hpp>
 #include <asio/use_future.hpp>
 
-#include <atomic>
+#include <algorithm>
+#include <cmath>
 #include <cstdio>
 #include <memory>
 #include <mutex>
@@ -16,6 +17,7 @@
 
 #include "commands.hpp"
 #include "figures.hpp"
+#include "interrupt.hpp"
 #include "prodsm/asio/producer.hpp"
 #include "prodsm/asio/stream_ops.hpp"
 #include "producer_flags.hpp"
@@ -44,9 +46,8 @@ struct BenchOptions {
 /// What the completion callbacks (on the I/O thread) collect.
 struct Outcomes {
   std::mutex mu;
-  std::vector<double> latency_ms;  ///< sampled records, submit to acknowledgement
-  std::uint64_t failed_samples = 0;
-  std::optional<Error> first_error;
+  std::vector<double> latency_ms;    ///< sampled records, submit to acknowledgement
+  std::optional<Error> first_error;  ///< of a sampled record
 };
 
 /// One progress line for a window of `secs` seconds: records submitted and acknowledged in it.
@@ -72,12 +73,6 @@ int run_bench(const BenchOptions& o) {
                  o.content_type.c_str());
     return kExitBadInput;
   }
-  if (o.record_bytes > o.producer.max_batch_bytes) {
-    std::fprintf(stderr, "prodsm bench: --record-bytes %llu exceeds --max-batch-bytes %llu (B4)\n",
-                 static_cast<unsigned long long>(o.record_bytes),
-                 static_cast<unsigned long long>(o.producer.max_batch_bytes));
-    return kExitBadInput;
-  }
   // Any bytes will do; a printable pattern keeps the stream readable with `prodsm read`.
   std::string record(o.record_bytes, 'x');
   for (std::size_t i = 0; i < record.size(); ++i) record[i] = static_cast<char>('a' + i % 26);
@@ -85,7 +80,9 @@ int run_bench(const BenchOptions& o) {
 
   ::asio::io_context io;
   auto guard = ::asio::make_work_guard(io);
+  route_interrupts_here(true);  // the I/O thread inherits the blocked mask
   std::thread io_thread([&io] { io.run(); });
+  route_interrupts_here(false);
   struct Joiner {
     ::asio::executor_work_guard<::asio::io_context::executor_type>& guard;
     std::thread& thread;
@@ -100,6 +97,13 @@ int run_bench(const BenchOptions& o) {
     std::fprintf(stderr, "prodsm bench: %s\n", producer.error().c_str());
     return kExitBadInput;
   }
+  if (o.record_bytes > o.producer.max_batch_bytes) {
+    std::fprintf(stderr, "prodsm bench: --record-bytes %llu exceeds --max-batch-bytes %llu (B4)\n",
+                 static_cast<unsigned long long>(o.record_bytes),
+                 static_cast<unsigned long long>(o.producer.max_batch_bytes));
+    return kExitBadInput;
+  }
+
   if (o.create) {
     ds::RequestOptions request_options;
     request_options.extra_headers = options.extra_headers;
@@ -122,11 +126,22 @@ int run_bench(const BenchOptions& o) {
   std::uint64_t window_sent = 0;
   std::uint64_t window_acked = 0;
   const auto submit_timeout = std::chrono::milliseconds{o.producer.delivery_timeout_ms};
+  bool stopped = false;  // by SIGINT/SIGTERM
   for (std::uint64_t i = 0; i < o.records; ++i) {
-    if (o.throughput > 0) {  // pace: record i leaves no earlier than i / throughput s after the start
-      const auto due = started + std::chrono::duration_cast<Clock::duration>(
-                                     std::chrono::duration<double>(static_cast<double>(i) / o.throughput));
-      if (Clock::now() < due) std::this_thread::sleep_until(due);
+    if (o.throughput > 0) {
+      // Pace: record i leaves no earlier than i / throughput s after the start. Slept in
+      // steps of at most 100 ms (any rate, however small, without overflow; a signal is
+      // seen quickly).
+      const double due_s = static_cast<double>(i) / o.throughput;
+      for (;;) {
+        const double now_s = std::chrono::duration<double>(Clock::now() - started).count();
+        if (now_s >= due_s || interrupted()) break;
+        std::this_thread::sleep_for(std::chrono::duration<double>(std::min(due_s - now_s, 0.1)));
+      }
+    }
+    if (interrupted()) {
+      stopped = true;
+      break;
     }
     tl::expected<Ticket, Rejection> r;
     if (i % every == 0) {
@@ -136,9 +151,8 @@ int run_bench(const BenchOptions& o) {
         std::lock_guard lock(outcomes->mu);
         if (result) {
           outcomes->latency_ms.push_back(ms);
-        } else {
-          ++outcomes->failed_samples;
-          if (!outcomes->first_error) outcomes->first_error = result.error();
+        } else if (!outcomes->first_error) {
+          outcomes->first_error = result.error();
         }
       });
     } else {
@@ -149,7 +163,8 @@ int run_bench(const BenchOptions& o) {
       break;
     }
     ++sent;
-    if (o.report_interval_ms > 0 && (sent & 1023) == 0) {
+    // The clock is read for progress on every paced record, else every 256 records.
+    if (o.report_interval_ms > 0 && (o.throughput > 0 || (sent & 255) == 0)) {
       const auto now = Clock::now();
       if (now - window_start >= std::chrono::milliseconds{o.report_interval_ms}) {
         const double secs = std::chrono::duration<double>(now - window_start).count();
@@ -181,44 +196,58 @@ int run_bench(const BenchOptions& o) {
   const double max = latencies.empty() ? 0 : latencies.back();
   const double rate = elapsed > 0 ? static_cast<double>(stats.core.records_succeeded) / elapsed : 0;
   const double bytes_rate = rate * static_cast<double>(o.record_bytes);
+  // Records the server already held from an earlier run with the same producer id and
+  // epoch (S3): acknowledged, but not appended by this run.
+  const std::uint64_t deduplicated = stats.core.first_attempt_duplicate_records;
 
   if (o.json) {
+    nlohmann::json latency = nullptr;  // no sampled record was acknowledged
+    if (!latencies.empty()) {
+      latency = {{"samples", latencies.size()},
+                 {"sampled_every", every},
+                 {"avg", avg},
+                 {"p50", percentile_of_sorted(latencies, 50)},
+                 {"p95", percentile_of_sorted(latencies, 95)},
+                 {"p99", percentile_of_sorted(latencies, 99)},
+                 {"p99_9", percentile_of_sorted(latencies, 99.9)},
+                 {"max", max}};
+    }
     nlohmann::json out = {
         {"records_sent", sent},
         {"records_acknowledged", stats.core.records_succeeded},
         {"records_failed", stats.core.records_failed},
+        {"records_deduplicated", deduplicated},
         {"record_bytes", o.record_bytes},
         {"elapsed_s", elapsed},
         {"records_per_s", rate},
         {"bytes_per_s", bytes_rate},
-        {"latency_ms",
-         {{"samples", latencies.size()},
-          {"sampled_every", every},
-          {"avg", avg},
-          {"p50", percentile_of_sorted(latencies, 50)},
-          {"p95", percentile_of_sorted(latencies, 95)},
-          {"p99", percentile_of_sorted(latencies, 99)},
-          {"p99_9", percentile_of_sorted(latencies, 99.9)},
-          {"max", max}}},
+        {"latency_ms", latency},
         {"batches", stats.core.batches_sealed},
         {"retries", stats.core.retries},
         {"gap_resends", stats.core.gap_resends},
         {"connections", stats.session.connections_opened},
+        {"interrupted", stopped},
     };
     if (failure) out["error"] = failure->describe();
     std::printf("%s\n", out.dump().c_str());
   } else {
+    std::string latency_text = "latency n/a (no sampled record was acknowledged)";
+    if (!latencies.empty()) {
+      char buf[256];
+      std::snprintf(buf, sizeof buf,
+                    "%.2f ms avg latency, %.2f ms max latency, %.2f ms 50th, %.2f ms 95th, %.2f ms 99th, "
+                    "%.2f ms 99.9th",
+                    avg, max, percentile_of_sorted(latencies, 50), percentile_of_sorted(latencies, 95),
+                    percentile_of_sorted(latencies, 99), percentile_of_sorted(latencies, 99.9));
+      latency_text = buf;
+    }
+    std::printf("%llu records sent, %.1f records/sec (%s/sec), %s.\n", static_cast<unsigned long long>(sent), rate,
+                format_bytes(bytes_rate).c_str(), latency_text.c_str());
     std::printf(
-        "%llu records sent, %.1f records/sec (%s/sec), %.2f ms avg latency, %.2f ms max latency, "
-        "%.2f ms 50th, %.2f ms 95th, %.2f ms 99th, %.2f ms 99.9th.\n",
-        static_cast<unsigned long long>(sent), rate, format_bytes(bytes_rate).c_str(), avg, max,
-        percentile_of_sorted(latencies, 50), percentile_of_sorted(latencies, 95), percentile_of_sorted(latencies, 99),
-        percentile_of_sorted(latencies, 99.9));
-    std::printf(
-        "%llu acknowledged, %llu failed; %llu batches, %llu retries, %llu gap resends, %llu connections; "
-        "latency sampled every %llu records (%zu samples)\n",
+        "%llu acknowledged, %llu failed, %llu deduplicated; %llu batches, %llu retries, %llu gap resends, "
+        "%llu connections; latency sampled every %llu records (%zu samples)\n",
         static_cast<unsigned long long>(stats.core.records_succeeded),
-        static_cast<unsigned long long>(stats.core.records_failed),
+        static_cast<unsigned long long>(stats.core.records_failed), static_cast<unsigned long long>(deduplicated),
         static_cast<unsigned long long>(stats.core.batches_sealed), static_cast<unsigned long long>(stats.core.retries),
         static_cast<unsigned long long>(stats.core.gap_resends),
         static_cast<unsigned long long>(stats.session.connections_opened), static_cast<unsigned long long>(every),
@@ -227,6 +256,19 @@ int run_bench(const BenchOptions& o) {
   if (failure) {
     std::fprintf(stderr, "prodsm bench: %s\n", failure->describe().c_str());
     return kExitServerError;
+  }
+  if (stopped) {
+    std::fprintf(stderr, "prodsm bench: interrupted after %llu records, which were flushed\n",
+                 static_cast<unsigned long long>(sent));
+    return kExitInterrupted;
+  }
+  if (deduplicated > 0) {
+    std::fprintf(stderr,
+                 "prodsm bench: %llu records were already in the stream from an earlier run with the same producer "
+                 "id and epoch and were not appended: the figures do not measure appends; use a new --producer-id "
+                 "or a higher --epoch\n",
+                 static_cast<unsigned long long>(deduplicated));
+    return kExitFailure;
   }
   return kExitOk;
 }
@@ -244,8 +286,17 @@ void add_bench_command(CLI::App& app, std::function<int()>& run) {
   cmd->add_option("-s,--record-bytes", o->record_bytes, "Bytes per record, 1..16777216 (and <= --max-batch-bytes)")
       ->check(CLI::Range(std::uint64_t{1}, std::uint64_t{16ULL << 20}))
       ->capture_default_str();
-  cmd->add_option("--throughput", o->throughput, "Pace to this many records/s (0 = as fast as possible)")
-      ->check(CLI::Range(0.0, 1e9))
+  cmd->add_option("--throughput", o->throughput, "Pace to this many records/s, 0..1e9 (0 = as fast as possible)")
+      ->check(CLI::Validator(
+          [](std::string& v) {
+            try {
+              const double d = std::stod(v);
+              if (std::isfinite(d) && d >= 0 && d <= 1e9) return std::string();
+            } catch (const std::exception&) {
+            }
+            return "--throughput: '" + v + "' is not a number of records/s in 0..1e9";
+          },
+          "RATE"))
       ->capture_default_str();
   cmd->add_option("--content-type", o->content_type, "Stream content type (bytes mode)")->capture_default_str();
   cmd->add_flag("--create", o->create, "Create the stream first if it does not exist (PUT)");
@@ -257,8 +308,10 @@ void add_bench_command(CLI::App& app, std::function<int()>& run) {
   add_producer_flags(*cmd, o->producer);
   cmd->footer(
       "Latency is per record, from submit to its acknowledgement (linger and queueing included), "
-      "sampled on at most 500000 records. Exit status: 0 success; 2 bad usage; 3 server or network "
-      "failure (the figures are still printed).");
+      "sampled on at most 500000 records. Exit status: 0 success; 1 records were deduplicated by the "
+      "server (a reused --producer-id and --epoch: nothing new was appended for them); 2 bad usage; "
+      "3 server or network failure; 130 interrupted (SIGINT or SIGTERM: what was accepted is flushed "
+      "and the figures printed). The figures are printed in every case but bad usage.");
   cmd->callback([o, &run] { run = [o] { return run_bench(*o); }; });
 }
 

@@ -21,6 +21,7 @@
 
 #include "commands.hpp"
 #include "figures.hpp"
+#include "interrupt.hpp"
 #include "prodsm/asio/producer.hpp"
 #include "prodsm/asio/stream_ops.hpp"
 #include "producer_flags.hpp"
@@ -28,33 +29,6 @@
 
 namespace prodsm::tools {
 namespace {
-
-/// Set by SIGINT/SIGTERM: stop reading input, flush what was accepted, exit 130.
-volatile std::sig_atomic_t g_interrupted = 0;
-
-extern "C" void on_interrupt(int) {
-  g_interrupted = 1;
-}
-
-/// The first SIGINT or SIGTERM ends the input (a blocked read returns EINTR: no
-/// SA_RESTART); a second one kills as usual (SA_RESETHAND). Call before any other thread
-/// starts, with `block` true, then again with false once the threads run, so that only
-/// this thread takes the signal.
-void route_interrupts_here(bool block) {
-  sigset_t set;
-  sigemptyset(&set);
-  sigaddset(&set, SIGINT);
-  sigaddset(&set, SIGTERM);
-  if (block) {
-    struct sigaction action {};
-    action.sa_handler = on_interrupt;
-    action.sa_flags = SA_RESETHAND;
-    sigemptyset(&action.sa_mask);
-    ::sigaction(SIGINT, &action, nullptr);
-    ::sigaction(SIGTERM, &action, nullptr);
-  }
-  ::pthread_sigmask(block ? SIG_BLOCK : SIG_UNBLOCK, &set, nullptr);
-}
 
 using Clock = std::chrono::steady_clock;
 
@@ -218,13 +192,13 @@ int run_produce(const ProduceOptions& o) {
 
   bool interrupted = false;
   while (true) {
-    if (g_interrupted) {
+    if (tools::interrupted()) {
       interrupted = true;
       break;
     }
     auto next = reader.next();
     if (!next) {
-      if (g_interrupted) {  // the read was interrupted, not bad
+      if (tools::interrupted()) {  // the read was interrupted, not bad
         interrupted = true;
         break;
       }
@@ -232,7 +206,7 @@ int run_produce(const ProduceOptions& o) {
       break;
     }
     if (!*next) {  // end of input, or stdin's read ended by the signal (stdio reports EOF)
-      interrupted = g_interrupted != 0;
+      interrupted = tools::interrupted();
       break;
     }
     const std::string_view record = **next;

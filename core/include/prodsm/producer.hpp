@@ -136,7 +136,15 @@ class Producer {
   /// Accepts one record (bytes copied; the caller keeps nothing alive) and returns its
   /// ticket, or refuses it (P1, P2, B1, B4, R1, R2, C2, E1). The ticket completes
   /// exactly once through a TicketsCompleted action.
-  tl::expected<Ticket, Rejection> submit(Instant now, std::span<const std::byte> record);
+  tl::expected<Ticket, Rejection> submit(Instant now, std::span<const std::byte> record) {
+    // The common case returns a plain ticket number from out of line; only a record that
+    // does not simply join the partial batch builds the full result there.
+    const std::uint64_t ticket = submit_fast(now, record);
+    if (ticket != kNoTicket) [[likely]] {
+      return Ticket{ticket};
+    }
+    return submit_slow(now, record);
+  }
   /// Same, for text records.
   tl::expected<Ticket, Rejection> submit(Instant now, std::string_view record) {
     return submit(now, std::as_bytes(std::span<const char>(record.data(), record.size())));
@@ -217,6 +225,11 @@ class Producer {
   struct Impl;
   explicit Producer(std::unique_ptr<Impl> impl) noexcept;
   std::optional<ActionType> poll_action_slow();
+  static constexpr std::uint64_t kNoTicket = UINT64_MAX;  ///< submit_fast: take the slow path
+  /// The record joined the partial batch: its ticket; else kNoTicket (nothing changed,
+  /// unless an allocation failed, which fails the Producer first: D4).
+  std::uint64_t submit_fast(Instant now, std::span<const std::byte> record) noexcept;
+  tl::expected<Ticket, Rejection> submit_slow(Instant now, std::span<const std::byte> record);
   static constexpr std::size_t kNoActions = 0;  ///< what a moved-from Producer reads
   std::unique_ptr<Impl> impl_;                  // a moved-from Producer may only be destroyed or assigned
   const std::size_t* unpolled_;                 ///< Impl::unpolled: actions waiting (never null)

@@ -513,8 +513,9 @@ struct alignas(64) Producer<Policy>::Impl {
   /// even when an allocation throws half-way (D4): the caller then fails the Producer.
   template <class Record>
   void submit_many(Instant now, std::span<const Record> records, SubmitManyResult& out) {
-    now = observe(now);
     out.first = Ticket{next_ticket};
+    if (records.empty()) return;  // like no submit at all: not even `now` is observed
+    now = observe(now);
     const std::size_t n = records.size();
     std::size_t i = 0;
     while (i < n) {
@@ -580,6 +581,23 @@ struct alignas(64) Producer<Policy>::Impl {
       w.metered += meter;
     }
     return i;
+  }
+
+  /// The common case alone, for Producer::submit's inline part: the record joins the
+  /// partial batch (ticket returned), or nothing changes (kNoTicket).
+  std::uint64_t accept_fast(Instant now, std::span<const std::byte> record) {
+    observe(now);
+    Batch* target = open_;
+    if (target != nullptr && !refusing) [[likely]] {
+      const std::uint64_t meter = policy.metered_bytes(record.size());
+      if (target->count + 1 < max_batch_records &&
+          target->body_bytes + meter + policy.min_record_bytes() <= max_batch_bytes &&
+          unacked_bytes + meter <= max_unacked_bytes && !policy.check_record(record)) {
+        append(*target, record, meter);
+        return next_ticket++;
+      }
+    }
+    return kNoTicket;
   }
 
   /// The common case, kept small so it inlines: the record joins the partial batch,
@@ -908,7 +926,17 @@ template <class Policy>
 Producer<Policy>::~Producer() = default;
 
 template <class Policy>
-tl::expected<Ticket, Rejection> Producer<Policy>::submit(Instant now, std::span<const std::byte> record) {
+std::uint64_t Producer<Policy>::submit_fast(Instant now, std::span<const std::byte> record) noexcept {
+  try {
+    return impl_->accept_fast(now, record);
+  } catch (...) {
+    impl_->on_internal_error();
+    return kNoTicket;
+  }
+}
+
+template <class Policy>
+tl::expected<Ticket, Rejection> Producer<Policy>::submit_slow(Instant now, std::span<const std::byte> record) {
   try {
     return impl_->submit(now, record);
   } catch (...) {
@@ -923,7 +951,9 @@ SubmitManyResult Producer<Policy>::submit_many(Instant now, std::span<const std:
   try {
     impl_->submit_many(now, records, out);
   } catch (...) {
+    // As submit() would: the record being added is refused with the failure (D4).
     impl_->on_internal_error();
+    ++impl_->stats.records_rejected;
     out.refused = impl_->reject_failed().value();
   }
   return out;
@@ -935,7 +965,9 @@ SubmitManyResult Producer<Policy>::submit_many(Instant now, std::span<const std:
   try {
     impl_->submit_many(now, records, out);
   } catch (...) {
+    // As submit() would: the record being added is refused with the failure (D4).
     impl_->on_internal_error();
+    ++impl_->stats.records_rejected;
     out.refused = impl_->reject_failed().value();
   }
   return out;

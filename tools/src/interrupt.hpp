@@ -1,0 +1,20 @@
+// SPDX-License-Identifier: Apache-2.0
+#pragma once
+// SIGINT/SIGTERM handling shared by `prodsm produce` and `prodsm bench`: the first
+// signal asks the command to stop its input, flush what was accepted and exit 130; a
+// second one kills at once.
+
+#include <csignal>
+
+namespace prodsm::tools {
+
+/// Set by the first SIGINT/SIGTERM once install_interrupt_handler ran.
+bool interrupted() noexcept;
+
+/// Installs the handler (SA_RESETHAND: a second signal kills; no SA_RESTART: a blocked
+/// read returns EINTR). Call with `block` true before any other thread starts (threads
+/// inherit the blocked mask), then with false once they run, so only this thread takes
+/// the signal.
+void route_interrupts_here(bool block);
+
+}  // namespace prodsm::tools
