@@ -122,7 +122,11 @@ class DurableStreamsPolicy {
   /// Metered bytes of the smallest acceptable record (decides when a batch is full).
   [[nodiscard]] std::uint64_t min_record_bytes() const noexcept { return json() ? 2 : 1; }
   /// Appends `record` to the body being framed; `index` is its index in the batch.
-  void frame_record(std::vector<std::byte>& body, std::span<const std::byte> record, std::uint32_t index) const {
+  /// Flattened so the vector insert is inlined into it whatever the inliner's budget for
+  /// the including translation unit (g++-12 left it out of line for S2: 8.3 vs 6.9 ns
+  /// per record in bench/).
+  [[gnu::flatten]] void frame_record(std::vector<std::byte>& body, std::span<const std::byte> record,
+                                     std::uint32_t index) const {
     if (json()) body.push_back(index == 0 ? std::byte{'['} : std::byte{','});
     body.insert(body.end(), record.begin(), record.end());
   }

@@ -85,7 +85,11 @@ class S2Policy {
   /// Metered bytes of the smallest record (an empty body): 8.
   [[nodiscard]] static std::uint64_t min_record_bytes() noexcept { return 8; }
   /// Appends the record's bytes to the body; record_ends marks the boundaries.
-  static void frame_record(std::vector<std::byte>& body, std::span<const std::byte> record, std::uint32_t index) {
+  /// Flattened so the vector insert is inlined into it whatever the inliner's budget for
+  /// the including translation unit (g++-12 left it out of line for S2: 8.3 vs 6.9 ns
+  /// per record in bench/).
+  [[gnu::flatten]] static void frame_record(std::vector<std::byte>& body, std::span<const std::byte> record,
+                                            std::uint32_t index) {
     (void)index;
     body.insert(body.end(), record.begin(), record.end());
   }
