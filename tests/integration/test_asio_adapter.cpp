@@ -77,8 +77,10 @@ TEST(A1, CallbacksRunInTicketOrderFromOneDispatcher) {
 
 // A1: an injected executor runs the callbacks (still in order).
 TEST(A1, InjectedExecutorRunsTheCallbacks) {
-  IoThread io;
+  // The callback context is declared first so it is destroyed last: the producer's I/O
+  // context may still hold handlers bound to the callback strand until it is joined.
   IoThread callbacks;
+  IoThread io;
   TestClient client;
   auto options = options_for(new_stream(client, "a1-exec"));
   options.callback_executor = callbacks.io.get_executor();

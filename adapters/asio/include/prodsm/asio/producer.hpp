@@ -83,7 +83,9 @@ struct ProducerOptions {
   /// 0..10 min. Default 30 s.
   Duration submit_timeout_ns = std::chrono::seconds{30};
   /// A1: run plain callbacks on a FIFO strand over this executor instead of over the
-  /// producer's executor.
+  /// producer's executor. Its execution context must outlive the producer's executor's
+  /// pending work (handlers bound to the strand), not only the producer object: stop or
+  /// join the producer's context first.
   std::optional<::asio::any_io_executor> callback_executor{};
   /// A3: called (on the callback strand) with every exception a callback threw.
   std::function<void(std::exception_ptr)> on_callback_exception{};
