@@ -321,21 +321,28 @@ TEST_F(Cli, OutOfRangeOptionsAreRefused) {
 // SIGINT stops the input, flushes what was accepted and exits 130: nothing accepted is
 // lost. The input is a FIFO the test keeps open, so the CLI is blocked reading it when
 // the signal comes; the test waits (bounded) until the stream holds the two records.
-TEST_F(Cli, InterruptFlushesWhatWasAcceptedAndExits130) {
-  const std::string u = url("sigint");
+/// Runs `prodsm produce` reading a FIFO (as stdin, or named with -i while stdin is
+/// /dev/null), writes two lines, waits (bounded) for them to reach the stream, sends
+/// SIGINT while the CLI waits for more input, and checks the exit.
+void interrupt_while_reading_a_fifo(TestClient& client, const std::string& u, bool named_with_dash_i) {
   client.create(u, "application/octet-stream");
-  const std::string fifo = temp_path("fifo");
+  const std::string fifo = temp_path(named_with_dash_i ? "fifo-i" : "fifo");
   ASSERT_EQ(::mkfifo(fifo.c_str(), 0600), 0);
   const std::string err = temp_path("sigint-stderr");
   const pid_t child = ::fork();
   ASSERT_GE(child, 0);
   if (child == 0) {
-    const int in = ::open(fifo.c_str(), O_RDONLY);
+    const int in = named_with_dash_i ? ::open("/dev/null", O_RDONLY) : ::open(fifo.c_str(), O_RDONLY);
     const int errfd = ::open(err.c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0600);
     if (in < 0 || errfd < 0) ::_exit(99);
     ::dup2(in, 0);
     ::dup2(errfd, 2);
-    ::execl(PRODSM_CLI, PRODSM_CLI, "produce", u.c_str(), "-q", "--linger-ms", "0", static_cast<char*>(nullptr));
+    if (named_with_dash_i) {
+      ::execl(PRODSM_CLI, PRODSM_CLI, "produce", u.c_str(), "-q", "--linger-ms", "0", "-i", fifo.c_str(),
+              static_cast<char*>(nullptr));
+    } else {
+      ::execl(PRODSM_CLI, PRODSM_CLI, "produce", u.c_str(), "-q", "--linger-ms", "0", static_cast<char*>(nullptr));
+    }
     ::_exit(98);
   }
   const int out = ::open(fifo.c_str(), O_WRONLY);  // waits for the child to open it
@@ -349,7 +356,18 @@ TEST_F(Cli, InterruptFlushesWhatWasAcceptedAndExits130) {
   ASSERT_EQ(held, "a\nb\n") << "the CLI never sent the two records";
   ASSERT_EQ(::kill(child, SIGINT), 0);
   int status = 0;
-  ASSERT_EQ(::waitpid(child, &status, 0), child);
+  pid_t waited = 0;
+  for (int i = 0; i < 600 && waited == 0; ++i) {  // up to 30 s; the FIFO's writer stays open
+    waited = ::waitpid(child, &status, WNOHANG);
+    if (waited == 0) std::this_thread::sleep_for(std::chrono::milliseconds{50});
+  }
+  if (waited == 0) {
+    ::kill(child, SIGKILL);
+    ::waitpid(child, &status, 0);
+    ::close(out);
+    FAIL() << "the CLI did not stop within 30 s of SIGINT (still waiting for input)";
+  }
+  ASSERT_EQ(waited, child);
   ::close(out);
   EXPECT_TRUE(WIFEXITED(status)) << "killed by the signal instead of handling it";
   EXPECT_EQ(WEXITSTATUS(status), 130);
@@ -357,6 +375,16 @@ TEST_F(Cli, InterruptFlushesWhatWasAcceptedAndExits130) {
   EXPECT_EQ(client.read_all(u, false), "a\nb\n");
   std::remove(fifo.c_str());
   std::remove(err.c_str());
+}
+
+TEST_F(Cli, InterruptFlushesWhatWasAcceptedAndExits130) {
+  interrupt_while_reading_a_fifo(client, url("sigint"), false);
+}
+
+// The same with the FIFO named by -i: the blocked read ends at the signal too (the
+// writer keeps the FIFO open, so without that the CLI would wait for another line).
+TEST_F(Cli, InterruptWhileReadingAFifoNamedWithDashIStopsAtOnce) {
+  interrupt_while_reading_a_fifo(client, url("sigint-i"), true);
 }
 
 TEST_F(Cli, ReadWritingToAFullDeviceFails) {

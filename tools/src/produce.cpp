@@ -1,6 +1,7 @@
 // SPDX-License-Identifier: Apache-2.0
 // `prodsm produce URL`: one record per input line into a Durable Streams stream, through
 // the Asio producer; flushes at the end and prints a summary.
+#include <fcntl.h>
 #include <unistd.h>
 #include <asio/io_context.hpp>
 #include <asio/use_future.hpp>
@@ -8,9 +9,11 @@
 #include <pthread.h>
 #include <algorithm>
 
+#include <cerrno>
 #include <cmath>
 #include <csignal>
 #include <cstdio>
+#include <cstring>
 #include <filesystem>
 #include <fstream>
 #include <iostream>
@@ -113,16 +116,27 @@ int run_produce(const ProduceOptions& o) {
                    ec ? ec.message().c_str() : "is a directory");
       return kExitBadInput;
     }
-    file.open(o.input, std::ios::binary);
-    if (!file) {
-      std::fprintf(stderr, "prodsm produce: cannot open input '%s'\n", o.input.c_str());
-      return kExitBadInput;
-    }
     if (std::filesystem::is_regular_file(status)) {
+      file.open(o.input, std::ios::binary);
+      if (!file) {
+        std::fprintf(stderr, "prodsm produce: cannot open input '%s'\n", o.input.c_str());
+        return kExitBadInput;
+      }
       total_bytes = static_cast<std::uint64_t>(std::filesystem::file_size(o.input, ec));
       if (ec) total_bytes = 0;
+      in = &file;
+    } else {
+      // A FIFO, pipe or device becomes stdin: stdio ends a read that a signal
+      // interrupts (no SA_RESTART), so Ctrl-C stops the input at once, as with stdin;
+      // an ifstream would retry the read and wait for the next line.
+      const int fd = ::open(o.input.c_str(), O_RDONLY | O_CLOEXEC);
+      if (fd < 0 || ::dup2(fd, STDIN_FILENO) < 0) {
+        std::fprintf(stderr, "prodsm produce: cannot open input '%s': %s\n", o.input.c_str(), std::strerror(errno));
+        if (fd >= 0) ::close(fd);
+        return kExitBadInput;
+      }
+      ::close(fd);
     }
-    in = &file;
   }
   std::vector<char> stream_buffer(1 << 20);
   in->rdbuf()->pubsetbuf(stream_buffer.data(), static_cast<std::streamsize>(stream_buffer.size()));
