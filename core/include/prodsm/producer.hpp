@@ -230,6 +230,9 @@ class Producer {
   /// unless an allocation failed, which fails the Producer first: D4).
   std::uint64_t submit_fast(Instant now, std::span<const std::byte> record) noexcept;
   tl::expected<Ticket, Rejection> submit_slow(Instant now, std::span<const std::byte> record);
+  /// Both submit_many overloads: Impl::submit_many inside the D4 guard.
+  template <class Record>
+  SubmitManyResult submit_many_guarded(Instant now, std::span<const Record> records);
   static constexpr std::size_t kNoActions = 0;  ///< what a moved-from Producer reads
   std::unique_ptr<Impl> impl_;                  // a moved-from Producer may only be destroyed or assigned
   const std::size_t* unpolled_;                 ///< Impl::unpolled: actions waiting (never null)

@@ -946,7 +946,8 @@ tl::expected<Ticket, Rejection> Producer<Policy>::submit_slow(Instant now, std::
 }
 
 template <class Policy>
-SubmitManyResult Producer<Policy>::submit_many(Instant now, std::span<const std::span<const std::byte>> records) {
+template <class Record>
+SubmitManyResult Producer<Policy>::submit_many_guarded(Instant now, std::span<const Record> records) {
   SubmitManyResult out;
   try {
     impl_->submit_many(now, records, out);
@@ -960,17 +961,13 @@ SubmitManyResult Producer<Policy>::submit_many(Instant now, std::span<const std:
 }
 
 template <class Policy>
+SubmitManyResult Producer<Policy>::submit_many(Instant now, std::span<const std::span<const std::byte>> records) {
+  return submit_many_guarded(now, records);
+}
+
+template <class Policy>
 SubmitManyResult Producer<Policy>::submit_many(Instant now, std::span<const std::string_view> records) {
-  SubmitManyResult out;
-  try {
-    impl_->submit_many(now, records, out);
-  } catch (...) {
-    // As submit() would: the record being added is refused with the failure (D4).
-    impl_->on_internal_error();
-    ++impl_->stats.records_rejected;
-    out.refused = impl_->reject_failed().value();
-  }
-  return out;
+  return submit_many_guarded(now, records);
 }
 
 template <class Policy>
