@@ -7,6 +7,16 @@
 //   --ignore-stdin  do not exit when stdin closes (for `&` from a shell whose
 //                   stdin is /dev/null; stop it with SIGTERM instead)
 //
+// Fault mixes, beside the server's own POST /_test/inject-error (one fault per path):
+//   POST /_test/fault-mix {"path": P, "method": M, "probability": p, "faults": [F, ...],
+//                          "seed": S}
+// makes each request to P (with method M, when given) fail with probability p, as one of
+// the faults F (the server's own fault configs: {"dropConnection": true},
+// {"status": 503, "retryAfter": 0}, {"delayMs": 150, "jitterMs": 100}, ...) chosen at
+// random with a generator seeded by S — several kinds of fault in one run, as real faults
+// come. DELETE /_test/fault-mix removes every mix; GET /_test/fault-mix returns how many
+// faults of each kind were injected ({"injected": [n0, n1, ...]} per mix path).
+//
 // Prints exactly one line to stdout, the base URL (e.g. http://127.0.0.1:40123);
 // streams live directly under it (any path, e.g. <url>/my/stream). Storage is
 // in-memory. Exits 0 after a clean stop on SIGTERM, SIGINT or EOF on stdin, so
@@ -69,8 +79,84 @@ if (watchStdin) {
 // No dataDir => in-memory StreamStore; start() resolves to the base URL and
 // reports the real port when port is 0.
 const { DurableStreamTestServer } = await import("@durable-streams/server")
+
+// A small deterministic generator (mulberry32), so a seeded mix repeats.
+function generator(seed) {
+  let a = seed >>> 0
+  return () => {
+    a = (a + 0x6d2b79f5) >>> 0
+    let t = a
+    t = Math.imul(t ^ (t >>> 15), t | 1)
+    t ^= t + Math.imul(t ^ (t >>> 7), t | 61)
+    return ((t ^ (t >>> 14)) >>> 0) / 4294967296
+  }
+}
+
+class FaultMixServer extends DurableStreamTestServer {
+  mixes = new Map() // path -> { method, probability, faults, random, injected }
+
+  async handleRequest(req, res) {
+    const path = new URL(req.url ?? "/", "http://localhost").pathname
+    if (path === "/_test/fault-mix") return this.handleFaultMix(req, res)
+    return super.handleRequest(req, res)
+  }
+
+  async handleFaultMix(req, res) {
+    const reply = (status, body) => {
+      res.writeHead(status, { "content-type": "application/json" })
+      res.end(JSON.stringify(body))
+    }
+    if (req.method === "DELETE") {
+      this.mixes.clear()
+      return reply(200, { ok: true })
+    }
+    if (req.method === "GET") {
+      const out = {}
+      for (const [p, m] of this.mixes) out[p] = { injected: m.injected }
+      return reply(200, out)
+    }
+    if (req.method !== "POST") return reply(405, { error: "method not allowed" })
+    let config
+    try {
+      const chunks = []
+      for await (const c of req) chunks.push(c)
+      config = JSON.parse(Buffer.concat(chunks).toString("utf8"))
+    } catch {
+      return reply(400, { error: "invalid JSON body" })
+    }
+    const ok =
+      typeof config?.path === "string" &&
+      typeof config.probability === "number" &&
+      config.probability >= 0 &&
+      config.probability <= 1 &&
+      Array.isArray(config.faults) &&
+      config.faults.length > 0 &&
+      config.faults.every((f) => f && typeof f === "object")
+    if (!ok) return reply(400, { error: "need path, probability in [0, 1] and a non-empty faults array" })
+    this.mixes.set(config.path, {
+      method: config.method?.toUpperCase(),
+      probability: config.probability,
+      faults: config.faults,
+      random: generator(Number.isInteger(config.seed) ? config.seed : 1),
+      injected: config.faults.map(() => 0),
+    })
+    return reply(200, { ok: true })
+  }
+
+  // The server consults this before handling each request; a mix answers first.
+  consumeInjectedFault(path, method) {
+    const mix = this.mixes.get(path)
+    if (mix && (!mix.method || mix.method === method.toUpperCase()) && mix.random() < mix.probability) {
+      const i = Math.floor(mix.random() * mix.faults.length)
+      mix.injected[i]++
+      return { ...mix.faults[i], count: 1 }
+    }
+    return super.consumeInjectedFault(path, method)
+  }
+}
+
 if (!stopping) {
-  server = new DurableStreamTestServer({ host, port })
+  server = new FaultMixServer({ host, port })
   started = server.start()
 }
 const url = await started

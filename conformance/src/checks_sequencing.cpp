@@ -120,16 +120,26 @@ Result check_s4(const Checked& c) {
         return x.sends[r].step == *again && x.sends[r].obs->stamp.epoch == send.obs->stamp.epoch;
       });
       if (!same_epoch) continue;
-      // Not before every lower seq (earlier batch) was acknowledged.
-      for (const auto& [other_id, other] : x.batches) {
-        if (other_id >= id) break;
-        const auto acked = acked_at(x, other);
-        if (!acked || *acked > *again) {
-          return violation("S4",
-                           "batch " + std::to_string(id) + " was resent after a gap before batch " +
-                               std::to_string(other_id) + " was acknowledged",
-                           {*send.response_step, *again});
-        }
+      // Not before the batch just before it was acknowledged, or sent again after the
+      // gap was reported (ahead of this resend): a gap resend always follows a new ack or
+      // a new send of its predecessor, which is what bounds it (never a hot loop).
+      auto pred = x.batches.find(id);
+      if (pred == x.batches.begin()) continue;  // nothing below it: a terminal gap, not a resend
+      --pred;
+      const auto& before = pred->second;
+      const auto acked = acked_at(x, before);
+      if (acked && *acked <= *again) continue;
+      const std::size_t resend_index = *std::find_if(b.sends.begin(), b.sends.end(), [&](std::size_t r) {
+        return x.sends[r].step == *again;
+      });
+      const bool sent_again = std::any_of(before.sends.begin(), before.sends.end(), [&](std::size_t p) {
+        return x.sends[p].step >= *send.response_step && x.sends[p].seq < x.sends[resend_index].seq;
+      });
+      if (!sent_again) {
+        return violation("S4",
+                         "batch " + std::to_string(id) + " was resent after a gap before batch " +
+                             std::to_string(pred->first) + " was acknowledged or sent again",
+                         {*send.response_step, *again});
       }
     }
   }

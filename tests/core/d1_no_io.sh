@@ -24,8 +24,8 @@ fi
 undefined=$(nm -u --demangle "$lib" | awk '{print $NF}' | sort -u)
 bad=$(printf '%s\n' "$undefined" | grep -E '^(clock_gettime|gettimeofday|time|read|write|send|recv|sendto|recvfrom|socket|connect|poll|epoll_.*|select|open|open64|fopen|fwrite|fread|printf|puts|pthread_create|pthread_mutex_lock|getenv|std::chrono::_V2::(steady|system)_clock::now\(\))$' || true)
 if [ -n "$bad" ]; then
-  echo "D1 violated: libprodsm_core references: $bad" >&2
+  echo "D1 violated: $(basename "$lib") references: $bad" >&2
   status=1
 fi
-[ "$status" -eq 0 ] && echo "D1 ok: no I/O, clock, thread or callback in the core ($(printf '%s\n' "$undefined" | wc -l) undefined symbols checked)"
+[ "$status" -eq 0 ] && echo "D1 ok: no I/O, clock, thread or callback in $(basename "$lib") ($(printf '%s\n' "$undefined" | wc -l) undefined symbols checked)"
 exit "$status"

@@ -98,7 +98,9 @@ TEST(E3, DurableStreamsConflictIsTerminalDefinite) {
   EXPECT_EQ(h.completions()[0].error->certainty, Certainty::definite);
 }
 
-// E4: a lost connection with sequencing is retried after backoff, byte-identical.
+// E4: a lost connection with sequencing is retried, byte-identical: the first retry at
+// once (it goes out on a new connection, which is the remedy), the next one after the
+// backoff, jittered into [half, full].
 TEST(E4, ConnectionLostIsRetriedWhenSequencingMakesItSafe) {
   auto c = ds_idempotent(Linger::after(1h));
   c.retry.backoff_initial_ns = 100ms;
@@ -108,19 +110,63 @@ TEST(E4, ConnectionLostIsRetriedWhenSequencingMakesItSafe) {
   h.flush();
   auto first = h.take_send();
   h.fail(first, connection_lost());
-  EXPECT_TRUE(h.outbox().empty()) << "backoff before the retry";
+  ASSERT_EQ(h.outbox().size(), 1U) << "the first retry after a lost connection goes out at once";
+  auto second = h.take_send();
+  EXPECT_EQ(second.attempt, 2U);
+  EXPECT_EQ(second.body, first.body);
+  EXPECT_EQ(second.stamp, first.stamp) << "S2: same epoch and seq on a resend";
+  h.fail(second, connection_lost());
+  EXPECT_TRUE(h.outbox().empty()) << "backoff before the second retry";
   const auto deadline = h.producer().next_deadline();
   ASSERT_TRUE(deadline.has_value());
   EXPECT_GE(*deadline, h.now() + 50ms) << "jittered into [half, full]";
   EXPECT_LE(*deadline, h.now() + 100ms);
   h.fire_next_deadline();
-  auto second = h.take_send();
-  EXPECT_EQ(second.attempt, 2U);
-  EXPECT_EQ(second.body, first.body);
-  EXPECT_EQ(second.stamp, first.stamp) << "S2: same epoch and seq on a resend";
-  h.ack(second, offset("o"));
+  auto third = h.take_send();
+  EXPECT_EQ(third.attempt, 3U);
+  EXPECT_EQ(third.body, first.body);
+  h.ack(third, offset("o"));
   EXPECT_TRUE(h.completions()[0].ok());
-  EXPECT_EQ(h.producer().stats().retries, 1U);
+  EXPECT_EQ(h.producer().stats().retries, 2U);
+}
+
+// E4: a retryable server answer (503) backs off before the first retry too; only a lost
+// connection is retried at once.
+TEST(E4, UnavailableBacksOffBeforeTheFirstRetry) {
+  auto c = ds_idempotent(Linger::after(1h));
+  c.retry.backoff_initial_ns = 100ms;
+  DsHarness h(c);
+  h.submit("a");
+  h.flush();
+  h.fail(h.take_send(), unavailable());
+  EXPECT_TRUE(h.outbox().empty()) << "503: backoff first";
+  const auto deadline = h.producer().next_deadline();
+  ASSERT_TRUE(deadline.has_value());
+  EXPECT_GE(*deadline, h.now() + 50ms);
+  EXPECT_LE(*deadline, h.now() + 100ms);
+  h.fire_next_deadline();
+  EXPECT_EQ(h.take_send().attempt, 2U);
+}
+
+// E4: batches that failed together go back out together, in order, when the oldest
+// one's backoff is over — not each on its own jittered timer.
+TEST(E4, BatchesThatFailedTogetherAreResentTogether) {
+  auto c = ds_idempotent(Linger::after(1h));
+  c.max_batch_records = 1;
+  c.retry.backoff_initial_ns = 100ms;
+  DsHarness h(c);
+  for (const char* r : {"a", "b", "c", "d"}) h.submit(r);
+  auto sends = h.take_all_sends();
+  ASSERT_EQ(sends.size(), 4U);
+  for (const auto& s : sends) h.fail(s, unavailable());  // e.g. the connect was refused
+  EXPECT_TRUE(h.outbox().empty());
+  ASSERT_TRUE(h.fire_next_deadline());
+  auto resends = h.take_all_sends();
+  ASSERT_EQ(resends.size(), 4U) << "all four resent at the first expiry";
+  for (std::size_t i = 0; i < resends.size(); ++i) {
+    EXPECT_EQ(resends[i].batch, sends[i].batch) << "in batch order";
+    EXPECT_EQ(resends[i].attempt, 2U);
+  }
 }
 
 // E4: without sequencing a lost connection is terminal and indefinite.

@@ -103,8 +103,7 @@ TEST(S3, DuplicateAfterAResendIsNotAFirstAttemptDuplicate) {
   h.submit("a");
   h.submit("b");
   h.flush();
-  h.fail(h.take_send(), connection_lost());
-  h.fire_next_deadline();
+  h.fail(h.take_send(), connection_lost());  // resent at once on a new connection
   auto resend = h.take_send();
   ASSERT_EQ(resend.attempt, 2U);
   h.ack(resend, duplicate());
@@ -114,7 +113,8 @@ TEST(S3, DuplicateAfterAResendIsNotAFirstAttemptDuplicate) {
 }
 
 // S4: a gap (expected < our seq) while lower seqs are in flight: wait for them, then
-// resend the same bytes — event-driven, no resend before the lower seqs are acked.
+// resend the same bytes — event-driven: once the batch before it is acknowledged (or
+// sent again), and the parked batches behind go out with it in the same turn.
 TEST(S4, GapWhileLowerSeqsInFlightWaitsThenResends) {
   auto c = ds_idempotent(Linger::after(1h));
   c.max_batch_records = 1;
@@ -129,18 +129,49 @@ TEST(S4, GapWhileLowerSeqsInFlightWaitsThenResends) {
   EXPECT_TRUE(h.outbox().empty()) << "parked: no resend, no hot loop";
   EXPECT_EQ(h.producer().next_deadline(), Instant{} + c.delivery_timeout_ns) << "no timer but the delivery deadline";
   h.ack(sends[0], offset("o1"));
-  auto resend1 = h.take_send();
-  EXPECT_EQ(resend1.batch, sends[1].batch);
-  EXPECT_EQ(resend1.body, "b");
-  EXPECT_EQ(resend1.stamp.seq, 1U);
-  EXPECT_TRUE(h.outbox().empty()) << "seq 2 waits for seq 1";
-  h.ack(resend1, offset("o2"));
-  auto resend2 = h.take_send();
-  EXPECT_EQ(resend2.stamp.seq, 2U);
-  h.ack(resend2, offset("o3"));
+  auto resends = h.take_all_sends();
+  ASSERT_EQ(resends.size(), 2U) << "seq 1 is resent, and seq 2 right behind it in the same turn";
+  EXPECT_EQ(resends[0].batch, sends[1].batch);
+  EXPECT_EQ(resends[0].body, "b");
+  EXPECT_EQ(resends[0].stamp.seq, 1U);
+  EXPECT_EQ(resends[1].stamp.seq, 2U);
+  h.ack(resends[0], offset("o2"));
+  h.ack(resends[1], offset("o3"));
   ASSERT_EQ(h.completions().size(), 3U);
   for (const auto& d : h.completions()) EXPECT_TRUE(d.ok());
   EXPECT_EQ(h.producer().stats().gap_resends, 2U);
+}
+
+// S4: a gap-parked batch is not resent while the batch before it is still on its
+// original attempt (it would overtake it again: a hot loop); once that batch fails and
+// is resent, the parked one goes out right behind it.
+TEST(S4, GapParkedBatchWaitsForItsPredecessorToBeSentAgain) {
+  auto c = ds_idempotent(Linger::after(1h));
+  c.max_batch_records = 1;
+  c.retry.backoff_initial_ns = 10ms;
+  DsHarness h(c);
+  h.submit("a");
+  h.submit("b");
+  auto sends = h.take_all_sends();
+  ASSERT_EQ(sends.size(), 2U);
+  h.fail(sends[1], gap(0, 1));  // seq 0 is slow at the server; seq 1 overtook it
+  h.advance(1s);
+  EXPECT_TRUE(h.outbox().empty()) << "seq 1 waits: seq 0's first attempt is still outstanding";
+  h.fail(sends[0], unavailable());  // now seq 0 fails (503) and backs off
+  EXPECT_TRUE(h.outbox().empty());
+  ASSERT_TRUE(h.fire_next_deadline());
+  auto resends = h.take_all_sends();
+  ASSERT_EQ(resends.size(), 2U);
+  EXPECT_EQ(resends[0].stamp.seq, 0U);
+  EXPECT_EQ(resends[1].stamp.seq, 1U) << "right behind its predecessor's new attempt";
+  h.fail(resends[1], gap(0, 1));  // overtaken again (another connection, say)
+  EXPECT_TRUE(h.outbox().empty()) << "no resend until seq 0 is answered or sent again";
+  h.ack(resends[0], offset("o1"));
+  auto last = h.take_send();
+  EXPECT_EQ(last.stamp.seq, 1U);
+  h.ack(last, offset("o2"));
+  ASSERT_EQ(h.completions().size(), 2U);
+  for (const auto& d : h.completions()) EXPECT_TRUE(d.ok());
 }
 
 // S4: a gap with no lower seq outstanding is a terminal sequence gap.

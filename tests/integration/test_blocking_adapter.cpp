@@ -576,13 +576,13 @@ TEST(E2, BlockingRequestTimeoutIsConnectionLostAndTheIdempotentProducerResends) 
                              "Producer-Seq: 0\r\nContent-Length: 0\r\n\r\n"};
   });
   auto options = options_for(fake.url(), "timeout-test");
-  options.request_timeout_ns = 100ms;
+  options.session.request_timeout_ns = 100ms;
   options.producer.retry.backoff_initial_ns = 1ms;
   auto producer = blocking::Producer::create(options).value();
   auto r = producer.submit("x\n").value().wait();
   ASSERT_TRUE(r.has_value()) << r.error().describe();
   EXPECT_EQ(producer.stats().core.retries, 1U);
-  EXPECT_EQ(producer.stats().connection.connections_opened, 2U);
+  EXPECT_EQ(producer.stats().session.connections_opened, 2U);
   EXPECT_EQ(fake.requests.load(), 2);
 }
 
@@ -604,17 +604,17 @@ TEST(Connection, BlockingIdleConnectionIsReplacedBeforeReuse) {
     ASSERT_TRUE(reuse.submit("x\n").has_value());
     ASSERT_TRUE(reuse.flush(kWait).has_value());
   }
-  EXPECT_EQ(reuse.stats().connection.connections_opened, 1U) << "one keep-alive connection";
+  EXPECT_EQ(reuse.stats().session.connections_opened, 1U) << "one keep-alive connection";
   ASSERT_TRUE(reuse.close(kWait).has_value());  // the fake server serves one connection at a time
   auto options = options_for(fake.url(), "");
-  options.idle_reuse_limit_ns = 0ns;
+  options.session.idle_reuse_limit_ns = 0ns;
   auto replace = blocking::Producer::create(options).value();
   for (int i = 0; i < 3; ++i) {
     ASSERT_TRUE(replace.submit("x\n").has_value());
     ASSERT_TRUE(replace.flush(kWait).has_value());
     std::this_thread::sleep_for(1ms);  // idle for longer than the limit (0)
   }
-  EXPECT_EQ(replace.stats().connection.connections_opened, 3U);
+  EXPECT_EQ(replace.stats().session.connections_opened, 3U);
 }
 
 // B3: options are validated and the error names the option.
@@ -632,7 +632,7 @@ TEST(B3, BlockingOptionsAreValidatedWithTheirNames) {
   o.producer.max_in_flight = 0;
   expect_named(o, "max_in_flight");
   o = options_for("http://127.0.0.1:9/s");
-  o.request_timeout_ns = 0ns;
+  o.session.request_timeout_ns = 0ns;
   expect_named(o, "request_timeout_ns");
   o = options_for("http://127.0.0.1:9/s");
   o.max_pending_records = 0;

@@ -198,7 +198,10 @@ ds::Headers Adapter::Impl::extra_headers(const Json& command) {
 
 asio::ExchangeResult Adapter::Impl::exchange(std::string request, bool head_request) {
   if (request.empty()) throw std::bad_alloc();  // the encoders' only failure
-  auto f = session->async_exchange(std::move(request), head_request, ::asio::use_future);
+  http::Request r;
+  r.bytes = std::move(request);
+  r.head = head_request;
+  auto f = session->async_exchange(std::move(r), ::asio::use_future);
   return await(f);
 }
 

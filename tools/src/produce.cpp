@@ -318,6 +318,10 @@ int run_produce(const ProduceOptions& o) {
                 static_cast<unsigned long long>(stats.core.retries),
                 static_cast<unsigned long long>(stats.core.gap_resends),
                 static_cast<unsigned long long>(stats.core.epoch_claims));
+    std::printf("transport    %llu connections, %llu transport failures, %llu stalled responses\n",
+                static_cast<unsigned long long>(stats.session.connections_opened),
+                static_cast<unsigned long long>(stats.session.transport_failures),
+                static_cast<unsigned long long>(stats.session.stalls));
     std::printf("elapsed      %.3f s\n", elapsed);
     std::printf("throughput   %.0f records/s, %s/s\n", elapsed > 0 ? static_cast<double>(records) / elapsed : 0.0,
                 format_bytes(elapsed > 0 ? static_cast<double>(record_bytes) / elapsed : 0.0).c_str());

@@ -61,7 +61,7 @@ struct RetryPolicy {
   /// Sends per batch including the first, 1..1000 (1 = never retry). Default 10.
   std::uint32_t max_attempts = 10;
   /// First backoff (ns), 0..backoff_max_ns. Default 100 ms.
-  Duration backoff_initial_ns = std::chrono::milliseconds{100};
+  Duration backoff_initial_ns = std::chrono::milliseconds{5};
   /// Longest backoff (ns), backoff_initial_ns..10 min. Default 10 s.
   Duration backoff_max_ns = std::chrono::seconds{10};
   /// Which failures are retried. Default all.

@@ -1,8 +1,7 @@
 // SPDX-License-Identifier: Apache-2.0
 #pragma once
 /// @file batch.hpp
-/// Internal: one batch's bookkeeping inside the Producer core, and the deterministic
-/// jitter generator. Not part of the public API.
+/// Internal: one batch's bookkeeping inside the Producer core. Not part of the public API.
 
 #include <cstddef>
 #include <cstdint>
@@ -20,7 +19,8 @@ enum class BatchState : std::uint8_t {
   queued,     ///< sealed; waits for an in-flight slot (first send or resend)
   in_flight,  ///< an attempt is outstanding
   backoff,    ///< waits for retry_at before being queued again (E4)
-  parked,     ///< waits for every earlier batch to complete (S4 gap, S5 stale epoch)
+  parked,     ///< S4 gap: waits until the batch before it is acknowledged or sent again;
+              ///< S5 stale epoch: waits until every earlier batch completed
   acked,      ///< acknowledged; waits for earlier batches to complete (P3)
 };
 
@@ -52,29 +52,11 @@ struct Batch {
   bool sent_with_predecessors = false;   ///< last attempt left with earlier batches unacked (S4)
   ParkReason parked = ParkReason::none;
   std::uint64_t parked_server_epoch = 0;
+  std::uint64_t sent_serial = 0;    ///< the producer's send counter at this batch's last send
+  std::uint64_t parked_serial = 0;  ///< the send counter when it was parked (S4)
   Instant retry_at{};
   typename Policy::Stamp stamp{};
   std::optional<typename Policy::Ack> ack;
-};
-
-/// SplitMix64: a tiny, well-known deterministic generator for backoff jitter (D2).
-class SplitMix64 {
- public:
-  explicit SplitMix64(std::uint64_t seed) noexcept : state_{seed} {}
-  std::uint64_t next() noexcept {
-    std::uint64_t z = (state_ += 0x9e3779b97f4a7c15ULL);
-    z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ULL;
-    z = (z ^ (z >> 27)) * 0x94d049bb133111ebULL;
-    return z ^ (z >> 31);
-  }
-  /// Uniform in [0, bound]; bound 0 gives 0.
-  std::uint64_t uniform_inclusive(std::uint64_t bound) noexcept {
-    if (bound == UINT64_MAX) return next();
-    return next() % (bound + 1);
-  }
-
- private:
-  std::uint64_t state_;
 };
 
 }  // namespace prodsm::detail

@@ -12,6 +12,7 @@
 #include <new>
 #include <utility>
 
+#include "prodsm/detail/backoff.hpp"
 #include "prodsm/detail/batch.hpp"
 #include "prodsm/producer.hpp"
 
@@ -65,6 +66,7 @@ struct alignas(64) Producer<Policy>::Impl {
   std::uint32_t in_flight = 0;
   std::uint32_t backoff_count = 0;
   std::uint64_t next_batch_id = 0;
+  std::uint64_t send_serial = 0;  ///< counts sends; orders a resend against a gap report (S4)
   std::uint64_t completed_tickets = 0;  ///< every ticket below this has completed (P3)
   std::vector<detail::BatchBuffers> pool;
   std::size_t pool_limit = 0;
@@ -155,6 +157,8 @@ struct alignas(64) Producer<Policy>::Impl {
     b.parked = ParkReason::none;
     b.parked_server_epoch = 0;
     b.retry_at = Instant{};
+    b.sent_serial = 0;
+    b.parked_serial = 0;
     b.stamp = Stamp{};
     b.ack.reset();
     b.buffers = take_buffers();
@@ -198,6 +202,11 @@ struct alignas(64) Producer<Policy>::Impl {
     std::uint32_t i = send_scan;
     while (i < size) {
       Batch& b = at(i);
+      if (b.state == BatchState::parked && i > 0 && gap_resolvable(b, at(i - 1))) {
+        b.parked = ParkReason::none;  // S4: queued right behind the batch before it
+        b.state = BatchState::queued;
+        ++stats.gap_resends;
+      }
       if (b.state == BatchState::queued) {
         if (in_flight >= limit) break;
         send(b, i);
@@ -209,8 +218,20 @@ struct alignas(64) Producer<Policy>::Impl {
     send_scan = i;
   }
 
+  /// S4: a batch parked on a sequence gap may be resent once the batch before it was
+  /// acknowledged (the server then holds every lower seq) or sent again after the gap was
+  /// reported (its new attempt reaches the server first, on the same pipelined
+  /// connection). Each resend of a gap-parked batch therefore follows a new send or ack
+  /// of its predecessor: event-driven and bounded, never a hot loop.
+  static bool gap_resolvable(const Batch& b, const Batch& before) {
+    if (b.parked != ParkReason::sequence_gap) return false;
+    return before.state == BatchState::acked ||
+           (before.state == BatchState::in_flight && before.sent_serial > b.parked_serial);
+  }
+
   void send(Batch& b, std::uint32_t index) {
     ++b.attempt;
+    b.sent_serial = ++send_serial;
     b.state = BatchState::in_flight;
     b.sent_with_predecessors = index > 0;  // S4: an earlier batch is still unacked
     ++in_flight;
@@ -345,24 +366,18 @@ struct alignas(64) Producer<Policy>::Impl {
   }
 
   // ---- failures: retry (E4), gap (S4), epoch claim (S5) ----------------------------
-  Duration backoff_for(std::uint32_t retry_number, const Error& e) {
-    const auto initial = static_cast<std::uint64_t>(config.retry.backoff_initial_ns.count());
-    const auto cap = static_cast<std::uint64_t>(config.retry.backoff_max_ns.count());
-    std::uint64_t base = initial;
-    for (std::uint32_t i = 1; i < retry_number && base < cap; ++i) base *= 2;
-    base = std::min(base, cap);
-    const std::uint64_t half = base / 2;
-    std::uint64_t delay = half + rng.uniform_inclusive(base - half);
-    if (e.retry_after_ns && e.retry_after_ns->count() > 0) {
-      delay = std::max(delay, static_cast<std::uint64_t>(e.retry_after_ns->count()));
-    }
-    return Duration{static_cast<Duration::rep>(std::min<std::uint64_t>(delay, INT64_MAX))};
+  /// Index of the oldest batch waiting for a retry (backoff_count > 0).
+  std::uint32_t first_backoff() const {
+    std::uint32_t i = 0;
+    while (i < size && at(i).state != BatchState::backoff) ++i;
+    return i;
   }
 
   void park(Batch& b, ParkReason why, std::uint64_t server_epoch) {
     b.state = BatchState::parked;
     b.parked = why;
     b.parked_server_epoch = server_epoch;
+    b.parked_serial = send_serial;
     note_sendable(index_of(b));
   }
 
@@ -484,7 +499,11 @@ struct alignas(64) Producer<Policy>::Impl {
     if (e.retryable && safe && budget_left) {
       ++b.retries;
       ++stats.retries;
-      b.retry_at = saturating_add(now, backoff_for(b.retries, e));
+      if (detail::retries_at_once(b.retries, e)) {  // a lost connection: at once, on a new connection
+        note_sendable(index);
+        return;
+      }
+      b.retry_at = saturating_add(now, detail::backoff_delay(config.retry, b.retries, e, rng));
       b.state = BatchState::backoff;
       ++backoff_count;
       note_sendable(index);
@@ -782,9 +801,15 @@ struct alignas(64) Producer<Policy>::Impl {
       seal(*open);  // B1: linger elapsed since the first record
     }
     if (backoff_count > 0) {  // E4: backoff over
-      for (std::uint32_t i = 0; i < size; ++i) {
-        Batch& b = at(i);
-        if (b.state == BatchState::backoff && now >= b.retry_at) {
+      // Batches that failed together go back out together, in order: the oldest batch
+      // waiting for a retry gates every later one (none can be sent before it), so when
+      // its backoff is over they are all released with it, instead of each on its own
+      // jittered timer.
+      const std::uint32_t first = first_backoff();
+      if (now >= at(first).retry_at) {
+        for (std::uint32_t i = first; i < size; ++i) {
+          Batch& b = at(i);
+          if (b.state != BatchState::backoff) continue;
           b.state = BatchState::queued;
           --backoff_count;
           note_sendable(i);
@@ -803,12 +828,7 @@ struct alignas(64) Producer<Policy>::Impl {
     if (const Batch* open = open_batch(); open != nullptr && !config.linger.is_disabled()) {
       when = std::min(when, saturating_add(open->first_submit, config.linger.duration_ns()));
     }
-    if (backoff_count > 0) {
-      for (std::uint32_t i = 0; i < size; ++i) {
-        const Batch& b = at(i);
-        if (b.state == BatchState::backoff) when = std::min(when, b.retry_at);
-      }
-    }
+    if (backoff_count > 0) when = std::min(when, at(first_backoff()).retry_at);  // E4: the gating one
     if (when == kInstantMax) return std::nullopt;
     return when;
   }

@@ -2,9 +2,10 @@
 #pragma once
 /// @file producer.hpp
 /// prodsm::asio::Producer: the Durable Streams Producer on standalone Asio 1.22. It owns
-/// a core DurableStreamsProducer and drives it with one steady_timer and a Session
-/// (HTTP/1.1 connections), following the drive rule: after every input, drain the
-/// core's actions; arm one timer at next_deadline().
+/// a ds::ProducerClient (the sans-IO core, codec and stream-close logic shared with the
+/// blocking adapter) and drives it with one steady_timer and a Session (HTTP/1.1
+/// connections), following the drive rule: after every input, drain the client's
+/// requests and events; arm one timer at next_deadline().
 ///
 /// Callbacks (A1–A4):
 ///  - A1: completion handlers run in ticket order from one FIFO dispatcher: a strand
@@ -18,8 +19,10 @@
 ///  - A4: submit() reports accepted/rejected synchronously; a rejected submit never calls
 ///    its callback.
 ///
-/// Thread safety: every member function may be called from any thread. The core sits
-/// behind a mutex; socket work runs on the session's strand.
+/// Thread safety: every member function may be called from any thread, and the
+/// io_context may be run by any number of threads. The producer client
+/// (ds::ProducerClient: the core, the codec, the stream closes) sits behind a mutex;
+/// socket work runs on the session's strand.
 
 #include <asio/any_io_executor.hpp>
 #include <asio/associated_cancellation_slot.hpp>
@@ -39,6 +42,7 @@
 #include <tl/expected.hpp>
 
 #include "prodsm/asio/session.hpp"
+#include "prodsm/ds/client.hpp"
 #include "prodsm/durable_streams.hpp"
 
 namespace prodsm::asio {
@@ -47,41 +51,18 @@ namespace prodsm::asio {
 inline constexpr auto& deferred = ::asio::experimental::deferred;
 
 /// What a successful record completion carries (P4): its ticket, its index in the
-/// batch, and the batch acknowledgement (next offset, duplicate flag), shared by every
-/// record of the batch.
-struct RecordAck {
-  Ticket ticket;            ///< the record's ticket (P2), as submit() / submit_blocking() returned it
-  std::uint64_t index = 0;  ///< index of the record in its batch
-  /// The batch's acknowledgement (P4, S3), shared by every record of the batch; never null.
-  std::shared_ptr<const DurableStreamsPolicy::Ack> batch_ack;
-  /// Stream-Next-Offset after the record's batch (empty on a duplicate, S3).
-  [[nodiscard]] const std::string& next_offset() const { return batch_ack->next_offset; }
-  /// The batch was a duplicate of one already appended (S3).
-  [[nodiscard]] bool duplicate() const { return batch_ack->duplicate; }
-};
-
+/// batch, and the batch acknowledgement (ds/results.hpp; the blocking producer reports
+/// the same types).
+using RecordAck = ds::RecordAck;
 /// A record's outcome: durable, or the error that failed it (E1, E2).
-using RecordResult = tl::expected<RecordAck, Error>;
+using RecordResult = ds::RecordResult;
 /// A flush's, close's or stream operation's outcome.
-using VoidResult = tl::expected<void, Error>;
+using VoidResult = ds::VoidResult;
 
-/// Configuration of an Asio Producer.
-struct ProducerOptions {
-  /// The stream: `http://host[:port]/path`.
-  std::string url;
-  /// The stream's content type, sent on every append. `application/json` (or a
-  /// `+json` type) requires `producer.protocol.body_format == json`, and vice versa.
-  std::string content_type = "application/octet-stream";
-  /// The core's configuration (linger, limits, retry, idempotent producer, ...).
-  DurableStreamsConfig producer{};
-  /// Connection settings of the session the producer creates (ignored when attached).
-  SessionOptions session{};
-  /// Extra headers on every request, e.g. Authorization (checked: no CR/LF, no managed
-  /// names).
-  ds::Headers extra_headers{};
-  /// How long async_submit waits for capacity before failing with would_block (ns),
-  /// 0..10 min. Default 30 s.
-  Duration submit_timeout_ns = std::chrono::seconds{30};
+/// Configuration of an Asio Producer: the options both adapters share
+/// (ds::ProducerOptions: url, content_type, producer, session, extra_headers,
+/// submit_timeout_ns, max_pending_records) plus the Asio callback executor.
+struct ProducerOptions : ds::ProducerOptions {
   /// A1: run plain callbacks on a FIFO strand over this executor instead of over the
   /// producer's executor. Its execution context must outlive the producer's executor's
   /// pending work (handlers bound to the strand), not only the producer object: stop or

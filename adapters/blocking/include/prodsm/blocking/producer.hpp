@@ -2,15 +2,17 @@
 #pragma once
 /// @file producer.hpp
 /// prodsm::blocking::Producer: the Durable Streams Producer on plain POSIX sockets, for
-/// programs without an event loop. It owns a core DurableStreamsProducer, one I/O thread
-/// and one callback dispatcher thread:
+/// programs without an event loop. It owns a ds::ProducerClient (the sans-IO core, codec
+/// and stream-close logic shared with the Asio adapter) and one callback dispatcher
+/// thread, and uses a Session (owned, or attached: C4) whose I/O thread runs the
+/// connections and the producer's deadline:
 ///
-///  - The core sits behind one mutex. Every public member function may be called from
+///  - The client sits behind one mutex. Every public member function may be called from
 ///    any thread; submit() answers accepted/rejected before it returns (A4).
-///  - The I/O thread drives the core's deadline and one pipelined keep-alive HTTP/1.1
-///    connection with poll(2) on nonblocking sockets; an eventfd wakes it when another
-///    thread's input needs the network or moved the core's deadline earlier. Requests
-///    leave in seal order.
+///  - The session's I/O thread runs the connections with ppoll(2) on nonblocking sockets
+///    (pipelined or pooled, as the session's options say) and the producer's one
+///    deadline; an eventfd wakes it when another thread's input needs the network or
+///    moved the deadline earlier. Requests leave in seal order.
 ///  - Completions (record callbacks, ticket outcomes, flush / close / close_stream
 ///    results) run in the core's order from one FIFO dispatcher: a thread of its own, or
 ///    an injected executor behind a serializing queue (A1).
@@ -38,31 +40,22 @@
 
 #include <tl/expected.hpp>
 
-#include "prodsm/ds/http_codec.hpp"
+#include "prodsm/blocking/session.hpp"
+#include "prodsm/ds/client.hpp"
 #include "prodsm/durable_streams.hpp"
 
 namespace prodsm::blocking {
 
-/// What a successful record completion carries (P4): its ticket, its index in the batch,
-/// and the batch acknowledgement (next offset, duplicate flag) shared by every record of
-/// the batch.
-struct RecordAck {
-  Ticket ticket;            ///< the record's ticket, as RecordTicket::id() (P2)
-  std::uint64_t index = 0;  ///< index of the record in its batch (P4)
-  /// The batch's acknowledgement (P4, S3), shared by every record of the batch; never null.
-  std::shared_ptr<const DurableStreamsPolicy::Ack> batch_ack;
-  /// Stream-Next-Offset after the record's batch (opaque; empty on a duplicate, S3).
-  [[nodiscard]] const std::string& next_offset() const { return batch_ack->next_offset; }
-  /// The batch was a duplicate of one already appended (S3).
-  [[nodiscard]] bool duplicate() const { return batch_ack->duplicate; }
-};
-
+/// What a successful record completion carries (P4): its ticket, its index in the
+/// batch, and the batch acknowledgement (ds/results.hpp; the Asio producer reports the
+/// same types).
+using RecordAck = ds::RecordAck;
 /// A record's outcome: durable, or the error that failed it (E1, E2, C5).
-using RecordResult = tl::expected<RecordAck, Error>;
+using RecordResult = ds::RecordResult;
 /// A flush's or close's outcome.
-using VoidResult = tl::expected<void, Error>;
-/// close_stream()'s outcome: the stream's final offset, or the error.
-using CloseStreamResult = tl::expected<ds::CloseResult, Error>;
+using VoidResult = ds::VoidResult;
+/// close_stream()'s and close_with_stream()'s outcome: the stream's final offset, or the error.
+using CloseStreamResult = ds::CloseStreamResult;
 /// A record completion callback. Runs once, on the dispatcher, in ticket order (A1).
 using RecordCallback = std::function<void(const RecordResult&)>;
 /// An injected executor (A1): runs the given task later, on a thread of its choosing.
@@ -102,40 +95,12 @@ class RecordTicket {
   std::shared_ptr<detail::TicketState> state_;
 };
 
-/// Configuration of a blocking Producer. Every duration is in ns; every field is bounded
-/// and checked by Producer::create, which names the first invalid one.
-struct ProducerOptions {
-  /// The stream: `http://host[:port]/path`.
-  std::string url;
-  /// The stream's content type, sent on every append. `application/json` (or a `+json`
-  /// type) requires `producer.protocol.body_format == json`, and vice versa.
-  std::string content_type = "application/octet-stream";
-  /// The core's configuration (linger, limits, retry, idempotent producer, ...).
-  DurableStreamsConfig producer{};
-  /// Extra headers on every request, e.g. Authorization (checked by
-  /// ds::check_extra_header).
-  ds::Headers extra_headers{};
-  /// Bound on resolving + connecting (ns), 1 ms..10 min. Default 10 s. On expiry the
-  /// requests waiting for the connection fail `unavailable` (definite, retryable).
-  Duration connect_timeout_ns = std::chrono::seconds{10};
-  /// Bound on one request, from its first byte written to the last byte of its response
-  /// (ns), 1 ms..10 min. Default 30 s. On expiry the connection is closed and its written
-  /// requests fail `connection_lost` (indefinite, retryable).
-  Duration request_timeout_ns = std::chrono::seconds{30};
-  /// A connection idle for longer than this (ns) is replaced before reuse, so a request
-  /// never races the server's keep-alive close (the reference server closes idle
-  /// connections after 5 s). 0..10 min. Default 4 s.
-  Duration idle_reuse_limit_ns = std::chrono::seconds{4};
-  /// Bounds on each response (R3); exceeding one is a protocol_error.
-  ds::ResponseLimits response_limits{};
-  /// How long submit() waits for capacity (R1) before it is refused with `would_block`
-  /// (ns), 0..10 min (0: never wait). Default 30 s.
-  Duration submit_timeout_ns = std::chrono::seconds{30};
-  /// Most records accepted whose outcome was not yet delivered — in the core, or
-  /// completed and waiting for the dispatcher (R3: bounds the adapter's per-record
-  /// state when callbacks are slow). A submit past it waits like a would-block.
-  /// 1..16 777 216. Default 1 048 576.
-  std::uint32_t max_pending_records = 1U << 20;
+/// Configuration of a blocking Producer: the options both adapters share
+/// (ds::ProducerOptions: url, content_type, producer, session, extra_headers,
+/// submit_timeout_ns, max_pending_records) plus the callback executor. Every duration is
+/// in ns; every field is bounded and checked by Producer::create, which names the first
+/// invalid one.
+struct ProducerOptions : ds::ProducerOptions {
   /// A1: run completions through this executor (still one at a time, in ticket order)
   /// instead of the producer's own dispatcher thread.
   Executor callback_executor{};
@@ -143,18 +108,10 @@ struct ProducerOptions {
   std::function<void(std::exception_ptr)> on_callback_exception{};
 };
 
-/// Counters of the producer's connection (since creation).
-struct ConnectionStats {
-  std::uint64_t connections_opened = 0;  ///< TCP connections established (reconnects included)
-  std::uint64_t requests_written = 0;    ///< requests written completely
-  std::uint64_t responses = 0;           ///< complete responses parsed
-  std::uint64_t transport_failures = 0;  ///< requests failed by the transport (E2)
-};
-
 /// Counters: the core's plus the adapter's.
 struct ProducerAdapterStats {
   ProducerStats core;                     ///< the core's counters
-  ConnectionStats connection;             ///< the connection's counters
+  SessionStats session;                   ///< the session's counters (owned or attached)
   std::uint64_t callback_exceptions = 0;  ///< A3
   std::uint64_t capacity_waits = 0;       ///< submits that had to wait for capacity (R1)
 };
@@ -162,11 +119,15 @@ struct ProducerAdapterStats {
 /// The Durable Streams Producer on blocking POSIX sockets. Movable, not copyable.
 class Producer {
  public:
-  /// Validates `options`, starts the I/O and dispatcher threads and returns the producer
-  /// (no connection is opened before the first request). Errors name the invalid option:
-  /// "url: ...", "content_type: ...", "producer.<core field>: ...",
-  /// "request_timeout_ns: ...". C4: the producer owns its connection.
+  /// Validates `options`, creates and owns a Session to the URL's server (its I/O thread
+  /// starts; no connection is opened before the first request) and starts the dispatcher
+  /// thread (unless an executor is injected). Errors name the invalid option: "url: ...",
+  /// "content_type: ...", "producer.<core field>: ...", "session.<field>: ...". C4: the
+  /// producer's close() closes the owned session.
   static tl::expected<Producer, std::string> create(ProducerOptions options);
+  /// Creates a producer attached to `session` (C4: close() leaves it open; options.session
+  /// is ignored). The session must talk to the URL's host and port.
+  static tl::expected<Producer, std::string> attach(std::shared_ptr<Session> session, ProducerOptions options);
 
   Producer(Producer&&) noexcept;
   /// Aborts the producer being replaced unless it was closed (C5).
@@ -208,11 +169,24 @@ class Producer {
 
   /// Closes the *stream* on the server, a separate operation from close() (C4): a flush
   /// barrier, then — if every covered record succeeded — `POST` with
-  /// `Stream-Closed: true` (no producer headers, so a repeat is answered 204). Returns
-  /// the final offset, or the barrier's error, or the request's classified error.
-  /// `cancelled` when `timeout_ns` (ns) passed first. The producer stays open, but
-  /// later appends fail with stream_closed (S6).
+  /// `Stream-Closed: true` (no producer headers, so a repeat is answered 204; retried
+  /// within the retry policy). Returns the final offset, or the barrier's error, or the
+  /// request's classified error. `cancelled` when `timeout_ns` (ns) passed first. The
+  /// producer stays open, but later appends fail with stream_closed (S6).
   CloseStreamResult close_stream(std::optional<Duration> timeout_ns = std::nullopt);
+
+  /// Closes the producer *and* the stream in one sequenced step, as the TypeScript
+  /// IdempotentProducer.close(finalMessage) does (C1 + S2 + S6): close() first (every
+  /// record submitted before is acknowledged; later submits fail with `closed`), then one
+  /// `Stream-Closed: true` request carrying the producer headers with the next unused seq
+  /// (so a resend is deduplicated and another producer's close of the closed stream gets
+  /// 409 `stream_closed`) and `final_record` as its body when present (checked like a
+  /// submit; JSON mode frames it `[record]`), then the owned session is closed (C4). On
+  /// 403 stale epoch with auto_claim the close is resent once as server epoch + 1, seq 0
+  /// (S5). Returns the final offset or the error; a second call returns the same result;
+  /// after a plain close() it fails with `closed`. `cancelled` when `timeout_ns` passed.
+  CloseStreamResult close_with_stream(std::optional<std::string> final_record = std::nullopt,
+                                      std::optional<Duration> timeout_ns = std::nullopt);
 
   /// Aborts (C5): every unresolved record, flush and close fails with `aborted`.
   void abort();
@@ -221,6 +195,8 @@ class Producer {
   [[nodiscard]] ProducerAdapterStats stats() const;
   /// The parsed stream URL.
   [[nodiscard]] const ds::StreamUrl& url() const noexcept;
+  /// The session the producer uses (owned or attached).
+  [[nodiscard]] const std::shared_ptr<Session>& session() const noexcept;
 
   /// The private implementation (defined in producer.cpp); not for users.
   struct Impl;

@@ -4,9 +4,10 @@
 // request's own headers (Stream-*, Producer-*), Connection, then the caller's extra
 // headers. No Accept-Encoding is ever sent: responses are never compressed.
 #include "prodsm/ds/http_codec.hpp"
-#include "text.hpp"
+#include "prodsm/http/detail/text.hpp"
 
 namespace prodsm::ds {
+namespace detail = http::detail;
 namespace {
 
 /// Appends a header value, dropping CR, LF and NUL: a value the codec writes can never

@@ -1,12 +1,11 @@
 // SPDX-License-Identifier: Apache-2.0
 // Classification of responses by status *and* headers (S3–S7) into acknowledgements,
 // results and Error values.
-#include <http_parser.h>
-
 #include "prodsm/ds/http_codec.hpp"
-#include "text.hpp"
+#include "prodsm/http/detail/text.hpp"
 
 namespace prodsm::ds {
+namespace detail = http::detail;
 namespace {
 
 using Ack = DurableStreamsPolicy::Ack;
@@ -56,7 +55,7 @@ std::string status_prefix(Operation op, int status) {
     detail::append_decimal(m, static_cast<std::uint64_t>(status));
   }
   if (status >= 100 && status <= 599) {
-    const std::string_view reason = http_status_str(static_cast<http_status>(status));
+    const std::string_view reason = http::reason_phrase(status);
     if (reason != "<unknown>") {
       m += ' ';
       m += reason;

@@ -1,14 +1,14 @@
 // SPDX-License-Identifier: Apache-2.0
-// ASCII helpers shared by the HTTP codec, and parse_protocol_number.
-#include "text.hpp"
+// ASCII helpers shared by the HTTP layer and the protocol codecs; Response::header.
+#include "prodsm/http/detail/text.hpp"
 
 #include <array>
 #include <charconv>
 #include <optional>
 
-#include "prodsm/ds/http_codec.hpp"
+#include "prodsm/http/message.hpp"
 
-namespace prodsm::ds {
+namespace prodsm::http {
 namespace detail {
 
 namespace {
@@ -52,18 +52,11 @@ std::string quoted(std::string_view text) {
 
 }  // namespace detail
 
-std::optional<std::uint64_t> parse_protocol_number(std::string_view text) noexcept {
-  // Plain decimal digits only: no sign, no space, no exponent. Leading zeros are still
-  // decimal (the reference server accepts them). 2^53 - 1 has 16 digits.
-  constexpr std::uint64_t kMax = (std::uint64_t{1} << 53U) - 1;
-  if (text.empty() || text.size() > 16) return std::nullopt;
-  std::uint64_t value = 0;
-  for (const char c : text) {
-    if (c < '0' || c > '9') return std::nullopt;
-    value = value * 10 + static_cast<std::uint64_t>(c - '0');  // < 10^16: no overflow
+std::optional<std::string_view> Response::header(std::string_view name) const {
+  for (const Header& h : headers) {
+    if (detail::iequals(h.name, name)) return std::string_view{h.value};
   }
-  if (value > kMax) return std::nullopt;
-  return value;
+  return std::nullopt;
 }
 
-}  // namespace prodsm::ds
+}  // namespace prodsm::http

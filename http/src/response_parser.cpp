@@ -6,10 +6,10 @@
 #include <new>
 #include <utility>
 
-#include "prodsm/ds/http_codec.hpp"
-#include "text.hpp"
+#include "prodsm/http/response_parser.hpp"
+#include "prodsm/http/detail/text.hpp"
 
-namespace prodsm::ds {
+namespace prodsm::http {
 namespace {
 
 /// Interim (1xx) responses skipped before the final one; more is a protocol error.
@@ -466,8 +466,17 @@ Response ResponseParser::take_response() {
   return std::move(impl_->response);
 }
 
+std::string_view reason_phrase(int status) noexcept {
+  if (status < 0 || status > 999) return "<unknown>";
+  return http_status_str(static_cast<http_status>(status));
+}
+
+std::uint64_t ResponseParser::consumed() const noexcept {
+  return impl_ ? impl_->consumed : 0;
+}
+
 const Error& ResponseParser::error() const noexcept {
   return impl_ ? impl_->error : moved_from_error();
 }
 
-}  // namespace prodsm::ds
+}  // namespace prodsm::http

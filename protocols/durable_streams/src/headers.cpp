@@ -1,11 +1,12 @@
 // SPDX-License-Identifier: Apache-2.0
-// Header rules: which caller-supplied headers may be sent, and response header lookup.
+// Header rules: which caller-supplied headers may be sent; JSON content types; protocol numbers.
 #include <array>
 
 #include "prodsm/ds/http_codec.hpp"
-#include "text.hpp"
+#include "prodsm/http/detail/text.hpp"
 
 namespace prodsm::ds {
+namespace detail = http::detail;
 namespace {
 
 /// Names the codec writes itself or whose presence would change the framing or the
@@ -63,18 +64,25 @@ std::optional<std::string> check_extra_header(const Header& header) {
   }
 }
 
-std::optional<std::string_view> Response::header(std::string_view name) const {
-  for (const Header& h : headers) {
-    if (detail::iequals(h.name, name)) return std::string_view{h.value};
-  }
-  return std::nullopt;
-}
-
 bool is_json_content_type(std::string_view content_type) noexcept {
   const std::string_view media = detail::trim_ows(content_type.substr(0, content_type.find(';')));
   constexpr std::string_view kSuffix = "+json";
   return detail::iequals(media, "application/json") ||
          (media.size() > kSuffix.size() && detail::iequals(media.substr(media.size() - kSuffix.size()), kSuffix));
+}
+
+std::optional<std::uint64_t> parse_protocol_number(std::string_view text) noexcept {
+  // Plain decimal digits only: no sign, no space, no exponent. Leading zeros are still
+  // decimal (the reference server accepts them). 2^53 - 1 has 16 digits.
+  constexpr std::uint64_t kMax = (std::uint64_t{1} << 53U) - 1;
+  if (text.empty() || text.size() > 16) return std::nullopt;
+  std::uint64_t value = 0;
+  for (const char c : text) {
+    if (c < '0' || c > '9') return std::nullopt;
+    value = value * 10 + static_cast<std::uint64_t>(c - '0');  // < 10^16: no overflow
+  }
+  if (value > kMax) return std::nullopt;
+  return value;
 }
 
 }  // namespace prodsm::ds

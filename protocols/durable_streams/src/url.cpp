@@ -1,9 +1,10 @@
 // SPDX-License-Identifier: Apache-2.0
 // StreamUrl: parsing and printing `http://host[:port]/path` stream URLs.
 #include "prodsm/ds/http_codec.hpp"
-#include "text.hpp"
+#include "prodsm/http/detail/text.hpp"
 
 namespace prodsm::ds {
+namespace detail = http::detail;
 namespace {
 
 using detail::quoted;

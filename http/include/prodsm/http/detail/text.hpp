@@ -1,7 +1,8 @@
 // SPDX-License-Identifier: Apache-2.0
 #pragma once
 /// @file text.hpp
-/// Private ASCII helpers shared by the HTTP codec's source files (not installed).
+/// ASCII helpers shared by the HTTP layer and the protocol codecs (internal: not a
+/// stable API).
 /// Everything here is locale-free and byte-oriented.
 
 #include <cstddef>
@@ -9,7 +10,7 @@
 #include <string>
 #include <string_view>
 
-namespace prodsm::ds::detail {
+namespace prodsm::http::detail {
 
 /// ASCII lower case of one byte; other bytes unchanged.
 constexpr char ascii_lower(char c) noexcept {
@@ -73,4 +74,4 @@ void append_excerpt(std::string& out, std::string_view text, std::size_t max_byt
 /// `'text'` quoted for an error message (see append_excerpt; at most 64 bytes).
 std::string quoted(std::string_view text);
 
-}  // namespace prodsm::ds::detail
+}  // namespace prodsm::http::detail

@@ -2,7 +2,7 @@
 #pragma once
 /// @file http_codec.hpp
 /// The Durable Streams wire codec over HTTP/1.1, sans-IO: it encodes requests into
-/// bytes, parses response bytes (libhttp-parser underneath) and classifies responses by
+/// bytes, parses response bytes (prodsm::http::ResponseParser) and classifies responses by
 /// status *and* headers (S7) into the Producer core's events. No sockets, no clock.
 /// Source: PROTOCOL.md of durable-streams/durable-streams (create, append, idempotent
 /// producers, close, read, head, delete).
@@ -20,6 +20,8 @@
 
 #include "prodsm/durable_streams_policy.hpp"
 #include "prodsm/error.hpp"
+#include "prodsm/http/message.hpp"
+#include "prodsm/http/response_parser.hpp"
 #include "prodsm/time.hpp"
 
 namespace prodsm::ds {
@@ -42,14 +44,10 @@ struct StreamUrl {
   friend bool operator==(const StreamUrl&, const StreamUrl&) = default;
 };
 
-/// One HTTP header as sent or received (names compared case-insensitively).
-struct Header {
-  std::string name;   ///< field name, as written (no trailing colon)
-  std::string value;  ///< field value (in a parsed response: surrounding whitespace removed)
-  friend bool operator==(const Header&, const Header&) = default;
-};
+/// One HTTP header (prodsm/http/message.hpp).
+using Header = http::Header;
 /// Header fields in order; duplicates are kept.
-using Headers = std::vector<Header>;
+using Headers = http::Headers;
 
 /// Why `name: value` cannot be sent as a caller-supplied header: empty or non-token
 /// name, a control character (CR, LF, NUL, ...; HTAB is allowed) in the value, or a name
@@ -115,62 +113,12 @@ std::string encode_read(const StreamUrl& url, std::string_view offset, const Req
 
 // ---- responses --------------------------------------------------------------------
 
-/// Bounds on what a response may use (R3). Exceeding one is a protocol_error.
-struct ResponseLimits {
-  std::size_t max_header_bytes = 16 * 1024;          ///< status line + all headers, bytes
-  std::size_t max_headers = 64;                      ///< header fields
-  std::size_t max_body_bytes = 64ULL * 1024 * 1024;  ///< decoded body, bytes
-};
-
-/// One parsed response.
-struct Response {
-  int status = 0;          ///< HTTP status code, 100..999
-  Headers headers;         ///< in arrival order, names as received
-  std::string body;        ///< decoded (chunked framing removed)
-  bool keep_alive = true;  ///< the connection may carry another request
-  /// The first header named `name` (case-insensitive), if any.
-  [[nodiscard]] std::optional<std::string_view> header(std::string_view name) const;
-};
-
-/// Incremental HTTP/1.1 response parser over libhttp-parser. Content-Length, chunked
-/// and EOF-delimited bodies; pipelined responses (feed stops right after one complete
-/// response, leaving the next one's bytes unconsumed). Never throws; hostile input gives
-/// a protocol_error value.
-class ResponseParser {
- public:
-  /// Where the parse is.
-  enum class State : std::uint8_t { incomplete, complete, failed };
-
-  /// A parser ready for a response to a non-HEAD request, bounded by `limits`.
-  explicit ResponseParser(ResponseLimits limits = {});
-  ~ResponseParser();                                     ///< out of line: the C parser is private
-  ResponseParser(ResponseParser&&) noexcept;             ///< the moved-from parser reads as failed
-  ResponseParser& operator=(ResponseParser&&) noexcept;  ///< and consumes nothing; likewise
-  ResponseParser(const ResponseParser&) = delete;
-  ResponseParser& operator=(const ResponseParser&) = delete;
-
-  /// Starts a new response; `head_request` = the request was HEAD (no body follows).
-  void reset(bool head_request = false);
-  /// Feeds bytes; returns how many were consumed (fewer than given only once the
-  /// response is complete or failed).
-  std::size_t feed(std::span<const char> bytes);
-  /// The peer closed the connection: completes an EOF-delimited body, or fails a
-  /// truncated response ("connection closed before the response completed").
-  void finish_eof();
-  /// incomplete until a whole response was fed; then complete or failed until reset().
-  [[nodiscard]] State state() const noexcept;
-  /// The response; meaningful once state() == complete.
-  [[nodiscard]] const Response& response() const noexcept;
-  /// Takes the response out (state stays complete until reset).
-  Response take_response();
-  /// Why parsing failed (code protocol_error, indefinite; internal when memory ran out
-  /// or the parser was moved from); meaningful once failed.
-  [[nodiscard]] const Error& error() const noexcept;
-
- private:
-  struct Impl;
-  std::unique_ptr<Impl> impl_;
-};
+/// Bounds on one response (prodsm/http/message.hpp).
+using ResponseLimits = http::ResponseLimits;
+/// One parsed response (prodsm/http/message.hpp).
+using Response = http::Response;
+/// The incremental HTTP/1.1 response parser (prodsm/http/response_parser.hpp).
+using ResponseParser = http::ResponseParser;
 
 // ---- classification (S3–S7) ----------------------------------------------------------
 

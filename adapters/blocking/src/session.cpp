@@ -1,0 +1,463 @@
+// SPDX-License-Identifier: Apache-2.0
+// prodsm::blocking::Session: one I/O thread that carries out an http::Pool's commands on
+// nonblocking POSIX sockets with ppoll(2), reports what the sockets did, and runs the
+// deadlines of the producers attached to it. The pool decides; this file moves bytes.
+#include <fcntl.h>
+#include <netdb.h>
+#include <netinet/in.h>
+#include <netinet/tcp.h>
+#include <poll.h>
+#include <sys/eventfd.h>
+#include <sys/socket.h>
+#include <sys/uio.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <array>
+#include <cerrno>
+#include <climits>
+#include <cstring>
+
+#include "session_impl.hpp"
+
+namespace prodsm::blocking {
+namespace {
+
+Instant steady_now() {
+  return std::chrono::steady_clock::now();
+}
+
+std::string errno_text(int err) {
+  return std::strerror(err);
+}
+
+/// Read buffer of the I/O thread (one thread per session, so one buffer per thread).
+thread_local std::array<char, 64 * 1024> tls_read_buffer;
+
+}  // namespace
+
+Session::Impl::Impl(http::Pool p, int wake) : wake_fd{wake}, pool{std::move(p)} {}
+
+Session::Impl::~Impl() {
+  for (auto& [id, s] : sockets) {
+    if (s.fd >= 0) ::close(s.fd);
+  }
+  if (wake_fd >= 0) ::close(wake_fd);
+}
+
+// ---- any thread ------------------------------------------------------------------------------
+
+void Session::Impl::exchange(http::Request request, ExchangeHandler done) {
+  {
+    std::lock_guard lock(mu);
+    if (!closing) {
+      inbox.emplace_back(std::move(request), std::move(done));
+      done = nullptr;
+    }
+  }
+  if (done) {
+    done(tl::unexpected(make_error(ErrorCode::closed, Certainty::definite, false, "the session is closed")));
+    return;
+  }
+  wake();
+}
+
+void Session::Impl::close() {
+  {
+    std::lock_guard lock(mu);
+    if (closing) return;
+    closing = true;
+  }
+  wake();
+}
+
+void Session::Impl::join() {
+  std::thread t;
+  {
+    std::lock_guard lock(mu);
+    if (!thread.joinable() || std::this_thread::get_id() == thread_id) return;
+    t = std::move(thread);
+  }
+  t.join();
+}
+
+void Session::Impl::attach(std::weak_ptr<Participant> participant) {
+  {
+    std::lock_guard lock(mu);
+    participants.push_back(std::move(participant));
+  }
+  wake();
+}
+
+void Session::Impl::wake() {
+  if (on_io_thread()) {  // the I/O thread looks again before it sleeps
+    wake_pending.store(true);
+    return;
+  }
+  if (!wake_pending.exchange(true)) {
+    const std::uint64_t one = 1;
+    (void)!::write(wake_fd, &one, sizeof one);
+  }
+}
+
+bool Session::Impl::on_io_thread() const noexcept {
+  return std::this_thread::get_id() == thread_id;
+}
+
+// ---- the I/O thread --------------------------------------------------------------------------
+
+void Session::Impl::take_inbox(Instant now) {
+  std::vector<std::pair<http::Request, ExchangeHandler>> taken;
+  {
+    std::lock_guard lock(mu);
+    taken.swap(inbox);
+  }
+  for (auto& [request, done] : taken) {
+    request.id = http::RequestId{next_request_id++};
+    handlers.emplace(request.id.value, std::move(done));
+    pool.enqueue(now, std::move(request));
+  }
+}
+
+/// The pool's drive rule: carry out every command, deliver every outcome.
+void Session::Impl::drive(Instant now) {
+  while (true) {
+    if (auto command = pool.poll_command()) {
+      if (const auto* c = std::get_if<http::Connect>(&*command)) {
+        connect(c->id, now);
+      } else if (const auto* w = std::get_if<http::Write>(&*command)) {
+        auto it = sockets.find(w->id.value);
+        if (it != sockets.end()) it->second.write_wanted = true;
+      } else if (const auto* x = std::get_if<http::Close>(&*command)) {
+        close_socket(x->id.value);
+      }
+      continue;
+    }
+    bool wrote = false;
+    for (auto& [id, s] : sockets) {
+      if (s.write_wanted && !s.write_blocked && !s.connecting && s.fd >= 0) {
+        write_some(id, s, now);
+        wrote = true;
+        break;  // the map may have changed: look again
+      }
+    }
+    if (wrote) continue;
+    if (auto outcome = pool.poll_outcome()) {
+      auto it = handlers.find(outcome->id.value);
+      if (it == handlers.end()) continue;
+      ExchangeHandler done = std::move(it->second);
+      handlers.erase(it);
+      done(std::move(outcome->result));  // may call exchange(): it only queues
+      continue;
+    }
+    break;
+  }
+  std::lock_guard lock(stats_mu);
+  stats_snapshot = pool.stats();
+}
+
+void Session::Impl::connect(http::ConnectionId id, Instant now) {
+  Socket& s = sockets[id.value];
+  const http::PoolOptions& o = pool.options();
+  if (!addresses) {
+    addrinfo hints{};
+    hints.ai_family = AF_UNSPEC;
+    hints.ai_socktype = SOCK_STREAM;
+    addrinfo* list = nullptr;
+    // Blocking resolution on the I/O thread; done once and kept until a connect fails.
+    const int rc = ::getaddrinfo(o.host.c_str(), std::to_string(o.port).c_str(), &hints, &list);
+    if (rc != 0 || list == nullptr) {
+      sockets.erase(id.value);
+      pool.on_connect_failed(id, now, "resolving " + o.host + " failed: " + ::gai_strerror(rc));
+      return;
+    }
+    addresses = std::shared_ptr<addrinfo>(list, ::freeaddrinfo);
+  }
+  if (!try_connect_from(s, 0)) {
+    const int err = errno;
+    addresses.reset();
+    sockets.erase(id.value);
+    pool.on_connect_failed(id, now, errno_text(err));
+  }
+}
+
+/// Starts a nonblocking connect to the host's address `index` or a later one; false
+/// when every address failed at once (errno says why).
+bool Session::Impl::try_connect_from(Socket& s, std::size_t index) {
+  std::size_t i = 0;
+  int err = ECONNREFUSED;
+  for (addrinfo* a = addresses.get(); a != nullptr; a = a->ai_next, ++i) {
+    if (i < index) continue;
+    const int fd = ::socket(a->ai_family, a->ai_socktype | SOCK_NONBLOCK | SOCK_CLOEXEC, a->ai_protocol);
+    if (fd < 0) {
+      err = errno;
+      continue;
+    }
+    if (::connect(fd, a->ai_addr, a->ai_addrlen) == 0 || errno == EINPROGRESS) {
+      s.fd = fd;
+      s.connecting = true;
+      s.address_index = i;
+      return true;
+    }
+    err = errno;
+    ::close(fd);
+  }
+  errno = err;
+  return false;
+}
+
+void Session::Impl::close_socket(std::uint64_t id) {
+  auto it = sockets.find(id);
+  if (it == sockets.end()) return;
+  if (it->second.fd >= 0) ::close(it->second.fd);
+  sockets.erase(it);
+}
+
+void Session::Impl::write_some(std::uint64_t id, Socket& s, Instant now) {
+  const http::ConnectionId cid{id};
+  const http::WriteView view = pool.take_write(cid, now);
+  if (view.empty()) {
+    s.write_wanted = false;
+    return;
+  }
+  std::array<iovec, http::WriteView::kMaxParts> iov{};
+  for (std::size_t i = 0; i < view.count; ++i) {
+    iov[i].iov_base = const_cast<char*>(view.parts[i].data());
+    iov[i].iov_len = view.parts[i].size();
+  }
+  msghdr msg{};
+  msg.msg_iov = iov.data();
+  msg.msg_iovlen = view.count;
+  ssize_t n = -1;
+  do {
+    n = ::sendmsg(s.fd, &msg, MSG_NOSIGNAL);
+  } while (n < 0 && errno == EINTR);
+  if (n < 0) {
+    const int err = errno;
+    pool.on_written(cid, now, 0);
+    if (err == EAGAIN || err == EWOULDBLOCK) {
+      s.write_blocked = true;  // poll for POLLOUT
+      return;
+    }
+    pool.on_error(cid, now, "writing the request failed: " + errno_text(err));
+    return;
+  }
+  pool.on_written(cid, now, static_cast<std::size_t>(n));
+  if (static_cast<std::size_t>(n) < view.bytes) s.write_blocked = true;  // the send buffer is full
+}
+
+void Session::Impl::read_some(std::uint64_t id, Socket& s, Instant now) {
+  const http::ConnectionId cid{id};
+  // Up to a few buffers per turn, so one busy connection cannot starve the others.
+  for (int round = 0; round < 4; ++round) {
+    const ssize_t n = ::recv(s.fd, tls_read_buffer.data(), tls_read_buffer.size(), 0);
+    if (n < 0) {
+      if (errno == EAGAIN || errno == EWOULDBLOCK || errno == EINTR) return;
+      pool.on_error(cid, now, "reading the response failed: " + errno_text(errno));
+      return;
+    }
+    if (n == 0) {
+      pool.on_eof(cid, now);
+      return;
+    }
+    pool.on_bytes(cid, now, std::span<const char>(tls_read_buffer.data(), static_cast<std::size_t>(n)));
+    if (!pool.knows(cid) || sockets.find(id) == sockets.end()) return;
+    if (static_cast<std::size_t>(n) < tls_read_buffer.size()) return;
+  }
+}
+
+void Session::Impl::on_socket_events(std::uint64_t id, short revents, Instant now) {
+  auto it = sockets.find(id);
+  if (it == sockets.end() || revents == 0) return;
+  Socket& s = it->second;
+  const http::ConnectionId cid{id};
+  if (s.connecting) {
+    int err = 0;
+    socklen_t len = sizeof err;
+    if (::getsockopt(s.fd, SOL_SOCKET, SO_ERROR, &err, &len) != 0) err = errno;
+    if (err != 0) {
+      ::close(s.fd);
+      s.fd = -1;
+      if (try_connect_from(s, s.address_index + 1)) return;  // the host's next address
+      addresses.reset();
+      sockets.erase(it);
+      pool.on_connect_failed(cid, now, errno_text(err));
+      return;
+    }
+    s.connecting = false;
+    const int one = 1;
+    (void)::setsockopt(s.fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof one);
+    pool.on_connected(cid, now);
+    return;
+  }
+  if ((revents & POLLOUT) != 0) s.write_blocked = false;
+  if ((revents & (POLLIN | POLLHUP | POLLERR)) != 0) read_some(id, s, now);
+}
+
+/// Runs the attached producers' due deadlines; returns the earliest one left.
+std::optional<Instant> Session::Impl::run_participants(Instant now) {
+  std::vector<std::weak_ptr<Participant>> list;
+  {
+    std::lock_guard lock(mu);
+    std::erase_if(participants, [](const std::weak_ptr<Participant>& p) { return p.expired(); });
+    list = participants;
+  }
+  std::optional<Instant> earliest;
+  for (auto& weak : list) {
+    auto p = weak.lock();
+    if (!p) continue;
+    auto when = p->deadline();
+    if (when && *when <= now) {
+      p->on_deadline(now);
+      when = p->deadline();
+    }
+    if (when) earliest = earliest ? std::min(*earliest, *when) : *when;
+  }
+  return earliest;
+}
+
+void Session::Impl::run() {
+  bool closed = false;
+  std::vector<pollfd> fds;
+  std::vector<std::uint64_t> ids;
+  while (true) {
+    Instant now = steady_now();
+    wake_pending.store(false);  // a wake from now on is seen by the next poll
+    take_inbox(now);
+    bool stop = false;
+    {
+      std::lock_guard lock(mu);
+      stop = closing;
+    }
+    if (stop && !closed) {
+      closed = true;
+      pool.close(now);
+    }
+    if (const auto due = pool.next_deadline(); due && *due <= now) pool.handle_timeout(now);
+    drive(now);
+    const std::optional<Instant> participant_deadline = run_participants(now);
+    take_inbox(now);  // what the participants sent
+    drive(now);
+    if (closed && handlers.empty() && sockets.empty()) {
+      std::lock_guard lock(mu);
+      if (inbox.empty()) break;
+      continue;
+    }
+
+    std::optional<Instant> until = pool.next_deadline();
+    if (participant_deadline) until = until ? std::min(*until, *participant_deadline) : *participant_deadline;
+    fds.clear();
+    ids.clear();
+    fds.push_back(pollfd{wake_fd, POLLIN, 0});
+    for (const auto& [id, s] : sockets) {
+      if (s.fd < 0) continue;
+      short events = s.connecting ? POLLOUT : POLLIN;
+      if (!s.connecting && s.write_wanted && s.write_blocked) events |= POLLOUT;
+      fds.push_back(pollfd{s.fd, events, 0});
+      ids.push_back(id);
+    }
+    timespec timeout{};
+    timespec* timeout_ptr = nullptr;
+    if (until) {
+      const auto wait = std::max(Duration{0}, *until - now);
+      const auto us = std::chrono::ceil<std::chrono::microseconds>(wait).count();  // never early
+      timeout.tv_sec = static_cast<time_t>(us / 1'000'000);
+      timeout.tv_nsec = static_cast<long>((us % 1'000'000) * 1000);
+      timeout_ptr = &timeout;
+    }
+    if (wake_pending.load()) {  // woken while preparing (also by this thread's own handlers)
+      timeout = {};
+      timeout_ptr = &timeout;
+    }
+    const int n = ::ppoll(fds.data(), fds.size(), timeout_ptr, nullptr);
+    now = steady_now();
+    if (n <= 0) continue;
+    if ((fds[0].revents & POLLIN) != 0) {
+      std::uint64_t count = 0;
+      (void)!::read(wake_fd, &count, sizeof count);
+    }
+    for (std::size_t i = 1; i < fds.size(); ++i) on_socket_events(ids[i - 1], fds[i].revents, now);
+    drive(now);
+  }
+}
+
+// ---- Session ---------------------------------------------------------------------------------
+
+tl::expected<std::shared_ptr<Session>, std::string> Session::create(std::string host, std::uint16_t port,
+                                                                    SessionOptions options) {
+  auto pool = http::Pool::create(http::PoolOptions{std::move(host), port, std::move(options)});
+  if (!pool) return tl::unexpected("session." + pool.error());
+  const int wake_fd = ::eventfd(0, EFD_NONBLOCK | EFD_CLOEXEC);
+  if (wake_fd < 0) return tl::unexpected(std::string("eventfd: ") + errno_text(errno));
+  auto impl = std::make_shared<Impl>(std::move(*pool), wake_fd);
+  {
+    std::lock_guard lock(impl->mu);
+    impl->thread = std::thread([impl] { impl->run(); });
+    impl->thread_id = impl->thread.get_id();
+  }
+  return std::shared_ptr<Session>(new Session(std::move(impl)));
+}
+
+tl::expected<std::shared_ptr<Session>, std::string> Session::create(const ds::StreamUrl& url, SessionOptions options) {
+  return create(url.host, url.port, std::move(options));
+}
+
+Session::Session(std::shared_ptr<Impl> impl) : impl_{std::move(impl)} {}
+
+Session::~Session() {
+  close();
+}
+
+void Session::exchange(http::Request request, ExchangeHandler done) {
+  impl_->exchange(std::move(request), std::move(done));
+}
+
+ExchangeResult Session::exchange_and_wait(http::Request request, std::optional<Duration> timeout_ns) {
+  if (impl_->on_io_thread()) {
+    return tl::unexpected(make_error(ErrorCode::would_block, Certainty::definite, false,
+                                     "exchange_and_wait called on the session's I/O thread would wait for itself"));
+  }
+  struct Waiter {
+    std::mutex mu;
+    std::condition_variable cv;
+    std::optional<ExchangeResult> result;
+  };
+  auto w = std::make_shared<Waiter>();
+  impl_->exchange(std::move(request), [w](ExchangeResult r) {
+    {
+      std::lock_guard lock(w->mu);
+      w->result = std::move(r);
+    }
+    w->cv.notify_all();
+  });
+  std::unique_lock lock(w->mu);
+  auto ready = [&] { return w->result.has_value(); };
+  if (!timeout_ns) {
+    w->cv.wait(lock, ready);
+  } else if (!w->cv.wait_until(lock, saturating_add(steady_now(), *timeout_ns), ready)) {
+    return tl::unexpected(make_error(ErrorCode::cancelled, Certainty::indefinite, false,
+                                     "the request did not complete within timeout_ns; it goes on"));
+  }
+  return std::move(*w->result);
+}
+
+void Session::close() {
+  impl_->close();
+  impl_->join();
+}
+
+const std::string& Session::host() const noexcept {
+  return impl_->pool.options().host;
+}
+std::uint16_t Session::port() const noexcept {
+  return impl_->pool.options().port;
+}
+const SessionOptions& Session::options() const noexcept {
+  return impl_->pool.options().transport;
+}
+SessionStats Session::stats() const {
+  std::lock_guard lock(impl_->stats_mu);
+  return impl_->stats_snapshot;
+}
+
+}  // namespace prodsm::blocking

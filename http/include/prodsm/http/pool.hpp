@@ -1,0 +1,251 @@
+// SPDX-License-Identifier: Apache-2.0
+#pragma once
+/// @file pool.hpp
+/// The HTTP/1.1 connections to one server as a sans-IO state machine, shared by every
+/// adapter: requests in, socket commands and outcomes out, time as a parameter.
+///
+/// Two connection modes:
+///  - pipelined (default): one connection carries every request back to back; responses
+///    come in request order (RFC 9112 §9.3.2). Requests reach the server in the order
+///    they were enqueued.
+///  - pool: up to max_connections connections, one request outstanding on each. A request
+///    waits in the pool's queue until a connection is open *and* idle, and the queue is
+///    served in order, so requests are written in enqueue order (a request never goes out
+///    on a fresh connection ahead of an older one still waiting for its connect).
+///
+/// Faults (see connection.hpp for how each request is classified):
+///  - a connection that dies fails every request on it at once: the ones it had written
+///    indefinite, the ones it had not written definite — none is silently moved to
+///    another connection, so the caller resends everything in its own order;
+///  - a stalled response — the server swallowed the request, a hung backend, a proxy —
+///    is noticed for retry_safe requests by *stall detection*: the oldest request may go
+///    without a first response byte, once it is due, for twice the longest head-of-line
+///    wait measured over the last 128 to 256 responses (at least stall.min_ns); then the
+///    connection is replaced. Each stall with no response since the last one doubles the
+///    timeout (as TCP backs off its retransmission timeout, RFC 6298 5.5), so a server
+///    that is merely slower than measured is soon waited for long enough; the next
+///    response ends the doubling. Other requests wait for request_timeout_ns.
+///  - a connect that fails fails the requests waiting for it (`unavailable`, definite);
+///    the pool does not reconnect on its own: the next request (the caller's paced
+///    retry) opens the next connection.
+///
+/// Drive rule (the same as the producer core's): after every input, drain poll_command()
+/// (Connect / Write / Close) and poll_outcome(), then arm one timer at next_deadline().
+/// Nothing here reads a clock, touches a socket or calls user code (D1).
+
+#include <cstddef>
+#include <cstdint>
+#include <deque>
+#include <optional>
+#include <span>
+#include <string>
+#include <string_view>
+#include <variant>
+#include <vector>
+
+#include <tl/expected.hpp>
+
+#include "prodsm/http/connection.hpp"
+
+namespace prodsm::http {
+
+/// How requests share TCP connections.
+enum class ConnectionMode : std::uint8_t {
+  pipelined,  ///< one connection, requests pipelined (HTTP/1.1), responses in order
+  pool,       ///< up to max_connections connections, one request outstanding on each
+};
+
+/// Stall detection for retry_safe requests (see the file comment). Durations in ns; the
+/// stall timeout in use never exceeds the request timeout (a stall timeout at least as
+/// long as it changes nothing).
+struct StallDetection {
+  /// False: only the request timeout notices a response that never comes.
+  bool enabled = true;
+  /// The smallest stall timeout (ns), 100 us..10 min. Default 1 ms.
+  Duration min_ns = std::chrono::milliseconds{1};
+  /// The stall timeout before the first measured wait (ns), min_ns..10 min.
+  /// Default 1 s (as RFC 6298's initial retransmission timeout).
+  Duration initial_ns = std::chrono::seconds{1};
+};
+
+/// How a Pool uses connections: everything but the server's address. Every field is
+/// bounded; validate() names the first bad one. The adapters' SessionOptions.
+struct TransportOptions {
+  /// Connection mode. Default pipelined: measured faster against the reference server,
+  /// and it keeps requests in order (docs/performance.md).
+  ConnectionMode mode = ConnectionMode::pipelined;
+  /// Pool mode: most connections, 1..64. Default 5 (the producer's max_in_flight).
+  std::uint32_t max_connections = 5;
+  /// Pipelined mode: most requests outstanding on the connection, 1..1024 (R3). Default 64.
+  std::uint32_t max_pipelined_requests = 64;
+  /// Bound on connecting (ns), 1 ms..10 min. Default 10 s.
+  Duration connect_timeout_ns = std::chrono::seconds{10};
+  /// Bound on one request, from its first byte handed to a write to the last byte of its
+  /// response (ns), 1 ms..10 min. Default 30 s.
+  Duration request_timeout_ns = std::chrono::seconds{30};
+  /// A connection idle for longer than this (ns) is replaced before reuse, so a request
+  /// never races the server's keep-alive close (the reference server closes idle
+  /// connections after 5 s). 0..10 min. Default 4 s.
+  Duration idle_reuse_limit_ns = std::chrono::seconds{4};
+  /// Stall detection for retry_safe requests.
+  StallDetection stall{};
+  /// Bounds on each response (R3).
+  ResponseLimits response_limits{};
+  /// Most requests waiting in the pool for a connection (R3), 1..65536. Default 4096.
+  std::uint32_t max_queued_requests = 4096;
+
+  /// The first invalid field, as "<field>: <reason>" (e.g. "max_connections: must be in
+  /// 1..64 (got 0)"), or nullopt.
+  [[nodiscard]] std::optional<std::string> validate() const;
+};
+
+/// Settings of a Pool: the server and how to use connections to it.
+struct PoolOptions {
+  std::string host;             ///< server host name or address (for the adapter's connect and messages)
+  std::uint16_t port = 80;      ///< server TCP port, 1..65535
+  TransportOptions transport{};  ///< connection mode, timeouts, limits
+
+  /// The first invalid field ("host: ...", "port: ...", or transport's), or nullopt.
+  [[nodiscard]] std::optional<std::string> validate() const;
+};
+
+/// Names one socket's life. Never reused within a Pool.
+struct ConnectionId {
+  std::uint64_t value = 0;  ///< 1, 2, 3, ... in Connect order
+  friend constexpr auto operator<=>(ConnectionId, ConnectionId) = default;
+};
+
+/// Open a TCP connection to options().host:port and report on_connected or
+/// on_connect_failed for `id`.
+struct Connect {
+  ConnectionId id;  ///< the connection to open
+};
+/// Connection `id` has bytes to write: call take_write(id) (when no write is in progress
+/// on it) and report on_written.
+struct Write {
+  ConnectionId id;  ///< the connection with bytes to write
+};
+/// Close the socket of `id`. Events for it are ignored from now on, except the end of a
+/// write in progress (on_written / on_error), which the pool waits for before it frees
+/// the bytes of that write.
+struct Close {
+  ConnectionId id;  ///< the connection to close
+};
+/// One socket command.
+using IoCommand = std::variant<Connect, Write, Close>;
+
+/// Counters since the pool was created.
+struct PoolStats {
+  std::uint64_t connections_opened = 0;  ///< on_connected reports (reconnects included)
+  std::uint64_t connect_failures = 0;    ///< on_connect_failed reports and connect timeouts
+  std::uint64_t requests_written = 0;    ///< requests whose bytes were all written
+  std::uint64_t responses = 0;           ///< complete responses delivered
+  std::uint64_t transport_failures = 0;  ///< requests failed by the transport (E2)
+  std::uint64_t stalls = 0;              ///< connections replaced by stall detection
+};
+
+/// The connections to one server (see the file comment). Not thread-safe: one driver
+/// owns it.
+class Pool {
+ public:
+  /// A pool with validated options, or the first invalid field.
+  static tl::expected<Pool, std::string> create(PoolOptions options);
+
+  Pool(Pool&&) noexcept = default;             ///< movable
+  Pool& operator=(Pool&&) noexcept = default;  ///< movable
+  Pool(const Pool&) = delete;
+  Pool& operator=(const Pool&) = delete;
+  ~Pool() = default;
+
+  // ---- requests -----------------------------------------------------------------------
+  /// Queues a request (ids are the caller's). After close(), or with max_queued_requests
+  /// waiting, it fails at once through poll_outcome (`closed`, or `unavailable`: definite).
+  void enqueue(Instant now, Request request);
+  /// Fails every request (written: connection_lost, indefinite; not written: closed,
+  /// definite) and closes every connection (Close commands). Later requests fail with
+  /// `closed`. Idempotent.
+  void close(Instant now);
+
+  // ---- socket events (ignored for unknown or closed ids) -------------------------------
+  /// The connect of `id` succeeded.
+  void on_connected(ConnectionId id, Instant now);
+  /// The connect of `id` failed (`why`: e.g. "Connection refused").
+  void on_connect_failed(ConnectionId id, Instant now, std::string_view why);
+  /// The bytes to write on `id` now (see Connection::take_write); empty when none.
+  WriteView take_write(ConnectionId id, Instant now);
+  /// The write on `id` ended with `bytes` written (0 when it failed). The end of every
+  /// write handed out by take_write is reported here, before any on_error it caused.
+  void on_written(ConnectionId id, Instant now, std::size_t bytes);
+  /// Bytes read on `id`.
+  void on_bytes(ConnectionId id, Instant now, std::span<const char> bytes);
+  /// The peer closed `id` (read returned 0).
+  void on_eof(ConnectionId id, Instant now);
+  /// The socket of `id` failed.
+  void on_error(ConnectionId id, Instant now, std::string_view why);
+
+  // ---- time ---------------------------------------------------------------------------
+  /// The earliest instant handle_timeout has work (connect, request or stall deadline).
+  [[nodiscard]] std::optional<Instant> next_deadline() const;
+  /// Processes the deadlines due at `now` (never early, D3).
+  void handle_timeout(Instant now);
+
+  // ---- outputs ------------------------------------------------------------------------
+  /// The next socket command, or nullopt.
+  std::optional<IoCommand> poll_command();
+  /// The next request outcome, or nullopt. Outcomes of one connection come in request
+  /// order.
+  std::optional<Outcome> poll_outcome();
+
+  // ---- queries ------------------------------------------------------------------------
+  /// The validated options.
+  [[nodiscard]] const PoolOptions& options() const noexcept { return options_; }
+  /// Counters.
+  [[nodiscard]] PoolStats stats() const noexcept;
+  /// The stall timeout that applies now (ns; 0 when stall detection is off).
+  [[nodiscard]] Duration stall_timeout() const noexcept;
+  /// Requests queued or outstanding.
+  [[nodiscard]] std::size_t outstanding() const noexcept;
+  /// True once close() was called.
+  [[nodiscard]] bool closed() const noexcept { return closed_; }
+  /// True when `id` names a connection that may still report events (open, connecting,
+  /// or closed with a write in progress).
+  [[nodiscard]] bool knows(ConnectionId id) const noexcept;
+
+ private:
+  explicit Pool(PoolOptions options) noexcept;
+  struct Slot {
+    ConnectionId id;
+    Connection connection;
+    bool close_sent = false;     ///< the Close command was emitted
+    bool write_pending = false;  ///< a Write command was emitted and not yet taken
+  };
+  Slot* find(ConnectionId id) noexcept;
+  [[nodiscard]] const Slot* find(ConnectionId id) const noexcept;
+  Slot& open_connection(Instant now);
+  void dispatch(Instant now);
+  void after_event(Slot& slot, Connection::State before);
+  void sweep();
+  void note_sample(Duration wait);
+  [[nodiscard]] std::size_t live_connections() const noexcept;
+
+  PoolOptions options_;
+  std::deque<Slot> slots_;  ///< at most max_connections live, plus closed ones a write still uses
+  std::deque<Request> queue_;
+  std::deque<IoCommand> commands_;
+  std::deque<Outcome> outcomes_;
+  std::uint64_t next_connection_id_ = 1;
+  bool closed_ = false;
+  // Stall estimate: the longest head-of-line wait over a sliding window of two buckets.
+  static constexpr std::uint32_t kWaitBucket = 128;  ///< samples per bucket
+  bool have_sample_ = false;
+  Duration wait_max_current_{0};   ///< longest wait in the bucket being filled
+  Duration wait_max_previous_{0};  ///< longest wait in the bucket before it
+  std::uint32_t bucket_samples_ = 0;
+  std::uint32_t stall_backoff_ = 0;  ///< stalls since the last response: doublings of the timeout
+  PoolStats dropped_stats_{};        ///< request counters of connections already dropped
+  std::uint64_t connections_opened_ = 0;
+  std::uint64_t connect_failures_ = 0;
+  std::uint64_t stalls_ = 0;
+};
+
+}  // namespace prodsm::http

@@ -1,0 +1,334 @@
+// SPDX-License-Identifier: Apache-2.0
+// http::Connection: one HTTP/1.1 client connection, sans-IO. Every transition of a
+// request (queued -> handed to a write -> written -> answered or failed) is here, and so
+// is the definite/indefinite rule (E2, E4): see connection.hpp.
+#include "prodsm/http/connection.hpp"
+
+#include <algorithm>
+#include <chrono>
+#include <utility>
+
+#include "prodsm/http/detail/text.hpp"
+
+namespace prodsm::http {
+namespace {
+
+std::string milliseconds_text(Duration d) {
+  std::string out;
+  const auto ms = std::chrono::duration_cast<std::chrono::microseconds>(d).count();
+  detail::append_decimal(out, static_cast<std::uint64_t>(ms / 1000));
+  if (ms % 1000 != 0) {
+    out += '.';
+    const auto frac = static_cast<std::uint64_t>(ms % 1000);
+    if (frac < 100) out += '0';
+    if (frac < 10) out += '0';
+    detail::append_decimal(out, frac);
+    while (out.back() == '0') out.pop_back();
+  }
+  out += " ms";
+  return out;
+}
+
+}  // namespace
+
+Connection::Connection(ConnectionOptions options, Instant now)
+    : options_{std::move(options)},
+      connect_deadline_{saturating_add(now, options_.connect_timeout_ns)},
+      parser_{options_.response_limits} {
+  if (options_.max_requests == 0) options_.max_requests = 1;
+}
+
+// ---- queries -----------------------------------------------------------------------------
+
+bool Connection::wants_write() const noexcept {
+  return state_ == State::open && !write_in_progress() && written_pos_ < queued_end_;
+}
+
+bool Connection::can_accept() const noexcept {
+  return state_ != State::closed && outstanding() < options_.max_requests;
+}
+
+Connection::Entry* Connection::head_entry() noexcept {
+  return resp_ < entries_.size() ? &entries_[resp_] : nullptr;
+}
+const Connection::Entry* Connection::head_entry() const noexcept {
+  return resp_ < entries_.size() ? &entries_[resp_] : nullptr;
+}
+
+/// The oldest unanswered request is due once it is written and every earlier response
+/// completed: from then on its answer can only be waited for.
+std::optional<Instant> Connection::head_due() const noexcept {
+  const Entry* h = head_entry();
+  if (h == nullptr || !h->written) return std::nullopt;
+  return std::max(h->written_at, previous_response_at_);
+}
+
+// ---- inputs ------------------------------------------------------------------------------
+
+void Connection::on_connected(Instant now) {
+  if (state_ != State::connecting) return;
+  state_ = State::open;
+  idle_since_ = now;
+  last_byte_at_ = now;
+  previous_response_at_ = now;
+}
+
+void Connection::on_connect_failed(Instant now, std::string_view why) {
+  (void)now;
+  if (state_ == State::closed) return;
+  if (state_ == State::open) {  // a late report: the socket is unusable either way
+    fail_all(std::string(why), Cause::lost);
+    return;
+  }
+  fail_all("connect to " + options_.peer + " failed: " + std::string(why), Cause::connect_failed);
+}
+
+void Connection::enqueue(Instant now, Request request) {
+  (void)now;
+  if (!can_accept() || request.bytes.empty()) {
+    ++transport_failures_;
+    outcomes_.push_back(Outcome{request.id, tl::unexpected(make_error(
+                                                ErrorCode::unavailable, Certainty::definite, true,
+                                                request.bytes.empty() ? "empty request"
+                                                                      : "the connection to " + options_.peer +
+                                                                            " takes no more requests"))});
+    return;
+  }
+  const bool becomes_head = outstanding() == 0;
+  Entry e;
+  e.request = std::move(request);
+  e.start = queued_end_;
+  queued_end_ += e.request.bytes.size();
+  entries_.push_back(std::move(e));
+  if (becomes_head) start_response(now);
+}
+
+WriteView Connection::take_write(Instant now) {
+  WriteView view;
+  if (!wants_write()) return view;
+  std::uint64_t pos = written_pos_;
+  for (Entry& e : entries_) {
+    if (view.count == WriteView::kMaxParts) break;
+    if (e.end() <= pos) continue;
+    const auto offset = static_cast<std::size_t>(pos - e.start);
+    view.parts[view.count++] = std::span<const char>(e.request.bytes.data() + offset, e.request.bytes.size() - offset);
+    view.bytes += e.request.bytes.size() - offset;
+    if (!e.handed) {
+      e.handed = true;  // from here on it may reach the server: its failure is indefinite
+      e.handed_at = now;
+    }
+    pos = e.end();
+  }
+  handed_end_ = pos;
+  return view;
+}
+
+void Connection::on_written(Instant now, std::size_t bytes) {
+  if (!write_in_progress()) return;
+  written_pos_ += std::min<std::uint64_t>(bytes, handed_end_ - written_pos_);
+  handed_end_ = written_pos_;  // the write ended; an unwritten rest is handed out again
+  for (Entry& e : entries_) {
+    if (e.end() > written_pos_) break;
+    if (!e.written) {
+      e.written = true;
+      e.written_at = now;
+      ++requests_written_;
+    }
+  }
+  retire();
+}
+
+void Connection::on_bytes(Instant now, std::span<const char> bytes) {
+  if (state_ != State::open) return;  // bytes after the close are not ours to read
+  last_byte_at_ = now;
+  std::size_t used = 0;
+  while (used < bytes.size()) {
+    Entry* h = head_entry();
+    if (h == nullptr || !h->handed) {
+      // Nothing asked: an idle server closing with a 408, or garbage. Requests not yet
+      // handed out cannot have been answered, so they stay definite.
+      fail_all(outstanding() == 0 ? "the server sent bytes with no request outstanding"
+                                  : "the server sent bytes before the request was written",
+               Cause::lost);
+      return;
+    }
+    if (!response_started_) {
+      response_started_ = true;
+      if (const auto due = head_due()) wait_sample_ = now > *due ? now - *due : Duration{0};
+    }
+    used += parser_.feed(bytes.subspan(used));
+    const auto state = parser_.state();
+    if (state == ResponseParser::State::incomplete) break;
+    if (state == ResponseParser::State::failed) {
+      ++transport_failures_;
+      finish(*h, tl::unexpected(parser_.error()));
+      ++resp_;
+      fail_all("the connection is unusable after a malformed response", Cause::lost);
+      return;
+    }
+    const bool fully_handed = h->end() <= handed_end_ || h->end() <= written_pos_;
+    Response response = parser_.take_response();
+    const bool keep_alive = response.keep_alive;
+    deliver_response(now, std::move(response));
+    if (!keep_alive) {
+      fail_all("the server closed the connection after an earlier response", Cause::closed_after);
+      return;
+    }
+    if (!fully_handed) {
+      fail_all("the server answered before the request was completely sent", Cause::lost);
+      return;
+    }
+  }
+}
+
+void Connection::on_eof(Instant now) {
+  if (state_ == State::closed) return;
+  if (state_ == State::connecting) {
+    on_connect_failed(now, "the connection closed while connecting");
+    return;
+  }
+  std::string why = outstanding() == 0 ? "the server closed the idle connection" : "the server closed the connection";
+  Entry* h = head_entry();
+  if (h != nullptr && h->handed && parser_.consumed() > 0) {
+    parser_.finish_eof();  // an EOF-delimited body ends here
+    if (parser_.state() == ResponseParser::State::complete) {
+      deliver_response(now, parser_.take_response());
+    } else if (parser_.state() == ResponseParser::State::failed) {
+      why += ": " + parser_.error().message;  // truncated: retryable, not malformed
+    }
+  }
+  fail_all(why, Cause::lost);
+}
+
+void Connection::on_error(Instant now, std::string_view why) {
+  if (state_ == State::connecting) {
+    on_connect_failed(now, why);
+    return;
+  }
+  fail_all(std::string(why), Cause::lost);
+}
+
+void Connection::close(std::string_view why) {
+  fail_all(std::string(why), Cause::local_close);
+}
+
+void Connection::handle_timeout(Instant now, Duration stall_timeout_ns) {
+  if (state_ == State::connecting) {
+    if (now >= connect_deadline_) {
+      fail_all("connect to " + options_.peer + " timed out after " + milliseconds_text(options_.connect_timeout_ns),
+               Cause::connect_failed);
+    }
+    return;
+  }
+  if (state_ != State::open) return;
+  const Entry* h = head_entry();
+  if (h == nullptr || !h->handed) return;
+  if (now >= saturating_add(h->handed_at, options_.request_timeout_ns)) {
+    fail_all("request timed out after " + milliseconds_text(options_.request_timeout_ns), Cause::lost);
+    return;
+  }
+  if (stall_timeout_ns.count() > 0 && h->request.retry_safe && !response_started_) {
+    if (const auto due = head_due(); due && now >= saturating_add(*due, stall_timeout_ns)) {
+      closed_by_stall_ = true;
+      fail_all("no response from " + options_.peer + " within " + milliseconds_text(stall_timeout_ns) +
+                   " of the request being due (stalled; the connection is replaced)",
+               Cause::lost);
+    }
+  }
+}
+
+// ---- outputs -----------------------------------------------------------------------------
+
+std::optional<Outcome> Connection::poll_outcome() {
+  if (outcomes_.empty()) return std::nullopt;
+  Outcome out = std::move(outcomes_.front());
+  outcomes_.pop_front();
+  return out;
+}
+
+std::optional<Duration> Connection::poll_wait_sample() {
+  return std::exchange(wait_sample_, std::nullopt);
+}
+
+std::optional<Instant> Connection::next_deadline(Duration stall_timeout_ns) const {
+  if (state_ == State::connecting) return connect_deadline_;
+  if (state_ != State::open) return std::nullopt;
+  const Entry* h = head_entry();
+  if (h == nullptr || !h->handed) return std::nullopt;
+  Instant when = saturating_add(h->handed_at, options_.request_timeout_ns);
+  if (stall_timeout_ns.count() > 0 && h->request.retry_safe && !response_started_) {
+    if (const auto due = head_due()) when = std::min(when, saturating_add(*due, stall_timeout_ns));
+  }
+  return when;
+}
+
+// ---- transitions ---------------------------------------------------------------------------
+
+void Connection::start_response(Instant now) {
+  (void)now;
+  const Entry* h = head_entry();
+  parser_.reset(h != nullptr && h->request.head);
+  response_started_ = false;
+}
+
+void Connection::finish(Entry& e, tl::expected<Response, Error> result) {
+  e.responded = true;
+  outcomes_.push_back(Outcome{e.request.id, std::move(result)});
+}
+
+void Connection::deliver_response(Instant now, Response response) {
+  Entry& h = entries_[resp_];
+  finish(h, std::move(response));
+  ++resp_;
+  ++responses_;
+  previous_response_at_ = now;
+  if (outstanding() == 0) idle_since_ = now;
+  start_response(now);
+  retire();
+}
+
+/// Every unanswered request fails (see the file comment for the classification) and the
+/// connection closes. Bytes stay alive while a write still uses them.
+void Connection::fail_all(const std::string& why, Cause cause) {
+  if (state_ == State::closed) return;
+  for (std::size_t i = resp_; i < entries_.size(); ++i) {
+    Entry& e = entries_[i];
+    Error error;
+    if (e.handed) {
+      error = make_error(ErrorCode::connection_lost, Certainty::indefinite, true, why);
+    } else {
+      switch (cause) {
+        case Cause::connect_failed: error = make_error(ErrorCode::unavailable, Certainty::definite, true, why); break;
+        case Cause::lost:
+          error = make_error(ErrorCode::connection_lost, Certainty::definite, true,
+                             "the connection closed before the request was sent (" + why + ")");
+          break;
+        case Cause::closed_after:
+          error = make_error(ErrorCode::connection_lost, Certainty::definite, true,
+                             "not processed: " + why + " (RFC 9112 section 9.6)");
+          break;
+        case Cause::local_close:
+          error = make_error(ErrorCode::closed, Certainty::definite, false,
+                             "the connection was closed before the request was sent (" + why + ")");
+          break;
+      }
+    }
+    if (cause != Cause::local_close) ++transport_failures_;
+    finish(e, tl::unexpected(std::move(error)));
+  }
+  resp_ = entries_.size();
+  state_ = State::closed;
+  close_reason_ = why;
+  retire();
+}
+
+/// Drops answered requests whose bytes no write uses any more.
+void Connection::retire() {
+  while (!entries_.empty() && entries_.front().responded &&
+         (entries_.front().end() <= written_pos_ || (state_ == State::closed && !write_in_progress()))) {
+    entries_.pop_front();
+    --resp_;
+  }
+}
+
+}  // namespace prodsm::http

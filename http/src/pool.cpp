@@ -1,0 +1,388 @@
+// SPDX-License-Identifier: Apache-2.0
+// http::Pool: the connections to one server, sans-IO. Dispatch (which request goes on
+// which connection, in what order), connection replacement and the stall estimate live
+// here; each connection's own transitions live in connection.cpp.
+#include "prodsm/http/pool.hpp"
+
+#include <algorithm>
+#include <utility>
+
+#include "prodsm/http/detail/text.hpp"
+
+namespace prodsm::http {
+namespace {
+
+using namespace std::chrono_literals;
+
+std::string in_range_text(std::string_view field, std::uint64_t lo, std::uint64_t hi, std::uint64_t got) {
+  std::string m{field};
+  m += ": must be in ";
+  detail::append_decimal(m, lo);
+  m += "..";
+  detail::append_decimal(m, hi);
+  m += " (got ";
+  detail::append_decimal(m, got);
+  m += ')';
+  return m;
+}
+
+bool duration_in(Duration d, Duration lo, Duration hi) {
+  return d >= lo && d <= hi;
+}
+
+}  // namespace
+
+std::optional<std::string> PoolOptions::validate() const {
+  if (host.empty()) return "host: must not be empty";
+  if (port == 0) return "port: must be in 1..65535 (got 0)";
+  return transport.validate();
+}
+
+std::optional<std::string> TransportOptions::validate() const {
+  if (mode != ConnectionMode::pipelined && mode != ConnectionMode::pool) return "mode: must be pipelined or pool";
+  if (max_connections < 1 || max_connections > 64) return in_range_text("max_connections", 1, 64, max_connections);
+  if (max_pipelined_requests < 1 || max_pipelined_requests > 1024) {
+    return in_range_text("max_pipelined_requests", 1, 1024, max_pipelined_requests);
+  }
+  if (!duration_in(connect_timeout_ns, 1ms, 10min)) return "connect_timeout_ns: must be in 1 ms..10 min";
+  if (!duration_in(request_timeout_ns, 1ms, 10min)) return "request_timeout_ns: must be in 1 ms..10 min";
+  if (!duration_in(idle_reuse_limit_ns, 0ms, 10min)) return "idle_reuse_limit_ns: must be in 0..10 min";
+  if (!duration_in(stall.min_ns, 100us, 10min)) return "stall.min_ns: must be in 100 us..10 min";
+  if (!duration_in(stall.initial_ns, stall.min_ns, 10min)) return "stall.initial_ns: must be in stall.min_ns..10 min";
+  if (response_limits.max_header_bytes < 256 || response_limits.max_headers < 8 ||
+      response_limits.max_body_bytes < 1024) {
+    return "response_limits: header bytes >= 256, headers >= 8, body bytes >= 1024";
+  }
+  if (max_queued_requests < 1 || max_queued_requests > 65536) {
+    return in_range_text("max_queued_requests", 1, 65536, max_queued_requests);
+  }
+  return std::nullopt;
+}
+
+tl::expected<Pool, std::string> Pool::create(PoolOptions options) {
+  if (auto why = options.validate()) return tl::unexpected(std::move(*why));
+  return Pool(std::move(options));
+}
+
+Pool::Pool(PoolOptions options) noexcept : options_{std::move(options)} {}
+
+// ---- lookup --------------------------------------------------------------------------------
+
+Pool::Slot* Pool::find(ConnectionId id) noexcept {
+  for (Slot& s : slots_) {
+    if (s.id == id) return &s;
+  }
+  return nullptr;
+}
+const Pool::Slot* Pool::find(ConnectionId id) const noexcept {
+  for (const Slot& s : slots_) {
+    if (s.id == id) return &s;
+  }
+  return nullptr;
+}
+
+bool Pool::knows(ConnectionId id) const noexcept {
+  return find(id) != nullptr;
+}
+
+std::size_t Pool::live_connections() const noexcept {
+  return static_cast<std::size_t>(std::count_if(slots_.begin(), slots_.end(), [](const Slot& s) {
+    return s.connection.state() != Connection::State::closed;
+  }));
+}
+
+std::size_t Pool::outstanding() const noexcept {
+  std::size_t n = queue_.size();
+  for (const Slot& s : slots_) n += s.connection.outstanding();
+  return n;
+}
+
+// ---- requests ------------------------------------------------------------------------------
+
+void Pool::enqueue(Instant now, Request request) {
+  if (closed_) {
+    outcomes_.push_back(Outcome{request.id, tl::unexpected(make_error(ErrorCode::closed, Certainty::definite, false,
+                                                                      "the connection pool is closed"))});
+    return;
+  }
+  if (queue_.size() >= options_.transport.max_queued_requests) {
+    outcomes_.push_back(Outcome{
+        request.id, tl::unexpected(make_error(ErrorCode::unavailable, Certainty::definite, true,
+                                              "too many requests waiting for a connection (max_queued_requests)"))});
+    return;
+  }
+  queue_.push_back(std::move(request));
+  dispatch(now);
+  sweep();
+}
+
+void Pool::close(Instant now) {
+  (void)now;
+  if (closed_) return;
+  closed_ = true;
+  for (Slot& s : slots_) {
+    const auto before = s.connection.state();
+    s.connection.close("the connection pool was closed");
+    after_event(s, before);
+  }
+  for (Request& r : std::exchange(queue_, {})) {
+    outcomes_.push_back(Outcome{r.id, tl::unexpected(make_error(ErrorCode::closed, Certainty::definite, false,
+                                                                "the connection pool was closed before the request "
+                                                                "was sent"))});
+  }
+  sweep();
+}
+
+// ---- dispatch ------------------------------------------------------------------------------
+
+Pool::Slot& Pool::open_connection(Instant now) {
+  ConnectionOptions o;
+  o.peer = options_.host + ":" + std::to_string(options_.port);
+  o.connect_timeout_ns = options_.transport.connect_timeout_ns;
+  o.request_timeout_ns = options_.transport.request_timeout_ns;
+  o.response_limits = options_.transport.response_limits;
+  o.max_requests = options_.transport.mode == ConnectionMode::pipelined ? options_.transport.max_pipelined_requests : 1;
+  const ConnectionId id{next_connection_id_++};
+  slots_.push_back(Slot{id, Connection(std::move(o), now)});
+  commands_.emplace_back(Connect{id});
+  return slots_.back();
+}
+
+/// Hands queued requests to connections, in queue order (see the file comment).
+void Pool::dispatch(Instant now) {
+  if (closed_) return;
+  auto stale = [&](const Slot& s) {
+    return s.connection.state() == Connection::State::open && s.connection.outstanding() == 0 &&
+           now - s.connection.idle_since() > options_.transport.idle_reuse_limit_ns;
+  };
+  auto replace_if_stale = [&](Slot& s) {
+    if (!stale(s)) return false;
+    const auto before = s.connection.state();
+    s.connection.close("idle for longer than idle_reuse_limit_ns");  // nothing outstanding: no outcome
+    after_event(s, before);
+    return true;
+  };
+  while (!queue_.empty()) {
+    Slot* target = nullptr;
+    if (options_.transport.mode == ConnectionMode::pipelined) {
+      for (Slot& s : slots_) {
+        if (s.connection.state() != Connection::State::closed && !replace_if_stale(s)) target = &s;
+      }
+      if (target == nullptr) target = &open_connection(now);
+      if (!target->connection.can_accept()) return;  // max_pipelined_requests outstanding
+    } else {
+      std::size_t connecting = 0;
+      for (Slot& s : slots_) {
+        if (s.connection.state() == Connection::State::connecting) ++connecting;
+        if (target == nullptr && s.connection.state() == Connection::State::open && s.connection.outstanding() == 0 &&
+            !replace_if_stale(s)) {
+          target = &s;
+        }
+      }
+      if (target == nullptr) {
+        // Open connections for the requests no connecting one will take; the queue's
+        // head goes to whichever connection is ready first, so order is kept.
+        if (connecting < queue_.size() && live_connections() < options_.transport.max_connections) {
+          open_connection(now);
+          continue;
+        }
+        return;
+      }
+    }
+    const auto before = target->connection.state();
+    target->connection.enqueue(now, std::move(queue_.front()));
+    queue_.pop_front();
+    after_event(*target, before);
+  }
+}
+
+/// Collects what a connection produced after an input, and turns its state into
+/// commands: Close once closed, Write when it has bytes to write.
+void Pool::after_event(Slot& slot, Connection::State before) {
+  Connection& c = slot.connection;
+  while (auto outcome = c.poll_outcome()) outcomes_.push_back(std::move(*outcome));
+  if (auto wait = c.poll_wait_sample()) note_sample(*wait);
+  if (c.state() == Connection::State::closed && !slot.close_sent) {
+    slot.close_sent = true;
+    commands_.emplace_back(Close{slot.id});
+    if (c.closed_by_stall() && stall_backoff_ < 16) {
+      ++stalls_;
+      ++stall_backoff_;  // until the next response: a server slower than measured is waited for longer
+    }
+    if (before == Connection::State::connecting && !closed_) {
+      ++connect_failures_;
+      // Nothing else can take the queued requests now: fail them with the same cause
+      // rather than reconnect in a loop (the caller's retry opens the next connection).
+      const bool any_open = std::any_of(slots_.begin(), slots_.end(), [](const Slot& s) {
+        return s.connection.state() == Connection::State::open;
+      });
+      if (!any_open) {
+        for (Request& r : std::exchange(queue_, {})) {
+          outcomes_.push_back(Outcome{
+              r.id, tl::unexpected(make_error(ErrorCode::unavailable, Certainty::definite, true, c.close_reason()))});
+        }
+      }
+    }
+  }
+  if (c.wants_write() && !slot.write_pending) {
+    slot.write_pending = true;
+    commands_.emplace_back(Write{slot.id});
+  }
+}
+
+/// Drops closed connections no write uses any more, keeping their counters.
+void Pool::sweep() {
+  for (auto it = slots_.begin(); it != slots_.end();) {
+    const Connection& c = it->connection;
+    if (c.state() == Connection::State::closed && it->close_sent && !c.write_in_progress()) {
+      dropped_stats_.requests_written += c.requests_written();
+      dropped_stats_.responses += c.responses();
+      dropped_stats_.transport_failures += c.transport_failures();
+      it = slots_.erase(it);
+    } else {
+      ++it;
+    }
+  }
+}
+
+// ---- socket events -------------------------------------------------------------------------
+
+void Pool::on_connected(ConnectionId id, Instant now) {
+  Slot* s = find(id);
+  if (s == nullptr || s->connection.state() != Connection::State::connecting) return;
+  s->connection.on_connected(now);
+  ++connections_opened_;
+  after_event(*s, Connection::State::connecting);
+  dispatch(now);
+  sweep();
+}
+
+void Pool::on_connect_failed(ConnectionId id, Instant now, std::string_view why) {
+  Slot* s = find(id);
+  if (s == nullptr) return;
+  const auto before = s->connection.state();
+  s->connection.on_connect_failed(now, why);
+  after_event(*s, before);
+  dispatch(now);
+  sweep();
+}
+
+WriteView Pool::take_write(ConnectionId id, Instant now) {
+  Slot* s = find(id);
+  if (s == nullptr) return {};
+  s->write_pending = false;
+  return s->connection.take_write(now);
+}
+
+void Pool::on_written(ConnectionId id, Instant now, std::size_t bytes) {
+  Slot* s = find(id);
+  if (s == nullptr) return;
+  const auto before = s->connection.state();
+  s->connection.on_written(now, bytes);
+  after_event(*s, before);
+  sweep();
+}
+
+void Pool::on_bytes(ConnectionId id, Instant now, std::span<const char> bytes) {
+  Slot* s = find(id);
+  if (s == nullptr) return;
+  const auto before = s->connection.state();
+  s->connection.on_bytes(now, bytes);
+  after_event(*s, before);
+  dispatch(now);
+  sweep();
+}
+
+void Pool::on_eof(ConnectionId id, Instant now) {
+  Slot* s = find(id);
+  if (s == nullptr) return;
+  const auto before = s->connection.state();
+  s->connection.on_eof(now);
+  after_event(*s, before);
+  dispatch(now);
+  sweep();
+}
+
+void Pool::on_error(ConnectionId id, Instant now, std::string_view why) {
+  Slot* s = find(id);
+  if (s == nullptr) return;
+  const auto before = s->connection.state();
+  s->connection.on_error(now, why);
+  after_event(*s, before);
+  dispatch(now);
+  sweep();
+}
+
+// ---- time ----------------------------------------------------------------------------------
+
+Duration Pool::stall_timeout() const noexcept {
+  if (!options_.transport.stall.enabled) return Duration{0};
+  Duration base =
+      have_sample_ ? 2 * std::max(wait_max_current_, wait_max_previous_) : options_.transport.stall.initial_ns;
+  for (std::uint32_t i = 0; i < stall_backoff_ && base < options_.transport.request_timeout_ns; ++i) base *= 2;
+  return std::clamp(base, options_.transport.stall.min_ns, options_.transport.request_timeout_ns);
+}
+
+/// Sliding maximum of the head-of-line waits: two buckets of kWaitBucket samples, so a
+/// long wait is remembered for 128 to 256 responses.
+void Pool::note_sample(Duration wait) {
+  have_sample_ = true;
+  wait_max_current_ = std::max(wait_max_current_, wait);
+  if (++bucket_samples_ == kWaitBucket) {
+    wait_max_previous_ = wait_max_current_;
+    wait_max_current_ = Duration{0};
+    bucket_samples_ = 0;
+  }
+  stall_backoff_ = 0;  // a response came: the doublings since the last one end
+}
+
+std::optional<Instant> Pool::next_deadline() const {
+  std::optional<Instant> when;
+  const Duration stall = stall_timeout();
+  for (const Slot& s : slots_) {
+    if (auto d = s.connection.next_deadline(stall)) when = when ? std::min(*when, *d) : *d;
+  }
+  return when;
+}
+
+void Pool::handle_timeout(Instant now) {
+  const Duration stall = stall_timeout();
+  for (Slot& s : slots_) {
+    const auto before = s.connection.state();
+    s.connection.handle_timeout(now, stall);
+    after_event(s, before);
+  }
+  dispatch(now);
+  sweep();
+}
+
+// ---- outputs -------------------------------------------------------------------------------
+
+std::optional<IoCommand> Pool::poll_command() {
+  if (commands_.empty()) return std::nullopt;
+  IoCommand c = commands_.front();
+  commands_.pop_front();
+  return c;
+}
+
+std::optional<Outcome> Pool::poll_outcome() {
+  if (outcomes_.empty()) return std::nullopt;
+  Outcome o = std::move(outcomes_.front());
+  outcomes_.pop_front();
+  return o;
+}
+
+PoolStats Pool::stats() const noexcept {
+  PoolStats s = dropped_stats_;
+  s.connections_opened = connections_opened_;
+  s.connect_failures = connect_failures_;
+  s.stalls = stalls_;
+  for (const Slot& slot : slots_) {
+    s.requests_written += slot.connection.requests_written();
+    s.responses += slot.connection.responses();
+    s.transport_failures += slot.connection.transport_failures();
+  }
+  return s;
+}
+
+}  // namespace prodsm::http

@@ -1,0 +1,228 @@
+// SPDX-License-Identifier: Apache-2.0
+#pragma once
+/// @file client.hpp
+/// The Durable Streams producer client, sans-IO: it joins the Producer core, the
+/// Durable Streams codec and the HTTP transport's requests and outcomes. Both adapters
+/// (Asio, blocking) run this one object; they only move requests to a connection pool,
+/// outcomes back, arm one timer and dispatch completions (A1–A4).
+///
+///  - inputs: submit, submit_many, flush, close, close_stream, close_with_stream, abort,
+///    on_delivered (the adapter delivered outcomes: R3), handle_outcome (a request's
+///    response or transport failure), handle_timeout;
+///  - outputs: poll_request() (HTTP requests to send), poll_event() (record, flush,
+///    stream-close and close completions, capacity), next_deadline().
+///
+/// Drive rule: after every input, drain poll_request() and poll_event(), then arm one
+/// timer at next_deadline(). Time is always a parameter; nothing here reads a clock,
+/// does I/O, takes a lock or calls user code (D1). Not thread-safe: one driver owns it.
+///
+/// What lives here once for every adapter: the option checks, encoding each batch
+/// (producer headers from the stamp: S2), classifying each response by status and
+/// headers into the core's handle_ack / handle_failure (S3–S7), the flush barrier in
+/// front of a stream close, the sequenced final close with its one epoch claim (S5),
+/// the bounded, jittered retries of stream-close requests (E4), and the bound on
+/// records accepted but not yet delivered (max_pending_records, R3).
+
+#include <cstddef>
+#include <cstdint>
+#include <deque>
+#include <optional>
+#include <span>
+#include <string>
+#include <string_view>
+#include <unordered_map>
+#include <variant>
+
+#include <tl/expected.hpp>
+
+#include "prodsm/detail/backoff.hpp"
+#include "prodsm/ds/http_codec.hpp"
+#include "prodsm/ds/results.hpp"
+#include "prodsm/durable_streams.hpp"
+#include "prodsm/http/connection.hpp"
+#include "prodsm/http/pool.hpp"
+
+namespace prodsm::ds {
+
+/// Configuration shared by both adapters' producers (each adds its callback executor).
+struct ProducerOptions {
+  /// The stream: `http://host[:port]/path`.
+  std::string url;
+  /// The stream's content type, sent on every append. `application/json` (or a `+json`
+  /// type) requires `producer.protocol.body_format == json`, and vice versa.
+  std::string content_type = "application/octet-stream";
+  /// The core's configuration (linger, limits, retry, idempotent producer, ...).
+  DurableStreamsConfig producer{};
+  /// Connection settings of the session the producer creates (ignored when attached to
+  /// a session): pipelined or pool mode, timeouts, stall detection, limits.
+  http::TransportOptions session{};
+  /// Extra headers on every request, e.g. Authorization (checked: no CR/LF, no managed
+  /// names).
+  Headers extra_headers{};
+  /// How long a submit waits for capacity before it is refused with would_block (ns),
+  /// 0..10 min (0: never wait). Default 30 s.
+  Duration submit_timeout_ns = std::chrono::seconds{30};
+  /// Most records accepted whose outcome the adapter has not yet delivered — in the core,
+  /// or completed and waiting for the callback dispatcher (R3: a slow callback slows the
+  /// submitters instead of growing a queue). A submit past it is refused with
+  /// would_block (and waits like one). 1..16 777 216. Default 1 048 576.
+  std::uint32_t max_pending_records = 1U << 20;
+};
+
+/// The first invalid option of `options`, named as the field ("url: ...",
+/// "content_type: ...", "producer.max_batch_bytes: ...", "session.max_connections: ...",
+/// "max_pending_records: ..."), or nullopt.
+std::optional<std::string> validate(const ProducerOptions& options);
+
+/// One HTTP request the client wants sent; report its outcome with handle_outcome(tag).
+struct ClientRequest {
+  std::uint64_t tag = 0;  ///< echo back in handle_outcome
+  http::Request request;  ///< bytes (head + body), HEAD flag, retry_safe (sequenced appends)
+};
+
+/// Records [first, last] (one batch) completed with one result (P2, P3, P4): the batch's
+/// acknowledgement, shared by its records, or the error with this range's certainty.
+struct RecordsCompleted {
+  Ticket first;  ///< first ticket (inclusive)
+  Ticket last;   ///< last ticket (inclusive), >= first
+  tl::expected<std::shared_ptr<const DurableStreamsPolicy::Ack>, Error> result;  ///< ack (never null) or error
+  /// The outcome of `ticket` (first <= ticket <= last), as the adapters report it (P4).
+  [[nodiscard]] RecordResult record(Ticket ticket) const;
+};
+
+/// A close_stream or close_with_stream operation finished (S6).
+struct StreamCloseCompleted {
+  std::uint64_t op = 0;      ///< as returned by close_stream / close_with_stream
+  CloseStreamResult result;  ///< the final offset, or the error
+};
+
+/// One output of poll_event().
+using ClientEvent = std::variant<RecordsCompleted, BarrierCompleted, Closed, CapacityAvailable, StreamCloseCompleted>;
+
+/// The Durable Streams producer client (see the file comment). Movable.
+class ProducerClient {
+ public:
+  /// Validates `options` (see validate()) and builds the client.
+  static tl::expected<ProducerClient, std::string> create(const ProducerOptions& options);
+
+  ProducerClient(ProducerClient&&) noexcept = default;             ///< movable
+  ProducerClient& operator=(ProducerClient&&) noexcept = default;  ///< movable
+  ProducerClient(const ProducerClient&) = delete;
+  ProducerClient& operator=(const ProducerClient&) = delete;
+  ~ProducerClient() = default;
+
+  // ---- producer operations -------------------------------------------------------------
+  /// Core submit (P1, P2, B1, B4, R1, R2, C2, E1), refused with would_block also when
+  /// max_pending_records records await delivery (R3).
+  tl::expected<Ticket, Rejection> submit(Instant now, std::string_view record);
+  /// Core submit_many, stopping at max_pending_records as at any other refusal.
+  SubmitManyResult submit_many(Instant now, std::span<const std::string_view> records);
+  /// Flush barrier (F1–F5): the BarrierCompleted event brings the result.
+  tl::expected<BarrierId, Rejection> flush(Instant now);
+  /// Closes the producer (C1): the Closed event brings the result (a second close brings
+  /// nothing new; Closed is emitted once).
+  void close(Instant now);
+  /// Closes the stream on the server (C4, S6): a flush barrier, then — if every covered
+  /// record succeeded — a plain `Stream-Closed: true` request (idempotent: a repeat is
+  /// answered 204), retried within the retry policy. The StreamCloseCompleted event with
+  /// the returned op brings the result. Refused (the error) when the flush is refused.
+  tl::expected<std::uint64_t, Error> close_stream(Instant now);
+  /// Closes the producer, then the stream in one sequenced request (the next unused seq
+  /// of the current epoch, `final_record` as its body when present: JSON mode frames it
+  /// as `[record]`). On 403 stale epoch with auto_claim it is resent once as server
+  /// epoch + 1, seq 0 (S5); retryable failures are retried within the retry policy (the
+  /// server deduplicates the sequenced close). Returns the op of the StreamCloseCompleted
+  /// event; a second call returns the same op while it runs, and a new op completed at
+  /// once with the same result afterwards. Refused: `invalid_record` (the final record),
+  /// `closed` (the producer was already closed without it).
+  tl::expected<std::uint64_t, Error> close_with_stream(Instant now, std::optional<std::string> final_record);
+  /// Aborts (C5): every unresolved record, flush, close and stream close fails with
+  /// `aborted`.
+  void abort(Instant now);
+  /// The adapter delivered `records` record outcomes (their callbacks ran): frees room
+  /// under max_pending_records (R3); CapacityAvailable follows a refusal for it.
+  void on_delivered(Instant now, std::uint64_t records);
+
+  // ---- transport ------------------------------------------------------------------------
+  /// The next request to send, or nullopt. Requests come in the order they must reach
+  /// the server (batches in seal order).
+  std::optional<ClientRequest> poll_request();
+  /// The outcome of the request `tag`: classified (S7) and given to the core, or to the
+  /// stream close it was for. Unknown tags are ignored.
+  void handle_outcome(Instant now, std::uint64_t tag, tl::expected<http::Response, Error> result);
+  /// The earliest instant handle_timeout has work (the core's deadline, a stream-close
+  /// retry), or nullopt (D3).
+  [[nodiscard]] std::optional<Instant> next_deadline() const;
+  /// Processes every deadline due at `now` (never early, D3).
+  void handle_timeout(Instant now);
+
+  // ---- outputs and queries --------------------------------------------------------------
+  /// The next event, or nullopt. Record completions come in ticket order (P3); Closed
+  /// comes after every record's completion (C1).
+  std::optional<ClientEvent> poll_event();
+  /// True once the producer is closed and no stream close is pending: an owned session
+  /// may be released (C4).
+  [[nodiscard]] bool finished() const noexcept;
+  /// The core (state, stats, policy: epoch and next seq).
+  [[nodiscard]] const DurableStreamsProducer& core() const noexcept { return core_; }
+  /// The parsed stream URL.
+  [[nodiscard]] const StreamUrl& url() const noexcept { return url_; }
+  /// The options the client was created with.
+  [[nodiscard]] const ProducerOptions& options() const noexcept { return options_; }
+  /// Records accepted whose outcome the adapter has not yet delivered (R3).
+  [[nodiscard]] std::uint64_t pending_records() const noexcept { return accepted_ - delivered_; }
+
+ private:
+  /// What an outstanding request is for.
+  struct Outstanding {
+    bool batch = true;  ///< a batch attempt (else a stream close)
+    BatchId batch_id{};
+    std::uint32_t attempt = 0;
+    bool sequenced = false;
+    std::uint64_t op = 0;  ///< the stream close
+  };
+  /// A close_stream / close_with_stream in progress.
+  struct StreamClose {
+    std::uint64_t op = 0;
+    bool final = false;                   ///< close_with_stream (sequenced, after Closed)
+    std::optional<std::uint64_t> barrier;  ///< close_stream: waits for this flush
+    bool started = false;                 ///< its request was built at least once
+    std::uint32_t attempts = 0;
+    std::optional<Instant> retry_at;
+    bool claimed = false;  ///< S5: the one epoch claim was made
+    std::uint64_t epoch = 0;
+    std::uint64_t seq = 0;
+  };
+
+  ProducerClient(ProducerOptions options, StreamUrl url, DurableStreamsProducer core);
+  void drive(Instant now);
+  void on_batch_outcome(Instant now, const Outstanding& o, tl::expected<http::Response, Error> result);
+  void on_stream_close_outcome(Instant now, std::uint64_t op, tl::expected<http::Response, Error> result);
+  void send_stream_close(StreamClose& c);
+  void finish_stream_close(std::uint64_t op, CloseStreamResult result);
+  StreamClose* find_stream_close(std::uint64_t op);
+  std::uint64_t push_request(http::Request request, Outstanding what);
+
+  ProducerOptions options_;
+  StreamUrl url_;
+  RequestOptions request_options_;
+  std::string producer_id_;
+  bool json_ = false;
+  DurableStreamsProducer core_;
+  std::uint64_t accepted_ = 0;
+  std::uint64_t delivered_ = 0;
+  bool pending_wanted_ = false;  ///< a submit was refused for max_pending_records
+  std::deque<ClientRequest> requests_;
+  std::unordered_map<std::uint64_t, Outstanding> outstanding_;
+  std::uint64_t next_tag_ = 1;
+  std::deque<ClientEvent> events_;
+  std::deque<StreamClose> stream_closes_;
+  std::uint64_t next_op_ = 1;
+  std::optional<std::string> final_body_;      ///< close_with_stream's framed final record
+  bool final_requested_ = false;
+  std::uint64_t final_op_ = 0;
+  std::optional<CloseStreamResult> final_result_;
+  detail::SplitMix64 rng_;
+};
+
+}  // namespace prodsm::ds

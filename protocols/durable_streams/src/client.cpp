@@ -1,0 +1,380 @@
+// SPDX-License-Identifier: Apache-2.0
+// ds::ProducerClient: the Durable Streams producer between the core and the transport,
+// once for every adapter. See client.hpp for what lives here.
+#include "prodsm/ds/client.hpp"
+
+#include <algorithm>
+#include <utility>
+
+namespace prodsm::ds {
+namespace {
+
+using namespace std::chrono_literals;
+
+Error local_error(ErrorCode code, std::string message) {
+  return make_error(code, Certainty::definite, false, std::move(message));
+}
+
+}  // namespace
+
+RecordResult RecordsCompleted::record(Ticket ticket) const {
+  if (!result) return tl::unexpected(result.error());
+  return RecordAck{ticket, ticket.value - first.value, *result};
+}
+
+std::optional<std::string> validate(const ProducerOptions& o) {
+  auto url = StreamUrl::parse(o.url);
+  if (!url) return "url: " + url.error();
+  if (o.content_type.empty() || o.content_type.find_first_of("\r\n") != std::string::npos) {
+    return "content_type: must be a non-empty header value without CR/LF";
+  }
+  const bool json = is_json_content_type(o.content_type);
+  if (json != (o.producer.protocol.body_format == DurableStreamsPolicy::BodyFormat::json)) {
+    return "content_type: '" + o.content_type + "' needs producer.protocol.body_format = " + (json ? "json" : "bytes");
+  }
+  for (const auto& h : o.extra_headers) {
+    if (auto why = check_extra_header(h)) return "extra_headers: " + *why;
+  }
+  if (o.submit_timeout_ns.count() < 0 || o.submit_timeout_ns > 10min) return "submit_timeout_ns: must be in 0..10 min";
+  if (o.max_pending_records < 1 || o.max_pending_records > (1U << 24)) {
+    return "max_pending_records: must be in 1..16777216 (got " + std::to_string(o.max_pending_records) + ")";
+  }
+  if (auto why = o.session.validate()) return "session." + *why;
+  if (auto e = DurableStreamsProducer::validate(o.producer)) return "producer." + e->message();
+  if (!o.producer.protocol.idempotent && o.session.mode == http::ConnectionMode::pool &&
+      o.producer.max_in_flight > 1) {
+    // Requests on different connections race at the server: plain appends would land
+    // out of order (measured). Sequenced appends are reordered by S4 instead.
+    return "producer.max_in_flight: plain appends (no idempotent producer) over pooled connections can land out of "
+           "order; use max_in_flight = 1, the pipelined connection mode, or an idempotent producer";
+  }
+  return std::nullopt;
+}
+
+tl::expected<ProducerClient, std::string> ProducerClient::create(const ProducerOptions& options) {
+  if (auto why = validate(options)) return tl::unexpected(std::move(*why));
+  auto url = StreamUrl::parse(options.url);
+  auto core = DurableStreamsProducer::create(options.producer);
+  if (!core) return tl::unexpected("producer." + core.error().message());
+  return ProducerClient(options, std::move(*url), std::move(*core));
+}
+
+ProducerClient::ProducerClient(ProducerOptions options, StreamUrl url, DurableStreamsProducer core)
+    : options_{std::move(options)},
+      url_{std::move(url)},
+      json_{options_.producer.protocol.body_format == DurableStreamsPolicy::BodyFormat::json},
+      core_{std::move(core)},
+      rng_{options_.producer.retry.jitter_seed ^ 0x636c6f7365ULL} {
+  request_options_.extra_headers = options_.extra_headers;
+  if (options_.producer.protocol.idempotent) producer_id_ = options_.producer.protocol.idempotent->producer_id;
+}
+
+// ---- producer operations -----------------------------------------------------------------
+
+tl::expected<Ticket, Rejection> ProducerClient::submit(Instant now, std::string_view record) {
+  if (accepted_ - delivered_ >= options_.max_pending_records && core_.state() == ProducerState::open) {
+    pending_wanted_ = true;  // R3: CapacityAvailable once the adapter delivered some
+    return tl::unexpected(Rejection{RejectReason::would_block, "max_pending_records reached", {}});
+  }
+  auto r = core_.submit(now, record);
+  if (r) ++accepted_;
+  drive(now);
+  return r;
+}
+
+SubmitManyResult ProducerClient::submit_many(Instant now, std::span<const std::string_view> records) {
+  const std::uint64_t room =
+      core_.state() == ProducerState::open ? options_.max_pending_records - std::min<std::uint64_t>(
+                                                                               accepted_ - delivered_,
+                                                                               options_.max_pending_records)
+                                           : records.size();
+  const auto take = static_cast<std::size_t>(std::min<std::uint64_t>(room, records.size()));
+  SubmitManyResult r = core_.submit_many(now, records.first(take));
+  accepted_ += r.accepted;
+  if (!r.refused && r.accepted < records.size()) {  // stopped by max_pending_records (R3)
+    pending_wanted_ = true;
+    r.refused = Rejection{RejectReason::would_block, "max_pending_records reached", {}};
+  }
+  drive(now);
+  return r;
+}
+
+tl::expected<BarrierId, Rejection> ProducerClient::flush(Instant now) {
+  auto r = core_.flush(now);
+  drive(now);
+  return r;
+}
+
+void ProducerClient::close(Instant now) {
+  (void)core_.close(now);
+  drive(now);
+}
+
+tl::expected<std::uint64_t, Error> ProducerClient::close_stream(Instant now) {
+  auto barrier = core_.flush(now);
+  if (!barrier) {
+    drive(now);
+    return tl::unexpected(to_error(barrier.error()));
+  }
+  StreamClose c;
+  c.op = next_op_++;
+  c.barrier = barrier->value;
+  stream_closes_.push_back(c);
+  drive(now);  // F3: an empty barrier completes at once and the close goes out now
+  return c.op;
+}
+
+tl::expected<std::uint64_t, Error> ProducerClient::close_with_stream(Instant now,
+                                                                     std::optional<std::string> final_record) {
+  if (final_result_) {  // a later call: the same result, as a new operation
+    const std::uint64_t op = next_op_++;
+    events_.emplace_back(StreamCloseCompleted{op, *final_result_});
+    return op;
+  }
+  if (final_requested_) return final_op_;
+  if (core_.state() == ProducerState::closing || core_.state() == ProducerState::closed) {
+    return tl::unexpected(local_error(ErrorCode::closed, "the producer is already closed; the stream was not closed"));
+  }
+  if (final_record) {
+    const auto bytes = std::as_bytes(std::span<const char>(final_record->data(), final_record->size()));
+    if (auto why = core_.policy().check_record(bytes)) {
+      return tl::unexpected(local_error(ErrorCode::invalid_record, "final record: " + std::string(*why)));
+    }
+    final_body_ = json_ ? "[" + *final_record + "]" : std::move(*final_record);
+  }
+  final_requested_ = true;
+  final_op_ = next_op_++;
+  StreamClose c;
+  c.op = final_op_;
+  c.final = true;
+  stream_closes_.push_back(c);
+  (void)core_.close(now);  // C1 first: no later batch can take the seq
+  drive(now);
+  return final_op_;
+}
+
+void ProducerClient::abort(Instant now) {
+  core_.abort(now);
+  drive(now);
+  const Error aborted = local_error(ErrorCode::aborted, "the producer was aborted before the stream was closed");
+  while (!stream_closes_.empty()) finish_stream_close(stream_closes_.front().op, tl::unexpected(aborted));
+}
+
+void ProducerClient::on_delivered(Instant now, std::uint64_t records) {
+  (void)now;
+  delivered_ = std::min(accepted_, delivered_ + records);
+  if (pending_wanted_ && accepted_ - delivered_ < options_.max_pending_records) {
+    pending_wanted_ = false;
+    events_.emplace_back(CapacityAvailable{});
+  }
+}
+
+// ---- the drive rule ------------------------------------------------------------------------
+
+std::uint64_t ProducerClient::push_request(http::Request request, Outstanding what) {
+  const std::uint64_t tag = next_tag_++;
+  outstanding_.emplace(tag, what);
+  requests_.push_back(ClientRequest{tag, std::move(request)});
+  return tag;
+}
+
+/// Drains the core's actions into requests and events (the core's drive rule).
+void ProducerClient::drive(Instant now) {
+  (void)now;
+  while (auto action = core_.poll_action()) {
+    std::visit(
+        [&](auto& a) {
+          using T = std::decay_t<decltype(a)>;
+          if constexpr (std::is_same_v<T, SendBatch<DurableStreamsPolicy>>) {
+            // The body is copied here, while the core still owns it (S2: byte-identical on
+            // every attempt; the copy outlives the core's buffer recycling).
+            http::Request request;
+            request.bytes = encode_batch(url_, options_.content_type, a.body.size(), a.stamp, producer_id_,
+                                         request_options_);
+            request.bytes.append(reinterpret_cast<const char*>(a.body.data()), a.body.size());
+            request.retry_safe = a.stamp.sequenced;  // a resend is deduplicated by (id, epoch, seq)
+            push_request(std::move(request), Outstanding{true, a.batch, a.attempt, a.stamp.sequenced, 0});
+          } else if constexpr (std::is_same_v<T, TicketsCompleted<DurableStreamsPolicy>>) {
+            RecordsCompleted done{a.first, a.last, tl::unexpected(Error{})};
+            if (a.result) {
+              done.result = std::make_shared<const DurableStreamsPolicy::Ack>(std::move(*a.result));
+            } else {
+              done.result = tl::unexpected(std::move(a.result.error()));
+            }
+            events_.emplace_back(std::move(done));
+          } else if constexpr (std::is_same_v<T, BarrierCompleted>) {
+            auto it = std::find_if(stream_closes_.begin(), stream_closes_.end(),
+                                   [&](const StreamClose& c) { return c.barrier == a.barrier.value; });
+            if (it == stream_closes_.end()) {
+              events_.emplace_back(std::move(a));
+            } else if (!a.result) {
+              finish_stream_close(it->op, tl::unexpected(a.result.error()));
+            } else {
+              send_stream_close(*it);  // every covered record is durable: close the stream
+            }
+          } else if constexpr (std::is_same_v<T, Closed>) {
+            events_.emplace_back(a);
+            if (final_requested_) {
+              if (StreamClose* c = find_stream_close(final_op_)) {
+                if (a.result) {
+                  c->epoch = core_.policy().epoch();
+                  c->seq = core_.policy().next_seq();  // every batch is acknowledged: the first unused seq
+                  send_stream_close(*c);
+                } else {
+                  finish_stream_close(c->op, tl::unexpected(a.result.error()));
+                }
+              }
+            }
+          } else if constexpr (std::is_same_v<T, CapacityAvailable>) {
+            events_.emplace_back(a);
+          }
+        },
+        *action);
+  }
+}
+
+// ---- stream closes -------------------------------------------------------------------------
+
+ProducerClient::StreamClose* ProducerClient::find_stream_close(std::uint64_t op) {
+  for (StreamClose& c : stream_closes_) {
+    if (c.op == op) return &c;
+  }
+  return nullptr;
+}
+
+/// Builds (or rebuilds, for a retry or a claim) the stream close's request.
+void ProducerClient::send_stream_close(StreamClose& c) {
+  c.started = true;
+  c.retry_at.reset();
+  ++c.attempts;
+  http::Request request;
+  request.retry_safe = true;  // a repeated close is answered 204; a sequenced one is deduplicated
+  if (!c.final) {
+    request.bytes = encode_close(url_, options_.content_type, std::nullopt, request_options_);
+  } else {
+    std::optional<ProducerHeaders> producer;
+    if (options_.producer.protocol.idempotent) producer = ProducerHeaders{producer_id_, c.epoch, c.seq};
+    if (final_body_) {
+      AppendOptions append;
+      append.producer = producer;
+      append.close_stream = true;
+      request.bytes = encode_append(url_, options_.content_type, final_body_->size(), append, request_options_);
+      request.bytes += *final_body_;
+    } else {
+      request.bytes = encode_close(url_, options_.content_type, producer, request_options_);
+    }
+  }
+  push_request(std::move(request), Outstanding{false, {}, 0, false, c.op});
+}
+
+void ProducerClient::finish_stream_close(std::uint64_t op, CloseStreamResult result) {
+  auto it = std::find_if(stream_closes_.begin(), stream_closes_.end(), [&](const StreamClose& c) { return c.op == op; });
+  if (it == stream_closes_.end()) return;
+  if (it->final) final_result_ = result;
+  stream_closes_.erase(it);
+  events_.emplace_back(StreamCloseCompleted{op, std::move(result)});
+}
+
+void ProducerClient::on_stream_close_outcome(Instant now, std::uint64_t op,
+                                             tl::expected<http::Response, Error> result) {
+  StreamClose* c = find_stream_close(op);
+  if (c == nullptr) return;
+  const bool sequenced = c->final && options_.producer.protocol.idempotent.has_value();
+  CloseStreamResult outcome{CloseResult{}};
+  if (!result) {
+    outcome = tl::unexpected(std::move(result.error()));
+  } else if (c->final && final_body_) {  // append + close: classified as an append (S3, S6, S7)
+    auto ack = classify_append(*result, sequenced);
+    if (ack) {
+      outcome->final_offset = ack->next_offset;
+      if (outcome->final_offset.empty()) {  // a duplicate carries the offset only sometimes
+        if (auto offset = result->header("Stream-Next-Offset")) outcome->final_offset = std::string(*offset);
+      }
+    } else {
+      outcome = tl::unexpected(std::move(ack.error()));
+    }
+  } else {
+    outcome = classify_close(*result, sequenced);
+  }
+  if (!outcome) {
+    const Error& e = outcome.error();
+    const auto& idempotent = options_.producer.protocol.idempotent;
+    if (e.code == ErrorCode::stale_epoch && sequenced && !c->claimed && idempotent && idempotent->auto_claim &&
+        e.server_epoch < DurableStreamsPolicy::kMaxSequenceValue) {
+      c->claimed = true;  // S5: one claim step, epoch server + 1 from seq 0
+      c->epoch = e.server_epoch + 1;
+      c->seq = 0;
+      send_stream_close(*c);
+      return;
+    }
+    if (e.retryable && c->attempts < options_.producer.retry.max_attempts) {  // E4: idempotent request
+      c->retry_at = saturating_add(now, detail::backoff_delay(options_.producer.retry, c->attempts, e, rng_));
+      return;
+    }
+  }
+  finish_stream_close(op, std::move(outcome));
+}
+
+// ---- transport -----------------------------------------------------------------------------
+
+std::optional<ClientRequest> ProducerClient::poll_request() {
+  if (requests_.empty()) return std::nullopt;
+  ClientRequest r = std::move(requests_.front());
+  requests_.pop_front();
+  return r;
+}
+
+void ProducerClient::on_batch_outcome(Instant now, const Outstanding& o, tl::expected<http::Response, Error> result) {
+  if (!result) {
+    core_.handle_failure(now, o.batch_id, o.attempt, std::move(result.error()));
+    return;
+  }
+  auto ack = classify_append(*result, o.sequenced);  // S7: status and headers
+  if (ack) {
+    core_.handle_ack(now, o.batch_id, o.attempt, std::move(*ack));
+  } else {
+    core_.handle_failure(now, o.batch_id, o.attempt, std::move(ack.error()));
+  }
+}
+
+void ProducerClient::handle_outcome(Instant now, std::uint64_t tag, tl::expected<http::Response, Error> result) {
+  auto it = outstanding_.find(tag);
+  if (it == outstanding_.end()) return;
+  const Outstanding o = it->second;
+  outstanding_.erase(it);
+  if (o.batch) {
+    on_batch_outcome(now, o, std::move(result));
+  } else {
+    on_stream_close_outcome(now, o.op, std::move(result));
+  }
+  drive(now);
+}
+
+std::optional<Instant> ProducerClient::next_deadline() const {
+  std::optional<Instant> when = core_.next_deadline();
+  for (const StreamClose& c : stream_closes_) {
+    if (c.retry_at) when = when ? std::min(*when, *c.retry_at) : *c.retry_at;
+  }
+  return when;
+}
+
+void ProducerClient::handle_timeout(Instant now) {
+  core_.handle_timeout(now);
+  for (StreamClose& c : stream_closes_) {
+    if (c.retry_at && now >= *c.retry_at) send_stream_close(c);
+  }
+  drive(now);
+}
+
+std::optional<ClientEvent> ProducerClient::poll_event() {
+  if (events_.empty()) return std::nullopt;
+  ClientEvent e = std::move(events_.front());
+  events_.pop_front();
+  return e;
+}
+
+bool ProducerClient::finished() const noexcept {
+  return core_.state() == ProducerState::closed && stream_closes_.empty();
+}
+
+}  // namespace prodsm::ds
