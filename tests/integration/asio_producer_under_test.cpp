@@ -19,7 +19,7 @@ class AsioProducerUnderTest final : public ProducerUnderTest {
     options.url = setup.url;
     options.content_type = setup.content_type;
     options.producer = setup.config;
-    options.session.request_timeout_ns = setup.request_timeout_ns;
+    options.session = setup.session;
     auto p = asio::Producer::create(io_.get_executor(), options);
     if (!p) {
       ADD_FAILURE() << p.error();

@@ -13,7 +13,7 @@ class BlockingProducerUnderTest final : public ProducerUnderTest {
     options.url = setup.url;
     options.content_type = setup.content_type;
     options.producer = setup.config;
-    options.session.request_timeout_ns = setup.request_timeout_ns;
+    options.session = setup.session;
     options.submit_timeout_ns = std::chrono::minutes{2};  // "waiting while the producer is full"
     auto p = blocking::Producer::create(options);
     if (!p) {

@@ -13,6 +13,7 @@
 #include <vector>
 
 #include "prodsm/durable_streams.hpp"
+#include "prodsm/http/pool.hpp"
 
 namespace prodsm::test {
 
@@ -21,7 +22,7 @@ struct ProducerSetup {
   std::string url;
   std::string content_type = "application/octet-stream";
   DurableStreamsConfig config{};
-  Duration request_timeout_ns = std::chrono::seconds{30};
+  http::TransportOptions session{};  ///< connection mode, timeouts, stall detection
 };
 
 /// One record completion as its callback saw it (A1: recorded in callback order).

@@ -3,41 +3,11 @@
 // (instantiated in asio_producer_under_test.cpp and blocking_producer_under_test.cpp).
 #include <nlohmann/json.hpp>
 
-#include "producer_under_test.hpp"
-#include "reference_server.hpp"
+#include "scenario_support.hpp"
 #include "test_client.hpp"
 
 namespace prodsm::test {
 namespace {
-
-using namespace std::chrono_literals;
-constexpr Duration kWait = 60s;  // a liveness bound, not a timing assertion
-
-ReferenceServer& server() {
-  ReferenceServer& s = ReferenceServer::shared();
-  if (s.url().empty()) ADD_FAILURE() << "reference server: " << s.error();
-  return s;
-}
-
-DurableStreamsConfig idempotent(const std::string& id, std::uint64_t epoch = 0, bool auto_claim = false) {
-  DurableStreamsConfig c;
-  c.protocol.idempotent = DurableStreamsPolicy::IdempotentOptions{id, epoch, auto_claim};
-  return c;
-}
-
-/// Checks P2/P3 on a completion log: every ticket 0..n-1 exactly once, in ticket order.
-void expect_each_ticket_once_in_order(const std::vector<Completion>& log, std::size_t n) {
-  ASSERT_EQ(log.size(), n) << "P2: one completion per accepted record";
-  std::uint64_t expected = 0;
-  for (const auto& c : log) {
-    if (c.ok) {
-      EXPECT_EQ(c.ticket, expected) << "P3: completions in ticket order";
-      expected = c.ticket + 1;
-    } else {
-      ++expected;
-    }
-  }
-}
 
 // P2, P3, P4, S2 against the real server: 100,000 records in bytes mode, read back
 // identical and in order.
@@ -113,7 +83,8 @@ TEST_P(Scenario, IdempotentProducerUnderFaultInjectionAppendsExactlyOnceInOrder)
   config.max_batch_records = 50;
   config.retry.backoff_initial_ns = 50ms;
   config.retry.backoff_max_ns = 500ms;
-  ProducerSetup setup{url, "application/octet-stream", config, 1s};
+  ProducerSetup setup{url, "application/octet-stream", config, {}};
+  setup.session.request_timeout_ns = 1s;
   auto producer = GetParam().make(setup);
   std::string expected;
   int next = 0;

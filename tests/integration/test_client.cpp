@@ -61,6 +61,28 @@ void TestClient::inject_fault(const std::string& base_url, const std::string& js
   ASSERT_TRUE(r.status == 200 || r.status == 204) << r.status << " " << r.body;
 }
 
+void TestClient::set_fault_mix(const std::string& base_url, const std::string& json_body) {
+  const ds::Response r = post(base_url + "/_test/fault-mix", "application/json", json_body, {});
+  ASSERT_EQ(r.status, 200) << r.body;
+}
+
+std::string TestClient::fault_mix_counts(const std::string& base_url) {
+  auto u = ds::StreamUrl::parse(base_url + "/_test/fault-mix").value();
+  auto session = session_for(u);
+  auto r = session->async_exchange(ds::encode_read(u, "-1", {}), false, ::asio::use_future).get();
+  session->close();
+  EXPECT_TRUE(r.has_value());
+  return r ? r->body : std::string{};
+}
+
+void TestClient::clear_fault_mix(const std::string& base_url) {
+  auto u = ds::StreamUrl::parse(base_url + "/_test/fault-mix").value();
+  auto session = session_for(u);
+  auto r = session->async_exchange(ds::encode_delete(u, {}), false, ::asio::use_future).get();
+  session->close();
+  ASSERT_TRUE(r.has_value());
+}
+
 void TestClient::clear_faults(const std::string& base_url) {
   auto u = ds::StreamUrl::parse(base_url + "/_test/inject-error").value();
   auto session = session_for(u);

@@ -29,6 +29,12 @@ class TestClient {
   void inject_fault(const std::string& base_url, const std::string& json_body);
   /// DELETE <base>/_test/inject-error.
   void clear_faults(const std::string& base_url);
+  /// POST <base>/_test/fault-mix (scripts/ds-server.mjs): several kinds of fault in one run.
+  void set_fault_mix(const std::string& base_url, const std::string& json_body);
+  /// GET <base>/_test/fault-mix: how many faults of each kind were injected per path (JSON).
+  std::string fault_mix_counts(const std::string& base_url);
+  /// DELETE <base>/_test/fault-mix.
+  void clear_fault_mix(const std::string& base_url);
   /// One raw POST with producer headers (another producer taking the epoch, etc.).
   ds::Response post(const std::string& url, const std::string& content_type, const std::string& body,
                     const ds::AppendOptions& append);

@@ -182,10 +182,28 @@ struct Session::Impl : std::enable_shared_from_this<Session::Impl> {
     timer.async_wait([weak = weak_from_this(), generation](std::error_code ec) {
       auto self = weak.lock();
       if (!self || ec || generation != self->timer_generation) return;
-      self->armed.reset();
-      self->pool.handle_timeout(steady_now());
-      self->drive();
+      self->on_timer(0);
     });
+  }
+
+  /// A deadline is due. Bytes already waiting in a socket are read first (their read
+  /// completion is queued behind this handler): a response that has arrived is never
+  /// taken for a stall or a request timeout.
+  void on_timer(int deferrals) {
+    if (deferrals < 8) {
+      for (auto& [id, socket] : sockets) {
+        std::error_code ec;
+        if (socket->socket.is_open() && socket->socket.available(ec) > 0 && !ec) {
+          net::post(strand, [weak = weak_from_this(), deferrals] {
+            if (auto self = weak.lock()) self->on_timer(deferrals + 1);
+          });
+          return;
+        }
+      }
+    }
+    armed.reset();
+    pool.handle_timeout(steady_now());
+    drive();
   }
 
   void close() {

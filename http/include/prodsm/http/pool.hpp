@@ -62,7 +62,7 @@ struct StallDetection {
   /// False: only the request timeout notices a response that never comes.
   bool enabled = true;
   /// The smallest stall timeout (ns), 100 us..10 min. Default 1 ms.
-  Duration min_ns = std::chrono::milliseconds{1};
+  Duration min_ns = std::chrono::milliseconds{5};
   /// The stall timeout before the first measured wait (ns), min_ns..10 min.
   /// Default 1 s (as RFC 6298's initial retransmission timeout).
   Duration initial_ns = std::chrono::seconds{1};
