@@ -12,6 +12,7 @@
 #include <asio/use_future.hpp>
 
 #include <atomic>
+#include <future>
 #include <thread>
 
 #include "io_thread.hpp"
@@ -162,6 +163,36 @@ TEST(A4, RefusedSubmitNeverCallsItsCallback) {
   auto again = producer.async_close(::asio::use_future).get();  // C1: same result
   EXPECT_TRUE(again.has_value());
   EXPECT_EQ(calls.load(), 1);
+}
+
+// R3: max_pending_records bounds the records accepted whose callback has not run: a slow
+// callback makes submit refuse (would_block, naming the limit) instead of growing the
+// callback queue, and room comes back once the callbacks ran.
+TEST(R3, AsioMaxPendingRecordsBoundsRecordsAwaitingTheirCallback) {
+  IoThread io;
+  TestClient client;
+  auto options = options_for(new_stream(client, "pending"));
+  options.max_pending_records = 4;
+  options.producer.linger = Linger::after(0ms);
+  auto producer = asio::Producer::create(io.io.get_executor(), options).value();
+  std::promise<void> release;
+  auto gate = release.get_future().share();
+  std::atomic<int> ran{0};
+  for (int i = 0; i < 4; ++i) {
+    ASSERT_TRUE(producer.submit("r\n", [gate, &ran](asio::RecordResult) {
+      gate.wait();  // the first callback holds the callback strand
+      ++ran;
+    }));
+  }
+  auto refused = producer.submit("over\n");
+  ASSERT_FALSE(refused.has_value());
+  EXPECT_EQ(refused.error().reason, RejectReason::would_block);
+  EXPECT_EQ(refused.error().detail, "max_pending_records reached");
+  release.set_value();
+  auto accepted = producer.submit_blocking("after\n", 60s);
+  ASSERT_TRUE(accepted.has_value()) << "room came back once the callbacks ran";
+  ASSERT_TRUE(producer.async_close(::asio::use_future).get().has_value());
+  EXPECT_EQ(ran.load(), 4);
 }
 
 // Completion tokens: use_future, deferred, plain callbacks (use_awaitable below).

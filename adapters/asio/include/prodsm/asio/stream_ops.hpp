@@ -11,29 +11,21 @@
 #include <string>
 
 #include "prodsm/asio/session.hpp"
+#include "prodsm/ds/reader.hpp"
+#include "prodsm/ds/results.hpp"
 
 namespace prodsm::asio {
 
-/// Outcome of create_stream: created (201) or already there with the same configuration (200), or the error.
-using CreateStreamResult = tl::expected<ds::CreateResult, Error>;
-/// Outcome of head_stream: the stream's content type, next offset and closed flag, or the error.
-using HeadStreamResult = tl::expected<ds::HeadResult, Error>;
-/// Outcome of close_stream: the stream's final offset (empty when the server sent none), or the error.
-using CloseStreamResult = tl::expected<ds::CloseResult, Error>;
-/// Outcome of delete_stream: success, or the error.
-using DeleteStreamResult = tl::expected<void, Error>;
+/// Outcomes of the stream operations (ds/results.hpp; the blocking adapter's are the same).
+using CreateStreamResult = ds::CreateStreamResult;
+using HeadStreamResult = ds::HeadStreamResult;
+using CloseStreamResult = ds::CloseStreamResult;
+using DeleteStreamResult = ds::DeleteStreamResult;
 
-/// Everything read from a stream by read_stream_all.
-struct StreamContents {
-  /// Bytes streams: the bytes, concatenated. JSON streams: the elements of every
-  /// response's array, joined as one JSON array text `[e0,e1,...]`.
-  std::string body;
-  std::string next_offset;  ///< where a later read would start
-  bool closed = false;      ///< the stream is closed and this is all of it
-  std::size_t reads = 0;    ///< GET requests made
-};
+/// Everything read from a stream by read_stream_all (ds/reader.hpp).
+using StreamContents = ds::StreamContents;
 /// Outcome of read_stream_all: everything read, or the error that stopped the read.
-using ReadStreamResult = tl::expected<StreamContents, Error>;
+using ReadStreamResult = ds::ReadStreamResult;
 
 // Callback versions: `done` runs once, on the session's strand. Error statuses not listed
 // are classified as for an append (S7: 404/410 not_found, other 4xx rejected, 429/503 and

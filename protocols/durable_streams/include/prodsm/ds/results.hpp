@@ -39,5 +39,12 @@ using VoidResult = tl::expected<void, Error>;
 /// A stream close's outcome: the stream's final offset (empty when the server sent
 /// none), or the error (S6).
 using CloseStreamResult = tl::expected<CloseResult, Error>;
+/// create_stream's outcome: created (201) or already there with the same configuration
+/// (200), or the error (409 conflict: another configuration).
+using CreateStreamResult = tl::expected<CreateResult, Error>;
+/// head_stream's outcome: content type, next offset, closed flag, or the error.
+using HeadStreamResult = tl::expected<HeadResult, Error>;
+/// delete_stream's outcome.
+using DeleteStreamResult = tl::expected<void, Error>;
 
 }  // namespace prodsm::ds

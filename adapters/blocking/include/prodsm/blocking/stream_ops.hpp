@@ -1,0 +1,50 @@
+// SPDX-License-Identifier: Apache-2.0
+#pragma once
+/// @file stream_ops.hpp
+/// Stream administration over a blocking Session, as calls that wait for their outcome:
+/// create (PUT), head, catch-up read (GET until up to date), delete, and close the stream
+/// (POST Stream-Closed: true). The same operations and result types as the Asio
+/// adapter's (prodsm/asio/stream_ops.hpp). Single requests, not retried; errors are
+/// classified values (S7). Not from a session handler (they would wait for the I/O thread
+/// that runs it: `would_block`).
+/// Source: PROTOCOL.md of durable-streams/durable-streams.
+
+#include <cstddef>
+#include <optional>
+#include <string>
+
+#include "prodsm/blocking/session.hpp"
+#include "prodsm/ds/reader.hpp"
+#include "prodsm/ds/results.hpp"
+
+namespace prodsm::blocking {
+
+using CreateStreamResult = ds::CreateStreamResult;  ///< see ds/results.hpp
+using HeadStreamResult = ds::HeadStreamResult;      ///< see ds/results.hpp
+using CloseStreamResult = ds::CloseStreamResult;    ///< see ds/results.hpp
+using DeleteStreamResult = ds::DeleteStreamResult;  ///< see ds/results.hpp
+using StreamContents = ds::StreamContents;          ///< see ds/reader.hpp
+using ReadStreamResult = ds::ReadStreamResult;      ///< see ds/reader.hpp
+
+/// PUT `url` with `content_type` and `create` (TTL, expiry, created closed). Success on
+/// 201 (created) or 200 (same configuration); 409: conflict. `timeout_ns`: how long to
+/// wait (then `cancelled`).
+CreateStreamResult create_stream(Session& session, const ds::StreamUrl& url, const std::string& content_type,
+                                 const ds::CreateOptions& create = {}, const ds::RequestOptions& options = {},
+                                 std::optional<Duration> timeout_ns = std::nullopt);
+/// HEAD `url`: content type, next offset, closed. 404/410: not_found.
+HeadStreamResult head_stream(Session& session, const ds::StreamUrl& url, const ds::RequestOptions& options = {},
+                             std::optional<Duration> timeout_ns = std::nullopt);
+/// DELETE `url`. Success on 200/204; 404/410: not_found.
+DeleteStreamResult delete_stream(Session& session, const ds::StreamUrl& url, const ds::RequestOptions& options = {},
+                                 std::optional<Duration> timeout_ns = std::nullopt);
+/// POST `url` with an empty body and `Stream-Closed: true`, without producer headers.
+/// Success on 200/204 (the final offset); 409 with Stream-Closed: stream_closed (S6).
+CloseStreamResult close_stream(Session& session, const ds::StreamUrl& url, const std::string& content_type,
+                               const ds::RequestOptions& options = {}, std::optional<Duration> timeout_ns = std::nullopt);
+/// Reads from offset "-1" until up to date (ds::CatchUpReader); `json`: a JSON stream.
+/// At most `max_bytes` bytes (then protocol_error, R3).
+ReadStreamResult read_stream_all(Session& session, const ds::StreamUrl& url, bool json, std::size_t max_bytes,
+                                 const ds::RequestOptions& options = {});
+
+}  // namespace prodsm::blocking

@@ -1,0 +1,194 @@
+// SPDX-License-Identifier: Apache-2.0
+// The blocking adapter has what the Asio adapter has, on the same shared client: a
+// session that producers attach to (C4), the sequenced close of the stream
+// (close_with_stream: C1 + S2 + S5 + S6), and the stream operations — against the
+// reference server.
+#include <gtest/gtest.h>
+
+#include "prodsm/blocking/producer.hpp"
+#include "prodsm/blocking/stream_ops.hpp"
+#include "reference_server.hpp"
+#include "test_client.hpp"
+
+namespace prodsm::test {
+namespace {
+
+using namespace std::chrono_literals;
+constexpr Duration kWait = 60s;  // a liveness bound, not a timing assertion
+
+std::string new_stream(TestClient& client, const std::string& prefix, const std::string& content_type) {
+  auto& server = ReferenceServer::shared();
+  EXPECT_FALSE(server.url().empty()) << server.error();
+  std::string url = server.stream_url(prefix);
+  client.create(url, content_type);
+  return url;
+}
+
+blocking::ProducerOptions options_for(const std::string& url, const std::string& producer_id, std::uint64_t epoch = 0,
+                                      bool auto_claim = false) {
+  blocking::ProducerOptions o;
+  o.url = url;
+  o.content_type = "text/plain";
+  o.producer.linger = Linger::after(0ms);
+  o.producer.protocol.idempotent = DurableStreamsPolicy::IdempotentOptions{producer_id, epoch, auto_claim};
+  return o;
+}
+
+bool is_closed(const std::string& url) {
+  const auto parsed = ds::StreamUrl::parse(url).value();
+  auto session = blocking::Session::create(parsed).value();
+  auto head = blocking::head_stream(*session, parsed, {}, kWait);
+  EXPECT_TRUE(head.has_value()) << (head ? "" : head.error().describe());
+  return head && head->closed;
+}
+
+// C4: a producer attached to a caller's session leaves it open at close (the session
+// still carries requests); a producer's own session is closed by its close.
+TEST(C4, BlockingAttachedSessionIsLeftOpenOwnedSessionIsClosed) {
+  TestClient client;
+  const std::string url = new_stream(client, "attach", "text/plain");
+  const auto parsed = ds::StreamUrl::parse(url).value();
+  auto session = blocking::Session::create(parsed).value();
+  {
+    auto attached = blocking::Producer::attach(session, options_for(url, "attach-1")).value();
+    ASSERT_TRUE(attached.submit("a").has_value());
+    ASSERT_TRUE(attached.close(kWait).has_value());
+    EXPECT_EQ(attached.session(), session);
+  }
+  auto head = blocking::head_stream(*session, parsed, {}, kWait);
+  ASSERT_TRUE(head.has_value()) << "the attached session is still open: " << head.error().describe();
+  auto owned = blocking::Producer::create(options_for(url, "attach-2")).value();
+  ASSERT_TRUE(owned.submit("b").has_value());
+  ASSERT_TRUE(owned.close(kWait).has_value());
+  auto after = blocking::head_stream(*owned.session(), parsed, {}, kWait);
+  ASSERT_FALSE(after.has_value()) << "the owned session was closed by the producer's close";
+  EXPECT_EQ(after.error().code, ErrorCode::closed);
+  EXPECT_EQ(client.read_all(url, false), "ab");
+}
+
+// Two producers attached to one session share its connection.
+TEST(C4, BlockingTwoProducersShareOneSession) {
+  TestClient client;
+  const std::string first = new_stream(client, "share-a", "text/plain");
+  const std::string second = new_stream(client, "share-b", "text/plain");
+  auto session = blocking::Session::create(ds::StreamUrl::parse(first).value()).value();
+  auto a = blocking::Producer::attach(session, options_for(first, "share-a")).value();
+  auto b = blocking::Producer::attach(session, options_for(second, "share-b")).value();
+  for (int i = 0; i < 100; ++i) {
+    ASSERT_TRUE(a.submit("a" + std::to_string(i) + ";").has_value());
+    ASSERT_TRUE(b.submit("b" + std::to_string(i) + ";").has_value());
+  }
+  ASSERT_TRUE(a.close(kWait).has_value());
+  ASSERT_TRUE(b.close(kWait).has_value());
+  EXPECT_EQ(session->stats().connections_opened, 1U);
+  std::string want_a;
+  std::string want_b;
+  for (int i = 0; i < 100; ++i) {
+    want_a += "a" + std::to_string(i) + ";";
+    want_b += "b" + std::to_string(i) + ";";
+  }
+  EXPECT_EQ(client.read_all(first, false), want_a);
+  EXPECT_EQ(client.read_all(second, false), want_b);
+}
+
+// C1 + S6: the records, then the final record with the close; the producer refuses later
+// submits (C2); a second call returns the same result.
+TEST(CloseWithStream, BlockingFlushesThenClosesTheStreamWithTheFinalRecord) {
+  TestClient client;
+  const std::string url = new_stream(client, "bcws-final", "text/plain");
+  auto options = options_for(url, "bcws-1");
+  options.producer.linger = Linger::disabled();
+  auto producer = blocking::Producer::create(options).value();
+  ASSERT_TRUE(producer.submit("a-").has_value());
+  ASSERT_TRUE(producer.submit("b-").has_value());
+  auto closed = producer.close_with_stream(std::string("final"), kWait);
+  ASSERT_TRUE(closed.has_value()) << closed.error().describe();
+  EXPECT_FALSE(closed->final_offset.empty());
+  EXPECT_EQ(client.read_all(url, false), "a-b-final");
+  EXPECT_TRUE(is_closed(url));
+  auto later = producer.submit("late");
+  ASSERT_FALSE(later.has_value());
+  EXPECT_EQ(later.error().reason, RejectReason::closed);
+  auto again = producer.close_with_stream(std::nullopt, kWait);
+  ASSERT_TRUE(again.has_value());
+  EXPECT_EQ(again->final_offset, closed->final_offset);
+}
+
+// S5: after a takeover, the close claims server epoch + 1 once with auto_claim, and fails
+// with stale_epoch without it.
+TEST(CloseWithStream, BlockingStaleEpochIsClaimedOnceWithAutoClaim) {
+  TestClient client;
+  const std::string url = new_stream(client, "bcws-claim", "text/plain");
+  ds::AppendOptions takeover;
+  takeover.producer = ds::ProducerHeaders{"bcws-c", 4, 0};
+  ASSERT_EQ(client.post(url, "text/plain", "fencer-", takeover).status, 200);
+  auto fenced = blocking::Producer::create(options_for(url, "bcws-c", 0, false)).value();
+  auto refused = fenced.close_with_stream(std::string("x"), kWait);
+  ASSERT_FALSE(refused.has_value());
+  EXPECT_EQ(refused.error().code, ErrorCode::stale_epoch);
+  EXPECT_FALSE(is_closed(url));
+  auto claiming = blocking::Producer::create(options_for(url, "bcws-c", 0, true)).value();
+  auto r = claiming.close_with_stream(std::string("claimed"), kWait);
+  ASSERT_TRUE(r.has_value()) << r.error().describe();
+  EXPECT_EQ(client.read_all(url, false), "fencer-claimed");
+  EXPECT_TRUE(is_closed(url));
+}
+
+// After a plain close (the producer only), the stream cannot be closed through it.
+TEST(CloseWithStream, BlockingAfterAPlainCloseFailsWithClosed) {
+  TestClient client;
+  const std::string url = new_stream(client, "bcws-after", "text/plain");
+  auto producer = blocking::Producer::create(options_for(url, "bcws-p")).value();
+  ASSERT_TRUE(producer.close(kWait).has_value());
+  auto r = producer.close_with_stream(std::nullopt, kWait);
+  ASSERT_FALSE(r.has_value());
+  EXPECT_EQ(r.error().code, ErrorCode::closed);
+  EXPECT_FALSE(is_closed(url));
+}
+
+// The stream operations: create (201, then 200 for the same configuration, 409 for
+// another), head, read, close, delete, and their classified errors.
+TEST(StreamOps, BlockingCreateHeadReadCloseDelete) {
+  auto& server = ReferenceServer::shared();
+  ASSERT_FALSE(server.url().empty()) << server.error();
+  const auto url = ds::StreamUrl::parse(server.stream_url("bops")).value();
+  auto session = blocking::Session::create(url).value();
+  auto created = blocking::create_stream(*session, url, "text/plain", {}, {}, kWait);
+  ASSERT_TRUE(created.has_value()) << created.error().describe();
+  EXPECT_TRUE(created->created);
+  auto same = blocking::create_stream(*session, url, "text/plain", {}, {}, kWait);
+  ASSERT_TRUE(same.has_value());
+  EXPECT_FALSE(same->created);
+  auto other = blocking::create_stream(*session, url, "application/json", {}, {}, kWait);
+  ASSERT_FALSE(other.has_value());
+  EXPECT_EQ(other.error().code, ErrorCode::conflict);
+  {
+    auto producer = blocking::Producer::attach(session, options_for(url.to_string(), "bops-1")).value();
+    ASSERT_TRUE(producer.submit("hello ").has_value());
+    ASSERT_TRUE(producer.submit("world").has_value());
+    ASSERT_TRUE(producer.close(kWait).has_value());
+  }
+  auto head = blocking::head_stream(*session, url, {}, kWait);
+  ASSERT_TRUE(head.has_value());
+  EXPECT_EQ(head->content_type, "text/plain");
+  EXPECT_FALSE(head->closed);
+  auto read = blocking::read_stream_all(*session, url, false, 1 << 20);
+  ASSERT_TRUE(read.has_value()) << read.error().describe();
+  EXPECT_EQ(read->body, "hello world");
+  EXPECT_EQ(read->next_offset, head->next_offset);
+  auto closed = blocking::close_stream(*session, url, "text/plain", {}, kWait);
+  ASSERT_TRUE(closed.has_value());
+  EXPECT_EQ(closed->final_offset, head->next_offset);
+  auto again = blocking::close_stream(*session, url, "text/plain", {}, kWait);
+  ASSERT_TRUE(again.has_value()) << "a plain close is idempotent";
+  ASSERT_TRUE(blocking::delete_stream(*session, url, {}, kWait).has_value());
+  auto gone = blocking::head_stream(*session, url, {}, kWait);
+  ASSERT_FALSE(gone.has_value());
+  EXPECT_EQ(gone.error().code, ErrorCode::not_found);
+  auto missing = blocking::read_stream_all(*session, url, false, 1 << 20);
+  ASSERT_FALSE(missing.has_value());
+  EXPECT_EQ(missing.error().code, ErrorCode::not_found);
+}
+
+}  // namespace
+}  // namespace prodsm::test
