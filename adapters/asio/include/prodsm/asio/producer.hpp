@@ -210,7 +210,8 @@ class Producer {
   }
 
   /// Closes the *stream* on the server (distinct from closing the producer, C4): flushes
-  /// every record submitted so far, then sends `Stream-Closed: true`. Signature
+  /// every record submitted so far, then sends `Stream-Closed: true` (a plain close,
+  /// retried within the retry policy: a repeat is answered 204). Signature
   /// void(tl::expected<ds::CloseResult, Error>); the result carries the final offset.
   template <class CompletionToken>
   auto async_close_stream(CompletionToken&& token) {
@@ -235,7 +236,8 @@ class Producer {
   /// `final_record`, when present, is appended atomically with the close: checked like a
   /// submit (not empty; JSON mode: exactly one JSON value) and framed like a batch of one
   /// (JSON: `[record]`). On 403 stale epoch with auto_claim the close is resent once as
-  /// epoch server epoch + 1, seq 0 (S5); it is not retried otherwise. Signature
+  /// epoch server epoch + 1, seq 0 (S5); retryable failures are retried within the retry
+  /// policy (the server deduplicates the sequenced close). Signature
   /// void(tl::expected<ds::CloseResult, Error>): the stream's final offset, or why the
   /// producer or the stream close failed (a failed record fails it with that error, E1).
   /// A second call completes with the same result; after a plain async_close it fails
