@@ -306,7 +306,7 @@ int main(int argc, char** argv) {
   options.url = argv[1];
   options.producer.protocol.idempotent =
       prodsm::DurableStreamsIdempotentOptions{"epoll-example-" + std::to_string(::getpid()), 0, false};
-  auto client = prodsm::ds::ProducerClient::create(options);
+  auto client = prodsm::ds::ProducerClient::create(options, std::chrono::system_clock::now());
   if (!client) {
     std::fprintf(stderr, "bad options: %s\n", client.error().c_str());
     return 2;

@@ -92,6 +92,60 @@ TEST(S3, DuplicateIsASuccessfulAckFlaggedDuplicate) {
   EXPECT_EQ(h.producer().stats().duplicates, 1U);
   EXPECT_EQ(h.producer().stats().first_attempt_duplicate_records, 1U)
       << "a duplicate on a first attempt: an earlier session held this seq";
+  EXPECT_TRUE(h.completions()[0].ack->earlier_incarnation) << "its outcome of its own";
+}
+
+/// An idempotent config whose first-attempt duplicates fail the producer.
+DurableStreamsConfig failing_first_attempt_duplicates() {
+  auto c = ds_idempotent(Linger::after(1h));
+  c.max_batch_records = 1;
+  c.protocol.idempotent->first_attempt_duplicates = FirstAttemptDuplicates::fail;
+  return c;
+}
+
+// S3: with FirstAttemptDuplicates::fail, the epoch's first batch goes alone; a duplicate
+// answering it (a reused producer id and epoch) fails the producer, definite, before any
+// other batch was sent: nothing of ours was appended.
+TEST(S3, FirstAttemptDuplicateFailsBeforeAnythingElseIsSent) {
+  DsHarness h(failing_first_attempt_duplicates());
+  h.submit("a");
+  h.submit("b");
+  h.submit("c");
+  ASSERT_EQ(h.outbox().size(), 1U) << "one batch in flight until the first one is acknowledged";
+  h.ack(h.take_send(), duplicate());
+  ASSERT_TRUE(h.producer().terminal_error().has_value());
+  EXPECT_EQ(h.producer().terminal_error()->code, ErrorCode::protocol_error);
+  EXPECT_EQ(h.producer().terminal_error()->certainty, Certainty::definite);
+  EXPECT_TRUE(h.outbox().empty());
+  EXPECT_EQ(h.all_sends().size(), 1U) << "no later batch was sent";
+  ASSERT_EQ(h.completions().size(), 3U);
+  for (const auto& d : h.completions()) {
+    ASSERT_FALSE(d.ok());
+    EXPECT_EQ(d.error->certainty, Certainty::definite);
+  }
+}
+
+// S3: with FirstAttemptDuplicates::fail, after the first acknowledgement the producer
+// pipelines again, and a duplicate after an ambiguous attempt is our own: a success.
+TEST(S3, AfterTheFirstAckBatchesPipelineAndResentDuplicatesSucceed) {
+  auto c = failing_first_attempt_duplicates();
+  c.max_in_flight = 3;
+  DsHarness h(c);
+  h.submit("a");
+  h.submit("b");
+  h.submit("c");
+  h.ack(h.take_send(), offset("o1"));
+  auto rest = h.take_all_sends();
+  ASSERT_EQ(rest.size(), 2U) << "pipelined after the first acknowledgement";
+  h.fail(rest[0], connection_lost());  // ambiguous: maybe appended
+  auto resends = h.take_all_sends();
+  ASSERT_FALSE(resends.empty());
+  h.ack(resends[0], duplicate());  // our own earlier attempt
+  h.ack(rest[1], offset("o3"));
+  ASSERT_EQ(h.completions().size(), 3U);
+  for (const auto& d : h.completions()) EXPECT_TRUE(d.ok());
+  EXPECT_FALSE(h.completions()[1].ack->earlier_incarnation);
+  EXPECT_FALSE(h.producer().terminal_error().has_value());
 }
 
 // S3: a duplicate answering a resend after a lost ack is our own earlier attempt, not

@@ -20,6 +20,7 @@ class AsioProducerUnderTest final : public ProducerUnderTest {
     options.content_type = setup.content_type;
     options.producer = setup.config;
     options.session = setup.session;
+    options.start = setup.start;
     auto p = asio::Producer::create(io_.get_executor(), options);
     if (!p) {
       ADD_FAILURE() << p.error();
@@ -43,6 +44,7 @@ class AsioProducerUnderTest final : public ProducerUnderTest {
         c.ok = true;
         c.next_offset = result->next_offset();
         c.duplicate = result->duplicate();
+        c.earlier_incarnation = result->earlier_incarnation();
       } else {
         c.code = result.error().code;
         c.certainty = result.error().certainty;

@@ -14,6 +14,7 @@ class BlockingProducerUnderTest final : public ProducerUnderTest {
     options.content_type = setup.content_type;
     options.producer = setup.config;
     options.session = setup.session;
+    options.start = setup.start;
     options.submit_timeout_ns = std::chrono::minutes{2};  // "waiting while the producer is full"
     auto p = blocking::Producer::create(options);
     if (!p) {
@@ -35,6 +36,7 @@ class BlockingProducerUnderTest final : public ProducerUnderTest {
                      c.ok = true;
                      c.next_offset = result->next_offset();
                      c.duplicate = result->duplicate();
+        c.earlier_incarnation = result->earlier_incarnation();
                    } else {
                      c.code = result.error().code;
                      c.certainty = result.error().certainty;

@@ -124,10 +124,23 @@ TEST_P(Scenario, E4SlowResponsesAreSurvived) {
 
 /// Another incarnation of producer `id` claims epoch `epoch` with one record of its own.
 void take_over(TestClient& client, const std::string& url, const std::string& id, std::uint64_t epoch) {
+  ASSERT_GT(epoch, 0U);
   ds::AppendOptions other;
   other.producer = ds::ProducerHeaders{id, epoch, 0};
   const auto r = client.post(url, "application/octet-stream", "TAKEOVER\n", other);
   EXPECT_EQ(r.status, 200) << r.body;
+}
+
+/// The epoch a producer starting now would take (ds::ProducerStart::fresh_epoch).
+std::uint64_t fresh_epoch() {
+  std::this_thread::sleep_for(std::chrono::milliseconds{2});  // strictly later than ours
+  return ds::starting_config([] {
+           ds::ProducerOptions o;
+           o.producer.protocol.idempotent = DurableStreamsPolicy::IdempotentOptions{"x", 0, false};
+           return o;
+         }(),
+                             std::chrono::system_clock::now())
+      .protocol.idempotent->epoch;
 }
 
 /// `stream` without the first "TAKEOVER\n" line, and whether there was exactly one.
@@ -154,7 +167,9 @@ TEST_P(Scenario, S5TakeoverMidRunWithAutoClaimLosesNothing) {
   auto producer = GetParam().make({url, "application/octet-stream", config, {}});
   std::string expected;
   produce(*producer, 0, 10'000, expected);  // no flush: batches are in flight
-  take_over(client, url, "takeover-claim-producer", 1);
+  // A restarted incarnation starts a fresh epoch (microseconds since the Unix epoch):
+  // above ours, which was taken when our producer was created.
+  take_over(client, url, "takeover-claim-producer", fresh_epoch());
   produce(*producer, 10'000, 10'000, expected);
   auto flushed = producer->flush(kWait);
   ASSERT_TRUE(flushed.has_value()) << flushed.error().describe();
@@ -179,7 +194,7 @@ TEST_P(Scenario, S5TakeoverMidRunWithoutAutoClaimFailsDefinite) {
   auto producer = GetParam().make({url, "application/octet-stream", config, {}});
   std::string ignored;
   produce(*producer, 0, 5'000, ignored);
-  take_over(client, url, "takeover-fence-producer", 1);
+  take_over(client, url, "takeover-fence-producer", fresh_epoch());
   for (int k = 5'000; k < 10'000; ++k) {
     if (!producer->submit("f" + std::to_string(k) + "\n")) break;  // refused once failed (E1)
   }

@@ -12,6 +12,7 @@
 #include <string>
 #include <vector>
 
+#include "prodsm/ds/client.hpp"
 #include "prodsm/durable_streams.hpp"
 #include "prodsm/http/pool.hpp"
 
@@ -23,6 +24,7 @@ struct ProducerSetup {
   std::string content_type = "application/octet-stream";
   DurableStreamsConfig config{};
   http::TransportOptions session{};  ///< connection mode, timeouts, stall detection
+  ds::ProducerStart start = ds::ProducerStart::fresh_epoch;  ///< what the start is (restarts)
 };
 
 /// One record completion as its callback saw it (A1: recorded in callback order).
@@ -31,6 +33,7 @@ struct Completion {
   bool ok = false;
   std::string next_offset;
   bool duplicate = false;
+  bool earlier_incarnation = false;
   ErrorCode code = ErrorCode::internal;
   Certainty certainty = Certainty::definite;
 };

@@ -118,7 +118,9 @@ TEST_P(Scenario, StaleEpochWithoutAutoClaimIsTerminal) {
   const std::string url = server().stream_url("epoch");
   TestClient client;
   client.create(url, "application/octet-stream");
-  auto producer = GetParam().make({url, "application/octet-stream", idempotent("shared-id", 0, false)});
+  // Epochs managed by the caller: ours is 0, the other process's 1.
+  auto producer = GetParam().make(
+      {url, "application/octet-stream", idempotent("shared-id", 0, false), {}, ds::ProducerStart::given_epoch});
   ASSERT_TRUE(producer->submit("a0\n").has_value());
   ASSERT_TRUE(producer->flush(kWait).has_value());
   // Another process claims epoch 1 for the same producer id.
@@ -145,7 +147,7 @@ TEST_P(Scenario, StaleEpochWithAutoClaimClaimsAndContinues) {
   client.create(url, "application/octet-stream");
   auto config = idempotent("claim-id", 0, true);
   config.max_batch_records = 1;
-  auto producer = GetParam().make({url, "application/octet-stream", config});
+  auto producer = GetParam().make({url, "application/octet-stream", config, {}, ds::ProducerStart::given_epoch});
   ASSERT_TRUE(producer->submit("a0\n").has_value());
   ASSERT_TRUE(producer->flush(kWait).has_value());
   ds::AppendOptions other;
@@ -162,6 +164,78 @@ TEST_P(Scenario, StaleEpochWithAutoClaimClaimsAndContinues) {
   }
   EXPECT_EQ(producer->stats().epoch_claims, 1U);
   EXPECT_EQ(client.read_all(url, false), "a0\nb0\na1\na2\na3\na4\na5\n");
+}
+
+/// Runs a producer with `id` (epoch 0) and `start` over records r<first>.. r<first+n-1>,
+/// then closes it; returns its completions.
+std::vector<Completion> run_incarnation(const AdapterParam& adapter, const std::string& url, const std::string& id,
+                                        ds::ProducerStart start, int first, int n,
+                                        DurableStreamsConfig config = DurableStreamsConfig{}) {
+  config.protocol.idempotent = DurableStreamsPolicy::IdempotentOptions{id, 0, false};
+  auto producer = adapter.make({url, "application/octet-stream", config, {}, start});
+  for (int k = first; k < first + n; ++k) {
+    if (!producer->submit("r" + std::to_string(k) + "\n")) break;
+  }
+  (void)producer->close(kWait);
+  return producer->completions();
+}
+
+std::string records(int first, int n) {
+  std::string out;
+  for (int k = first; k < first + n; ++k) out += "r" + std::to_string(k) + "\n";
+  return out;
+}
+
+// S2, S3: a producer restarted with the same producer id and epoch (the default start:
+// a fresh epoch) never has its records deduplicated away: both runs' records are in the
+// stream (issue: the README's snippets used to lose the first run's worth of the second).
+TEST_P(Scenario, RestartWithTheSameProducerIdKeepsEveryRecordOfBothRuns) {
+  const std::string url = server().stream_url("restart");
+  TestClient client;
+  client.create(url, "application/octet-stream");
+  const auto first = run_incarnation(GetParam(), url, "order-service-1", ds::ProducerStart::fresh_epoch, 0, 50);
+  const auto second = run_incarnation(GetParam(), url, "order-service-1", ds::ProducerStart::fresh_epoch, 50, 100);
+  ASSERT_EQ(first.size(), 50U);
+  ASSERT_EQ(second.size(), 100U);
+  for (const auto& c : second) EXPECT_TRUE(c.ok && !c.duplicate) << "ticket " << c.ticket;
+  EXPECT_EQ(client.read_all(url, false), records(0, 150));
+}
+
+// S3: a given (producer id, epoch) used before fails at its first batch — a definite
+// protocol_error naming the duplicate — before anything of the second run is appended.
+TEST_P(Scenario, ReusedGivenEpochFailsBeforeAppendingAnything) {
+  const std::string url = server().stream_url("reused-epoch");
+  TestClient client;
+  client.create(url, "application/octet-stream");
+  (void)run_incarnation(GetParam(), url, "reused-1", ds::ProducerStart::given_epoch, 0, 50);
+  const auto second = run_incarnation(GetParam(), url, "reused-1", ds::ProducerStart::given_epoch, 50, 100);
+  ASSERT_FALSE(second.empty());
+  for (const auto& c : second) {
+    EXPECT_FALSE(c.ok);
+    EXPECT_EQ(c.code, ErrorCode::protocol_error);
+    EXPECT_EQ(c.certainty, Certainty::definite);
+  }
+  EXPECT_EQ(client.read_all(url, false), records(0, 50)) << "nothing of the second run was appended";
+}
+
+// S3: resume finishes an interrupted run whose batches repeat exactly (linger off, fixed
+// batch size): the records the first run appended come back as duplicates of an earlier
+// incarnation, the rest are appended, and the stream holds every record once.
+TEST_P(Scenario, ResumeReportsTheEarlierIncarnationsRecords) {
+  const std::string url = server().stream_url("resume");
+  TestClient client;
+  client.create(url, "application/octet-stream");
+  DurableStreamsConfig config;
+  config.linger = Linger::disabled();
+  config.max_batch_records = 10;
+  (void)run_incarnation(GetParam(), url, "resume-1", ds::ProducerStart::resume, 0, 50, config);
+  const auto second = run_incarnation(GetParam(), url, "resume-1", ds::ProducerStart::resume, 0, 80, config);
+  ASSERT_EQ(second.size(), 80U);
+  for (std::size_t i = 0; i < second.size(); ++i) {
+    EXPECT_TRUE(second[i].ok);
+    EXPECT_EQ(second[i].earlier_incarnation, i < 50) << "record " << i;
+  }
+  EXPECT_EQ(client.read_all(url, false), records(0, 80));
 }
 
 // S6: the stream closed by someone else mid-pipeline ends in stream_closed on the

@@ -31,6 +31,7 @@ blocking::ProducerOptions options_for(const std::string& url, const std::string&
   o.content_type = "text/plain";
   o.producer.linger = Linger::after(0ms);
   o.producer.protocol.idempotent = DurableStreamsPolicy::IdempotentOptions{producer_id, epoch, auto_claim};
+  o.start = ds::ProducerStart::given_epoch;  // these tests manage the epochs themselves
   return o;
 }
 

@@ -71,6 +71,9 @@ asio::Producer& Adapter::Impl::cached_producer(const Json& command, const std::s
   if (is_json_content_type(o.content_type)) o.producer.protocol.body_format = DurableStreamsPolicy::BodyFormat::json;
   o.producer.protocol.idempotent =
       DurableStreamsPolicy::IdempotentOptions{producer_id, static_cast<std::uint64_t>(epoch), auto_claim};
+  // The suite's producers are the TypeScript IdempotentProducer's: exactly the epoch the
+  // test names, and a duplicate is an ordinary success (ds::ProducerStart::resume).
+  o.start = ds::ProducerStart::resume;
   // As the TypeScript adapter's cached producer: one batch in flight, no linger.
   o.producer.max_in_flight = 1;
   o.producer.linger = Linger::after(std::chrono::nanoseconds{0});
@@ -141,6 +144,9 @@ Json Adapter::Impl::idempotent_append_batch(const Json& command) {
   if (is_json_content_type(o.content_type)) o.producer.protocol.body_format = DurableStreamsPolicy::BodyFormat::json;
   o.producer.protocol.idempotent =
       DurableStreamsPolicy::IdempotentOptions{producer_id, static_cast<std::uint64_t>(epoch), auto_claim};
+  // The suite's producers are the TypeScript IdempotentProducer's: exactly the epoch the
+  // test names, and a duplicate is an ordinary success (ds::ProducerStart::resume).
+  o.start = ds::ProducerStart::resume;
   o.producer.max_in_flight = static_cast<std::uint32_t>(max_in_flight);
   tl::expected<asio::Producer, std::string> created = tl::unexpected(std::string{});
   if (max_in_flight > 1) {

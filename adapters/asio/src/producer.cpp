@@ -250,7 +250,7 @@ struct Producer::Impl : std::enable_shared_from_this<Producer::Impl> {
 // ---- Producer ---------------------------------------------------------------------------
 
 tl::expected<Producer, std::string> Producer::create(net::any_io_executor executor, ProducerOptions options) {
-  auto client = ds::ProducerClient::create(options);
+  auto client = ds::ProducerClient::create(options, std::chrono::system_clock::now());
   if (!client) return tl::unexpected(client.error());
   auto session = Session::create(std::move(executor), client->url(), options.session);
   if (!session) return tl::unexpected(session.error());
@@ -259,7 +259,7 @@ tl::expected<Producer, std::string> Producer::create(net::any_io_executor execut
 
 tl::expected<Producer, std::string> Producer::attach(std::shared_ptr<Session> session, ProducerOptions options) {
   if (!session) return tl::unexpected(std::string{"session: null"});
-  auto client = ds::ProducerClient::create(options);
+  auto client = ds::ProducerClient::create(options, std::chrono::system_clock::now());
   if (!client) return tl::unexpected(client.error());
   const ds::StreamUrl& url = client->url();
   if (url.host != session->host() || url.port != session->port()) {

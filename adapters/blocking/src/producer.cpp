@@ -400,7 +400,7 @@ RecordResult RecordTicket::wait() const {
 // ---- Producer --------------------------------------------------------------------------------
 
 tl::expected<Producer, std::string> Producer::create(ProducerOptions options) {
-  auto client = ds::ProducerClient::create(options);
+  auto client = ds::ProducerClient::create(options, std::chrono::system_clock::now());
   if (!client) return tl::unexpected(client.error());
   auto session = Session::create(client->url(), options.session);
   if (!session) return tl::unexpected(session.error());
@@ -412,7 +412,7 @@ tl::expected<Producer, std::string> Producer::create(ProducerOptions options) {
 
 tl::expected<Producer, std::string> Producer::attach(std::shared_ptr<Session> session, ProducerOptions options) {
   if (!session) return tl::unexpected(std::string{"session: null"});
-  auto client = ds::ProducerClient::create(options);
+  auto client = ds::ProducerClient::create(options, std::chrono::system_clock::now());
   if (!client) return tl::unexpected(client.error());
   const ds::StreamUrl& url = client->url();
   if (url.host != session->host() || url.port != session->port()) {

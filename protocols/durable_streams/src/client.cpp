@@ -51,12 +51,37 @@ std::optional<std::string> validate(const ProducerOptions& o) {
   return std::nullopt;
 }
 
-tl::expected<ProducerClient, std::string> ProducerClient::create(const ProducerOptions& options) {
+DurableStreamsConfig starting_config(const ProducerOptions& options, std::chrono::system_clock::time_point wall_now) {
+  DurableStreamsConfig config = options.producer;
+  if (!config.protocol.idempotent) return config;
+  auto& id = *config.protocol.idempotent;
+  switch (options.start) {
+    case ProducerStart::fresh_epoch: {
+      const auto us = std::chrono::duration_cast<std::chrono::microseconds>(wall_now.time_since_epoch()).count();
+      const auto clock_epoch = static_cast<std::uint64_t>(std::max<std::int64_t>(us, 0));
+      id.epoch = std::min(std::max(id.epoch, clock_epoch), DurableStreamsPolicy::kMaxSequenceValue);
+      id.first_attempt_duplicates = FirstAttemptDuplicates::fail;
+      break;
+    }
+    case ProducerStart::given_epoch: id.first_attempt_duplicates = FirstAttemptDuplicates::fail; break;
+    case ProducerStart::resume: id.first_attempt_duplicates = FirstAttemptDuplicates::accept; break;
+  }
+  return config;
+}
+
+tl::expected<ProducerClient, std::string> ProducerClient::create(const ProducerOptions& options,
+                                                                 std::chrono::system_clock::time_point wall_now) {
   if (auto why = validate(options)) return tl::unexpected(std::move(*why));
-  auto url = StreamUrl::parse(options.url);
-  auto core = DurableStreamsProducer::create(options.producer);
+  if (options.start != ProducerStart::fresh_epoch && options.start != ProducerStart::given_epoch &&
+      options.start != ProducerStart::resume) {
+    return tl::unexpected(std::string{"start: must be fresh_epoch, given_epoch or resume"});
+  }
+  ProducerOptions started = options;
+  started.producer = starting_config(options, wall_now);
+  auto url = StreamUrl::parse(started.url);
+  auto core = DurableStreamsProducer::create(started.producer);
   if (!core) return tl::unexpected("producer." + core.error().message());
-  return ProducerClient(options, std::move(*url), std::move(*core));
+  return ProducerClient(std::move(started), std::move(*url), std::move(*core));
 }
 
 ProducerClient::ProducerClient(ProducerOptions options, StreamUrl url, DurableStreamsProducer core)

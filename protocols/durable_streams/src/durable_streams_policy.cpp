@@ -25,6 +25,10 @@ std::optional<ConfigError> DurableStreamsPolicy::validate(const Options& options
                          "must be visible ASCII (0x21..0x7e) to travel in the Producer-Id header"};
     }
   }
+  if (id.first_attempt_duplicates != FirstAttemptDuplicates::accept &&
+      id.first_attempt_duplicates != FirstAttemptDuplicates::fail) {
+    return ConfigError{"protocol.idempotent.first_attempt_duplicates", "must be accept or fail"};
+  }
   if (id.epoch > kMaxSequenceValue) {
     return ConfigError{"protocol.idempotent.epoch",
                        "must be in 0..9007199254740991 (got " + std::to_string(id.epoch) + ")"};

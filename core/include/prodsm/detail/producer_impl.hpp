@@ -38,6 +38,7 @@ struct alignas(64) Producer<Policy>::Impl {
         ring(config.max_unacked_batches),
         rng{config.retry.jitter_seed} {
     pool_limit = static_cast<std::size_t>(config.max_in_flight) + 2;
+    probe_pending = policy.fails_first_attempt_duplicates();
     pool.reserve(pool_limit);
     actions.reserve(static_cast<std::size_t>(config.max_in_flight) * 2 + 16);
   }
@@ -79,6 +80,7 @@ struct alignas(64) Producer<Policy>::Impl {
   std::optional<tl::expected<void, Error>> close_result;
   bool capacity_wanted = false;  ///< a would_block was reported (R1)
   bool claim_pending = false;    ///< S5: one batch in flight until the claim is acked
+  bool probe_pending = false;    ///< S3: one batch in flight until the epoch's first ack
   std::uint64_t claim_batch_id = 0;
   std::optional<Ack> last_completed_ack;  ///< E5 order check, when the policy has positions
   detail::SplitMix64 rng;
@@ -198,7 +200,7 @@ struct alignas(64) Producer<Policy>::Impl {
   /// batch that waits (open, backoff, parked), so resends keep batch order (E4, S4).
   void pump() {
     if (!live()) return;
-    const std::uint32_t limit = claim_pending ? 1U : config.max_in_flight;
+    const std::uint32_t limit = (claim_pending || probe_pending) ? 1U : config.max_in_flight;
     std::uint32_t i = send_scan;
     while (i < size) {
       Batch& b = at(i);
@@ -763,10 +765,25 @@ struct alignas(64) Producer<Policy>::Impl {
     if (Policy::is_duplicate(ack)) {  // S3
       ++stats.duplicates;
       stats.duplicate_records += b->count;
-      // Nothing of ours can have reached the server before: an earlier session with the
-      // same producer id and epoch appended these seqs (a resumed run, or an id reused).
-      if (b->attempt == 1 && !b->ambiguous) stats.first_attempt_duplicate_records += b->count;
+      // Nothing of ours can have reached the server before: an earlier incarnation with
+      // the same producer id and epoch appended these seqs (a resumed run, or an id and
+      // epoch reused).
+      if (b->attempt == 1 && !b->ambiguous) {
+        stats.first_attempt_duplicate_records += b->count;
+        if (policy.fails_first_attempt_duplicates()) {
+          b->state = BatchState::queued;
+          fail_terminal(make_error(ErrorCode::protocol_error, Certainty::definite, false,
+                                   "batch " + std::to_string(b->id) +
+                                       " was answered as a duplicate on its first attempt: the server already "
+                                       "holds its (producer id, epoch, seq) from an earlier incarnation, so none "
+                                       "of its records were appended by this producer"),
+                        b);
+          return;
+        }
+        Policy::mark_earlier_incarnation(ack);
+      }
     }
+    probe_pending = false;  // the epoch's first batch is acknowledged: pipeline from now on
     b->ack = std::move(ack);
     advance_head();
     pump();

@@ -27,6 +27,20 @@ enum class DurableStreamsBodyFormat : std::uint8_t {
           ///< flattens that one array level (application/json streams)
 };
 
+/// What a duplicate (204) answering a batch's *first* attempt means (S3). Nothing of ours
+/// can have reached the server before that attempt, so the server holds those
+/// (producer id, epoch, seq) from another incarnation: none of the batch's records were
+/// appended by this producer.
+enum class FirstAttemptDuplicates : std::uint8_t {
+  /// Complete the batch successfully with `Ack::earlier_incarnation` set: resuming an
+  /// interrupted run whose batches repeat exactly.
+  accept,
+  /// Fail the producer (terminal `protocol_error`, definite: nothing of the batch was
+  /// appended), and keep one batch in flight until the first one of the epoch is
+  /// acknowledged, so a reused (producer id, epoch) fails before anything is appended.
+  fail,
+};
+
 /// Idempotent producer identity (S2, S5). Seq is per batch (per request).
 /// (Declared at namespace scope, not nested, so std::optional of it is usable inside
 /// the policy on every compiler.)
@@ -38,6 +52,9 @@ struct DurableStreamsIdempotentOptions {
   /// On 403 stale epoch, claim server epoch + 1 and renumber the unacked batches
   /// from seq 0 instead of failing (S5).
   bool auto_claim = false;
+  /// A duplicate answering a first attempt: accepted (and flagged) or a failure (S3).
+  /// Default accept; the adapters' ProducerOptions::start chooses per start mode.
+  FirstAttemptDuplicates first_attempt_duplicates = FirstAttemptDuplicates::accept;
   friend bool operator==(const DurableStreamsIdempotentOptions&, const DurableStreamsIdempotentOptions&) = default;
 };
 
@@ -75,6 +92,10 @@ class DurableStreamsPolicy {
     std::string next_offset;
     /// True when the server reported the batch as an already-applied duplicate (S3).
     bool duplicate = false;
+    /// With `duplicate`: the batch's first attempt was answered so, so an earlier
+    /// incarnation with the same producer id and epoch appended those seqs — not this
+    /// producer (set by the core, FirstAttemptDuplicates::accept).
+    bool earlier_incarnation = false;
     friend bool operator==(const Ack&, const Ack&) = default;
   };
 
@@ -160,6 +181,12 @@ class DurableStreamsPolicy {
   }
   /// True when the ack reports a duplicate (S3).
   [[nodiscard]] static bool is_duplicate(const Ack& ack) noexcept { return ack.duplicate; }
+  /// Marks a duplicate that answered a first attempt (S3: not appended by us).
+  static void mark_earlier_incarnation(Ack& ack) noexcept { ack.earlier_incarnation = true; }
+  /// True when a duplicate answering a first attempt fails the producer (S3).
+  [[nodiscard]] bool fails_first_attempt_duplicates() const noexcept {
+    return options_.idempotent && options_.idempotent->first_attempt_duplicates == FirstAttemptDuplicates::fail;
+  }
 
   /// The current epoch and the seq the next sealed batch gets.
   [[nodiscard]] std::uint64_t epoch() const noexcept { return epoch_; }

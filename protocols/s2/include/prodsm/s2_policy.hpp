@@ -122,6 +122,10 @@ class S2Policy {
     (void)ack;
     return false;
   }
+  /// S2 has no duplicates (is_duplicate is false): nothing to mark.
+  static void mark_earlier_incarnation(Ack& ack) noexcept { (void)ack; }
+  /// S2 has no duplicates: never.
+  [[nodiscard]] static bool fails_first_attempt_duplicates() noexcept { return false; }
   /// The options the policy was built from.
   [[nodiscard]] const Options& options() const noexcept { return options_; }
   /// The match_seq_num the next sealed batch gets, when sequenced.

@@ -23,6 +23,7 @@
 /// the bounded, jittered retries of stream-close requests (E4), and the bound on
 /// records accepted but not yet delivered (max_pending_records, R3).
 
+#include <chrono>
 #include <cstddef>
 #include <cstdint>
 #include <deque>
@@ -44,6 +45,30 @@
 
 namespace prodsm::ds {
 
+/// How an idempotent producer starts (S2, S3, S5): what a restart with the same
+/// producer id does. Kafka's idempotent producer gets a fresh identity at every start;
+/// prodsm keeps the producer id (so a new incarnation still fences an old one, S5) and
+/// starts a fresh epoch instead. See docs/design.md ("Restarts").
+enum class ProducerStart : std::uint8_t {
+  /// Default. A new incarnation: the epoch is the larger of the configured one and the
+  /// microseconds since the Unix epoch at creation (below 2^53 until the year 2255), so it
+  /// is above every earlier start's; a new epoch starts at seq 0, so no batch can be
+  /// deduplicated against an earlier incarnation, and the new incarnation fences the old
+  /// ones. A duplicate answering a first attempt — only a colliding incarnation or a
+  /// dishonest server can send one — fails the producer (FirstAttemptDuplicates::fail).
+  fresh_epoch,
+  /// Exactly the configured epoch (epochs managed by the caller). A (producer id, epoch)
+  /// used before fails at the first batch, before anything is appended
+  /// (FirstAttemptDuplicates::fail, one batch in flight until the first ack).
+  given_epoch,
+  /// Continue an earlier incarnation: exactly the configured epoch, and duplicates
+  /// answering first attempts are accepted and reported (RecordAck::earlier_incarnation):
+  /// finishing an interrupted run whose batches repeat exactly — the same records in the
+  /// same batches (e.g. linger disabled and a fixed max_batch_records), since the server
+  /// deduplicates per batch.
+  resume,
+};
+
 /// Configuration shared by both adapters' producers (each adds its callback executor).
 struct ProducerOptions {
   /// The stream: `http://host[:port]/path`.
@@ -53,6 +78,9 @@ struct ProducerOptions {
   std::string content_type = "application/octet-stream";
   /// The core's configuration (linger, limits, retry, idempotent producer, ...).
   DurableStreamsConfig producer{};
+  /// With an idempotent producer: what this start is (default a fresh epoch, so a
+  /// restart never has its records deduplicated away).
+  ProducerStart start = ProducerStart::fresh_epoch;
   /// Connection settings of the session the producer creates (ignored when attached to
   /// a session): pipelined or pool mode, timeouts, stall detection, limits.
   http::TransportOptions session{};
@@ -73,6 +101,12 @@ struct ProducerOptions {
 /// "content_type: ...", "producer.max_batch_bytes: ...", "session.max_connections: ...",
 /// "max_pending_records: ..."), or nullopt.
 std::optional<std::string> validate(const ProducerOptions& options);
+
+/// The core configuration `options.start` gives at wall-clock time `wall_now` (a
+/// parameter: nothing here reads a clock): for fresh_epoch the epoch
+/// max(producer.protocol.idempotent->epoch, microseconds since the Unix epoch), and each
+/// mode's FirstAttemptDuplicates. Unchanged without an idempotent producer.
+DurableStreamsConfig starting_config(const ProducerOptions& options, std::chrono::system_clock::time_point wall_now);
 
 /// One HTTP request the client wants sent; report its outcome with handle_outcome(tag).
 struct ClientRequest {
@@ -102,8 +136,10 @@ using ClientEvent = std::variant<RecordsCompleted, BarrierCompleted, Closed, Cap
 /// The Durable Streams producer client (see the file comment). Movable.
 class ProducerClient {
  public:
-  /// Validates `options` (see validate()) and builds the client.
-  static tl::expected<ProducerClient, std::string> create(const ProducerOptions& options);
+  /// Validates `options` (see validate()) and builds the client, starting as
+  /// `options.start` says at wall-clock time `wall_now` (starting_config).
+  static tl::expected<ProducerClient, std::string> create(const ProducerOptions& options,
+                                                          std::chrono::system_clock::time_point wall_now);
 
   ProducerClient(ProducerClient&&) noexcept = default;             ///< movable
   ProducerClient& operator=(ProducerClient&&) noexcept = default;  ///< movable
@@ -167,7 +203,8 @@ class ProducerClient {
   [[nodiscard]] const DurableStreamsProducer& core() const noexcept { return core_; }
   /// The parsed stream URL.
   [[nodiscard]] const StreamUrl& url() const noexcept { return url_; }
-  /// The options the client was created with.
+  /// The options the client was created with (`producer` as starting_config made it:
+  /// the epoch in use).
   [[nodiscard]] const ProducerOptions& options() const noexcept { return options_; }
   /// Records accepted whose outcome the adapter has not yet delivered (R3).
   [[nodiscard]] std::uint64_t pending_records() const noexcept { return accepted_ - delivered_; }

@@ -30,6 +30,10 @@ struct RecordAck {
   [[nodiscard]] const std::string& next_offset() const { return batch_ack->next_offset; }
   /// The batch was a duplicate of one already appended (S3).
   [[nodiscard]] bool duplicate() const { return batch_ack->duplicate; }
+  /// A duplicate answering the batch's first attempt: an earlier incarnation with the
+  /// same producer id and epoch appended those seqs, not this producer (S3; only with
+  /// ProducerStart::resume — the other start modes fail instead).
+  [[nodiscard]] bool earlier_incarnation() const { return batch_ack->earlier_incarnation; }
 };
 
 /// A record's outcome: durable, or the error that failed it (E1, E2, C5).
