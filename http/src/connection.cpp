@@ -87,11 +87,11 @@ void Connection::enqueue(Instant now, Request request) {
   (void)now;
   if (!can_accept() || request.bytes.empty()) {
     ++transport_failures_;
-    outcomes_.push_back(Outcome{request.id, tl::unexpected(make_error(
-                                                ErrorCode::unavailable, Certainty::definite, true,
-                                                request.bytes.empty() ? "empty request"
-                                                                      : "the connection to " + options_.peer +
-                                                                            " takes no more requests"))});
+    outcomes_.push_back(Outcome{
+        request.id, tl::unexpected(make_error(
+                        ErrorCode::unavailable, Certainty::definite, true,
+                        request.bytes.empty() ? "empty request"
+                                              : "the connection to " + options_.peer + " takes no more requests"))});
     return;
   }
   const bool becomes_head = outstanding() == 0;
@@ -120,6 +120,7 @@ WriteView Connection::take_write(Instant now) {
     pos = e.end();
   }
   handed_end_ = pos;
+  write_started_at_ = now;
   return view;
 }
 
@@ -128,11 +129,14 @@ void Connection::on_written(Instant now, std::size_t bytes) {
   written_pos_ += std::min<std::uint64_t>(bytes, handed_end_ - written_pos_);
   handed_end_ = written_pos_;  // the write ended; an unwritten rest is handed out again
   for (Entry& e : entries_) {
-    if (e.end() > written_pos_) break;
-    if (!e.written) {
-      e.written = true;
-      e.written_at = now;
-      ++requests_written_;
+    if (e.end() <= written_pos_) {
+      if (!e.written) {
+        e.written = true;
+        e.written_at = now;
+        ++requests_written_;
+      }
+    } else if (e.start >= written_pos_ && !e.responded) {
+      e.handed = false;  // none of its bytes reached the socket: definite again (E2)
     }
   }
   retire();
@@ -221,6 +225,13 @@ void Connection::handle_timeout(Instant now, Duration stall_timeout_ns) {
     return;
   }
   if (state_ != State::open) return;
+  if (write_in_progress() && now >= saturating_add(write_started_at_, options_.request_timeout_ns)) {
+    // A write that never ends (a server that stopped reading) would hold every request
+    // behind it without a deadline.
+    fail_all("writing the request did not finish within " + milliseconds_text(options_.request_timeout_ns),
+             Cause::lost);
+    return;
+  }
   const Entry* h = head_entry();
   if (h == nullptr || !h->handed) return;
   if (now >= saturating_add(h->handed_at, options_.request_timeout_ns)) {
@@ -253,9 +264,12 @@ std::optional<Duration> Connection::poll_wait_sample() {
 std::optional<Instant> Connection::next_deadline(Duration stall_timeout_ns) const {
   if (state_ == State::connecting) return connect_deadline_;
   if (state_ != State::open) return std::nullopt;
+  std::optional<Instant> write_deadline;
+  if (write_in_progress()) write_deadline = saturating_add(write_started_at_, options_.request_timeout_ns);
   const Entry* h = head_entry();
-  if (h == nullptr || !h->handed) return std::nullopt;
+  if (h == nullptr || !h->handed) return write_deadline;
   Instant when = saturating_add(h->handed_at, options_.request_timeout_ns);
+  if (write_deadline) when = std::min(when, *write_deadline);
   if (stall_timeout_ns.count() > 0 && h->request.retry_safe && !response_started_) {
     if (const auto due = head_due()) when = std::min(when, saturating_add(*due, stall_timeout_ns));
   }
@@ -294,7 +308,10 @@ void Connection::fail_all(const std::string& why, Cause cause) {
   for (std::size_t i = resp_; i < entries_.size(); ++i) {
     Entry& e = entries_[i];
     Error error;
-    if (e.handed) {
+    // Behind a closing response the server processed nothing more (RFC 9112 9.6), so a
+    // request handed out there is definite too (connection.hpp, third rule); any other
+    // loss of a handed-out request leaves its outcome unknown.
+    if (e.handed && cause != Cause::closed_after) {
       error = make_error(ErrorCode::connection_lost, Certainty::indefinite, true, why);
     } else {
       switch (cause) {

@@ -86,9 +86,8 @@ bool Pool::knows(ConnectionId id) const noexcept {
 }
 
 std::size_t Pool::live_connections() const noexcept {
-  return static_cast<std::size_t>(std::count_if(slots_.begin(), slots_.end(), [](const Slot& s) {
-    return s.connection.state() != Connection::State::closed;
-  }));
+  return static_cast<std::size_t>(std::count_if(
+      slots_.begin(), slots_.end(), [](const Slot& s) { return s.connection.state() != Connection::State::closed; }));
 }
 
 std::size_t Pool::outstanding() const noexcept {
@@ -100,6 +99,12 @@ std::size_t Pool::outstanding() const noexcept {
 // ---- requests ------------------------------------------------------------------------------
 
 void Pool::enqueue(Instant now, Request request) {
+  connects_paused_ = false;  // a new request may try a connection again
+  if (request.bytes.empty()) {
+    outcomes_.push_back(Outcome{
+        request.id, tl::unexpected(make_error(ErrorCode::unavailable, Certainty::definite, false, "empty request"))});
+    return;
+  }
   if (closed_) {
     outcomes_.push_back(Outcome{request.id, tl::unexpected(make_error(ErrorCode::closed, Certainty::definite, false,
                                                                       "the connection pool is closed"))});
@@ -120,6 +125,8 @@ void Pool::close(Instant now) {
   (void)now;
   if (closed_) return;
   closed_ = true;
+  // Connects not yet carried out never happen: their slots are closed below.
+  std::erase_if(commands_, [](const IoCommand& c) { return std::holds_alternative<Connect>(c); });
   for (Slot& s : slots_) {
     const auto before = s.connection.state();
     s.connection.close("the connection pool was closed");
@@ -182,7 +189,8 @@ void Pool::dispatch(Instant now) {
       if (target == nullptr) {
         // Open connections for the requests no connecting one will take; the queue's
         // head goes to whichever connection is ready first, so order is kept.
-        if (connecting < queue_.size() && live_connections() < options_.transport.max_connections) {
+        if (!connects_paused_ && connecting < queue_.size() &&
+            live_connections() < options_.transport.max_connections) {
           open_connection(now);
           continue;
         }
@@ -205,18 +213,22 @@ void Pool::after_event(Slot& slot, Connection::State before) {
   if (c.state() == Connection::State::closed && !slot.close_sent) {
     slot.close_sent = true;
     commands_.emplace_back(Close{slot.id});
-    if (c.closed_by_stall() && stall_backoff_ < 16) {
-      ++stalls_;
-      ++stall_backoff_;  // until the next response: a server slower than measured is waited for longer
+    if (c.closed_by_stall()) {
+      ++stalls_;  // every replacement counts, also once the doubling below is capped
+      // Until the next response: a server slower than measured is waited for longer.
+      if (stall_backoff_ < 16) ++stall_backoff_;
     }
     if (before == Connection::State::connecting && !closed_) {
       ++connect_failures_;
       // Nothing else can take the queued requests now: fail them with the same cause
       // rather than reconnect in a loop (the caller's retry opens the next connection).
-      const bool any_open = std::any_of(slots_.begin(), slots_.end(), [](const Slot& s) {
-        return s.connection.state() == Connection::State::open;
+      const bool any_live = std::any_of(slots_.begin(), slots_.end(), [](const Slot& s) {
+        return s.connection.state() != Connection::State::closed;
       });
-      if (!any_open) {
+      // With a connection still open or connecting, the queue waits for it; no further
+      // connect is tried until a new request comes or a connect succeeds (no loop).
+      connects_paused_ = true;
+      if (!any_live) {
         for (Request& r : std::exchange(queue_, {})) {
           outcomes_.push_back(Outcome{
               r.id, tl::unexpected(make_error(ErrorCode::unavailable, Certainty::definite, true, c.close_reason()))});
@@ -252,6 +264,7 @@ void Pool::on_connected(ConnectionId id, Instant now) {
   if (s == nullptr || s->connection.state() != Connection::State::connecting) return;
   s->connection.on_connected(now);
   ++connections_opened_;
+  connects_paused_ = false;
   after_event(*s, Connection::State::connecting);
   dispatch(now);
   sweep();
@@ -317,10 +330,16 @@ void Pool::on_error(ConnectionId id, Instant now, std::string_view why) {
 
 Duration Pool::stall_timeout() const noexcept {
   if (!options_.transport.stall.enabled) return Duration{0};
+  const Duration limit = options_.transport.request_timeout_ns;
   Duration base =
       have_sample_ ? 2 * std::max(wait_max_current_, wait_max_previous_) : options_.transport.stall.initial_ns;
-  for (std::uint32_t i = 0; i < stall_backoff_ && base < options_.transport.request_timeout_ns; ++i) base *= 2;
-  return std::clamp(base, options_.transport.stall.min_ns, options_.transport.request_timeout_ns);
+  // Double the timeout in use, not a measured base below min_ns (min_ns would absorb
+  // the doubling, so a stall would not lengthen the wait); and min() rather than
+  // clamp(): stall.min_ns may exceed request_timeout_ns (both valid), which clamp()
+  // forbids (undefined behaviour).
+  base = std::max(base, options_.transport.stall.min_ns);
+  for (std::uint32_t i = 0; i < stall_backoff_ && base < limit; ++i) base *= 2;
+  return std::min(base, limit);
 }
 
 /// Sliding maximum of the head-of-line waits: two buckets of kWaitBucket samples, so a

@@ -6,8 +6,8 @@
 #include <new>
 #include <utility>
 
-#include "prodsm/http/response_parser.hpp"
 #include "prodsm/http/detail/text.hpp"
+#include "prodsm/http/response_parser.hpp"
 
 namespace prodsm::http {
 namespace {

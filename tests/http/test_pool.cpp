@@ -1,5 +1,678 @@
 // SPDX-License-Identifier: Apache-2.0
-// http::Pool on byte scripts (placeholder; the real tests follow).
+// http::Pool on byte scripts: both connection modes keep requests in enqueue order, a
+// dying connection fails its own requests (E2) and moves none, failed connects do not
+// loop, close() fails everything, the stall timeout adapts, options are validated and
+// the queue is bounded (R3). Virtual time only, no sockets.
 #include <gtest/gtest.h>
 
 #include "prodsm/http/pool.hpp"
+#include "script.hpp"
+
+namespace prodsm::http::test {
+namespace {
+
+using Ids = std::vector<std::uint64_t>;
+
+// ---- pipelined mode ------------------------------------------------------------------------
+
+// Pipelined mode carries every request on one connection, written in enqueue order, answered in order.
+TEST(HttpPool, PipelinedModeUsesOneConnectionInEnqueueOrder) {
+  PoolScript s;
+  for (std::uint64_t id = 1; id <= 3; ++id) s.enqueue(get(id));
+  auto c = s.commands();
+  EXPECT_EQ(c.connects, Ids{1});
+  EXPECT_TRUE(c.writes.empty()) << "nothing to write before the connect";
+  s.connect(1);
+  EXPECT_EQ(s.commands().writes, Ids{1});
+  EXPECT_EQ(s.write_all(1), request_bytes(1) + request_bytes(2) + request_bytes(3));
+  s.feed(1, ok("1") + ok("2") + ok("3"));
+  const auto out = s.outcomes();
+  ASSERT_EQ(out.size(), 3U);
+  for (std::size_t i = 0; i < 3; ++i) EXPECT_TRUE(IsResponse(out[i], i + 1, 200, std::to_string(i + 1)));
+  s.enqueue(get(4));
+  c = s.commands();
+  EXPECT_TRUE(c.connects.empty()) << "the connection is reused";
+  EXPECT_EQ(c.writes, Ids{1});
+  EXPECT_EQ(s.write_all(1), request_bytes(4));
+  EXPECT_EQ(s.pool().stats().connections_opened, 1U);
+  EXPECT_EQ(s.pool().stats().requests_written, 4U);
+  EXPECT_EQ(s.pool().stats().responses, 3U);
+}
+
+// Past max_pipelined_requests, requests wait in the pool's queue and go out in order as answers free places.
+TEST(HttpPool, PipelinedQueueWaitsForAFreePlace) {
+  PoolOptions o = pool_options();
+  o.transport.max_pipelined_requests = 2;
+  PoolScript s(o);
+  for (std::uint64_t id = 1; id <= 4; ++id) s.enqueue(get(id));
+  s.connect(1);
+  EXPECT_EQ(s.pool().outstanding(), 4U);
+  EXPECT_EQ(s.write_all(1), request_bytes(1) + request_bytes(2));
+  s.feed(1, ok());
+  EXPECT_EQ(s.write_all(1), request_bytes(3));
+  s.feed(1, ok() + ok());
+  EXPECT_EQ(s.write_all(1), request_bytes(4));
+  s.feed(1, ok());
+  const auto out = s.outcomes();
+  ASSERT_EQ(out.size(), 4U);
+  for (std::size_t i = 0; i < 4; ++i) EXPECT_TRUE(IsResponse(out[i], i + 1, 200));
+  EXPECT_EQ(s.commands().connects, Ids{1});
+}
+
+// ---- pool mode -----------------------------------------------------------------------------
+
+// Pool mode: the queue head goes to the first connection that opens, so requests go out in enqueue order.
+TEST(HttpPool, PoolModeKeepsEnqueueOrderAcrossConnections) {
+  PoolOptions o = pool_options(ConnectionMode::pool);
+  o.transport.max_connections = 3;
+  PoolScript s(o);
+  for (std::uint64_t id = 1; id <= 3; ++id) s.enqueue(get(id));
+  EXPECT_EQ(s.commands().connects, (Ids{1, 2, 3}));
+  s.connect(3);  // the newest connection opens first: it takes the oldest request
+  EXPECT_EQ(s.commands().writes, Ids{3});
+  EXPECT_EQ(s.write_all(3), request_bytes(1));
+  s.connect(1);
+  EXPECT_EQ(s.write_all(1), request_bytes(2));
+  s.connect(2);
+  EXPECT_EQ(s.write_all(2), request_bytes(3));
+  s.feed(2, ok("c"));
+  s.feed(3, ok("a"));
+  s.feed(1, ok("b"));
+  const auto out = s.outcomes();
+  ASSERT_EQ(out.size(), 3U);
+  EXPECT_TRUE(IsResponse(out[0], 3, 200, "c"));
+  EXPECT_TRUE(IsResponse(out[1], 1, 200, "a"));
+  EXPECT_TRUE(IsResponse(out[2], 2, 200, "b"));
+}
+
+// Pool mode: a request never goes out ahead of an older queued one; an idle connection takes the queue head.
+TEST(HttpPool, PoolModeNeverSendsAheadOfAnOlderQueuedRequest) {
+  PoolOptions o = pool_options(ConnectionMode::pool);
+  o.transport.max_connections = 2;
+  PoolScript s(o);
+  for (std::uint64_t id = 1; id <= 4; ++id) s.enqueue(get(id));
+  EXPECT_EQ(s.commands().connects, (Ids{1, 2})) << "no more than max_connections";
+  s.connect(1);
+  EXPECT_EQ(s.write_all(1), request_bytes(1));
+  s.feed(1, ok());  // connection 1 idle again: it takes request 2, not a later one
+  EXPECT_EQ(s.write_all(1), request_bytes(2));
+  s.connect(2);
+  EXPECT_EQ(s.write_all(2), request_bytes(3));
+  s.feed(2, ok());
+  EXPECT_EQ(s.write_all(2), request_bytes(4));
+  EXPECT_TRUE(s.take(1).empty()) << "one request outstanding per connection";
+  EXPECT_TRUE(s.commands().connects.empty());
+}
+
+// Pool mode: an idle open connection is reused rather than a new one opened.
+TEST(HttpPool, PoolModeReusesAnIdleConnection) {
+  PoolScript s(pool_options(ConnectionMode::pool));
+  s.enqueue(get(1));
+  s.connect(1);
+  s.round_trip(1, 1ms, ok());
+  s.commands();
+  s.enqueue(get(2));
+  const auto c = s.commands();
+  EXPECT_TRUE(c.connects.empty());
+  EXPECT_EQ(c.writes, Ids{1});
+}
+
+// ---- faults (E2) ---------------------------------------------------------------------------
+
+// A dying connection fails its own requests (written indefinite, not written definite) and moves none elsewhere.
+TEST(E2, PoolConnectionFailureFailsItsRequestsWithoutMovingThem) {
+  PoolScript s;
+  s.enqueue(get(1));
+  s.connect(1);
+  const WriteView v = s.take(1);
+  s.enqueue(get(2));  // behind the write in progress
+  s.written(1, v.bytes);
+  s.commands();
+  s.eof(1);
+  const auto out = s.outcomes();
+  ASSERT_EQ(out.size(), 2U);
+  EXPECT_TRUE(IsFailure(out[0], 1, ErrorCode::connection_lost, Certainty::indefinite));
+  EXPECT_TRUE(IsFailure(out[1], 2, ErrorCode::connection_lost, Certainty::definite));
+  const auto c = s.commands();
+  EXPECT_EQ(c.closes, Ids{1});
+  EXPECT_TRUE(c.connects.empty()) << "request 2 is not resent on a new connection";
+  EXPECT_EQ(s.pool().outstanding(), 0U);
+  EXPECT_EQ(s.pool().stats().transport_failures, 2U);
+  s.enqueue(get(3));  // the caller's retry opens the next connection
+  EXPECT_EQ(s.commands().connects, Ids{2});
+}
+
+// Pool mode: a reset fails only the request of that connection; the other connection's request is untouched.
+TEST(E2, PoolModeResetFailsOnlyThatConnectionsRequest) {
+  PoolOptions o = pool_options(ConnectionMode::pool);
+  o.transport.max_connections = 2;
+  PoolScript s(o);
+  s.enqueue(get(1));
+  s.enqueue(get(2));
+  s.connect(1);
+  s.connect(2);
+  s.write_all(1);
+  s.write_all(2);
+  s.error(1);
+  auto out = s.outcomes();
+  ASSERT_EQ(out.size(), 1U);
+  EXPECT_TRUE(IsFailure(out[0], 1, ErrorCode::connection_lost, Certainty::indefinite));
+  s.feed(2, ok());
+  out = s.outcomes();
+  ASSERT_EQ(out.size(), 1U);
+  EXPECT_TRUE(IsResponse(out[0], 2, 200));
+}
+
+// A failed connect with no open connection fails the queued requests (`unavailable`, definite) and does not reconnect.
+TEST(E2, FailedConnectWithNoOpenConnectionFailsTheQueue) {
+  PoolOptions o = pool_options(ConnectionMode::pool);
+  o.transport.max_connections = 2;
+  PoolScript s(o);
+  for (std::uint64_t id = 1; id <= 3; ++id) s.enqueue(get(id));
+  EXPECT_EQ(s.commands().connects, (Ids{1, 2}));
+  s.connect_failed(1, "Connection refused");
+  EXPECT_TRUE(s.outcomes().empty()) << "connection 2 is still connecting: the queue waits for it";
+  EXPECT_TRUE(s.commands().connects.empty()) << "no new connect after a failure";
+  s.connect_failed(2, "Connection refused");
+  const auto out = s.outcomes();
+  ASSERT_EQ(out.size(), 3U);
+  for (std::size_t i = 0; i < 3; ++i) {
+    EXPECT_TRUE(IsFailure(out[i], i + 1, ErrorCode::unavailable, Certainty::definite));
+    EXPECT_TRUE(error_of(out[i]).retryable);
+  }
+  EXPECT_NE(error_of(out[0]).message.find("Connection refused"), std::string::npos);
+  const auto c = s.commands();
+  EXPECT_EQ(c.closes, Ids{2});
+  EXPECT_TRUE(c.connects.empty()) << "no reconnect loop";
+  EXPECT_EQ(s.pool().stats().connect_failures, 2U);
+  EXPECT_EQ(s.pool().outstanding(), 0U);
+}
+
+// A connect that fails while another connection is open and busy does not start a loop
+// of connects: the queue waits for the open one, and the next enqueue may try again.
+TEST(HttpPool, FailedConnectBesideABusyConnectionDoesNotLoop) {
+  PoolOptions o = pool_options(ConnectionMode::pool);
+  o.transport.max_connections = 3;
+  PoolScript s(o);
+  s.enqueue(get(1));
+  EXPECT_EQ(s.commands().connects, Ids{1});
+  s.connect(1);
+  (void)s.commands();
+  s.write_all(1);  // request 1 is on connection 1, waiting for its response
+  s.enqueue(get(2));
+  EXPECT_EQ(s.commands().connects, Ids{2});
+  s.connect_failed(2, "Connection refused");
+  EXPECT_TRUE(s.outcomes().empty()) << "request 2 waits for connection 1";
+  EXPECT_TRUE(s.commands().connects.empty()) << "no connect loop";
+  s.feed(1, ok());
+  auto out = s.outcomes();
+  ASSERT_EQ(out.size(), 1U);
+  EXPECT_TRUE(IsResponse(out[0], 1, 200));
+  s.write_all(1);  // request 2 goes out on connection 1, now idle
+  s.feed(1, ok());
+  out = s.outcomes();
+  ASSERT_EQ(out.size(), 1U);
+  EXPECT_TRUE(IsResponse(out[0], 2, 200));
+}
+
+// Pipelined mode: a failed connect fails the requests on the connection and those queued behind, in order.
+TEST(E2, PipelinedConnectFailureFailsConnectionAndQueueInOrder) {
+  PoolOptions o = pool_options();
+  o.transport.max_pipelined_requests = 1;
+  PoolScript s(o);
+  s.enqueue(get(1));
+  s.enqueue(get(2));  // waits in the pool's queue
+  s.connect_failed(1);
+  const auto out = s.outcomes();
+  ASSERT_EQ(out.size(), 2U);
+  EXPECT_TRUE(IsFailure(out[0], 1, ErrorCode::unavailable, Certainty::definite));
+  EXPECT_TRUE(IsFailure(out[1], 2, ErrorCode::unavailable, Certainty::definite));
+  EXPECT_TRUE(s.commands().connects == Ids{1}) << "only the first connect";
+}
+
+// The connect timeout fails the waiting requests `unavailable`, definite, at its deadline and not before (D3).
+TEST(D3, PoolConnectTimeoutFiresAtItsDeadlineNotBefore) {
+  PoolScript s(pool_options(ConnectionMode::pool));
+  s.enqueue(get(1));
+  s.commands();
+  ASSERT_EQ(s.pool().next_deadline(), at(1s));
+  s.set_now(at(1s) - 1ns);
+  s.tick();
+  s.tick();
+  EXPECT_TRUE(s.outcomes().empty());
+  EXPECT_TRUE(s.commands().empty()) << "a handle_timeout before a deadline is a no-op";
+  s.set_now(at(1s));
+  s.tick();
+  const auto out = s.outcomes();
+  ASSERT_EQ(out.size(), 1U);
+  EXPECT_TRUE(IsFailure(out[0], 1, ErrorCode::unavailable, Certainty::definite));
+  EXPECT_EQ(s.commands().closes, Ids{1});
+  EXPECT_EQ(s.pool().stats().connect_failures, 1U);
+  EXPECT_FALSE(s.pool().next_deadline().has_value());
+}
+
+// ---- idle reuse ----------------------------------------------------------------------------
+
+// A connection idle for longer than idle_reuse_limit_ns is replaced before reuse; within the limit it is reused.
+TEST(HttpPool, IdleReuseLimitReplacesAStaleConnection) {
+  PoolOptions o = pool_options();
+  o.transport.idle_reuse_limit_ns = 4s;
+  PoolScript s(o);
+  s.enqueue(get(1));
+  s.connect(1);
+  s.round_trip(1, 1s, ok());  // idle from 1 s
+  s.commands();
+  s.set_now(at(5s));  // idle exactly the limit: still reused
+  s.enqueue(get(2));
+  auto c = s.commands();
+  EXPECT_TRUE(c.connects.empty());
+  s.round_trip(1, 0s, ok());  // idle from 5 s
+  s.commands();
+  s.set_now(at(9s) + 1ns);
+  s.enqueue(get(3));
+  c = s.commands();
+  EXPECT_EQ(c.closes, Ids{1});
+  EXPECT_EQ(c.connects, Ids{2});
+  EXPECT_EQ(s.outcomes().size(), 2U) << "replacing an idle connection fails nothing";
+  s.connect(2);
+  EXPECT_EQ(s.write_all(2), request_bytes(3));
+}
+
+// Pool mode: a stale idle connection is replaced, and the request waits for the new one.
+TEST(HttpPool, PoolModeReplacesAStaleIdleConnection) {
+  PoolOptions o = pool_options(ConnectionMode::pool);
+  o.transport.idle_reuse_limit_ns = 1s;
+  PoolScript s(o);
+  s.enqueue(get(1));
+  s.connect(1);
+  s.round_trip(1, 0s, ok());
+  s.commands();
+  s.advance(2s);
+  s.enqueue(get(2));
+  const auto c = s.commands();
+  EXPECT_EQ(c.closes, Ids{1});
+  EXPECT_EQ(c.connects, Ids{2});
+  EXPECT_FALSE(s.pool().knows(ConnectionId{1}));
+}
+
+// ---- close ---------------------------------------------------------------------------------
+
+// close() fails everything (handed out indefinite, the rest `closed` definite), emits Close, refuses later requests.
+TEST(HttpPool, CloseFailsEverythingAndClosesEveryConnection) {
+  PoolOptions o = pool_options();
+  o.transport.max_pipelined_requests = 2;
+  PoolScript s(o);
+  s.enqueue(get(1));
+  s.connect(1);
+  const WriteView v = s.take(1);  // request 1 handed out, write in progress
+  s.enqueue(get(2));              // on the connection, not handed out
+  s.enqueue(get(3));              // in the pool's queue
+  s.commands();
+  s.close();
+  auto out = s.outcomes();
+  ASSERT_EQ(out.size(), 3U);
+  EXPECT_TRUE(IsFailure(out[0], 1, ErrorCode::connection_lost, Certainty::indefinite));
+  EXPECT_TRUE(IsFailure(out[1], 2, ErrorCode::closed, Certainty::definite));
+  EXPECT_TRUE(IsFailure(out[2], 3, ErrorCode::closed, Certainty::definite));
+  EXPECT_FALSE(error_of(out[2]).retryable);
+  EXPECT_EQ(s.commands().closes, Ids{1});
+  EXPECT_TRUE(s.pool().closed());
+  EXPECT_EQ(s.pool().outstanding(), 0U);
+  s.enqueue(get(4));
+  out = s.outcomes();
+  ASSERT_EQ(out.size(), 1U);
+  EXPECT_TRUE(IsFailure(out[0], 4, ErrorCode::closed, Certainty::definite));
+  EXPECT_TRUE(s.commands().empty()) << "a closed pool opens nothing";
+  s.close();
+  EXPECT_TRUE(s.outcomes().empty()) << "idempotent";
+  EXPECT_TRUE(s.commands().empty());
+  s.written(1, v.bytes);
+  EXPECT_FALSE(s.pool().knows(ConnectionId{1}));
+}
+
+// close() also closes connections still connecting (their requests fail `closed`, definite).
+TEST(HttpPool, CloseClosesConnectingConnections) {
+  PoolOptions o = pool_options(ConnectionMode::pool);
+  o.transport.max_connections = 2;
+  PoolScript s(o);
+  s.enqueue(get(1));
+  s.enqueue(get(2));
+  EXPECT_EQ(s.commands().connects, (Ids{1, 2}));
+  s.close();
+  const auto c = s.commands();
+  EXPECT_EQ(c.closes, (Ids{1, 2}));
+  const auto out = s.outcomes();
+  ASSERT_EQ(out.size(), 2U);
+  EXPECT_TRUE(IsFailure(out[0], 1, ErrorCode::closed, Certainty::definite));
+  EXPECT_TRUE(IsFailure(out[1], 2, ErrorCode::closed, Certainty::definite));
+  EXPECT_EQ(s.pool().stats().connect_failures, 0U) << "a local close is not a connect failure";
+  EXPECT_FALSE(s.pool().next_deadline().has_value());
+}
+
+// A closed connection with a write in progress keeps its bytes (and its id) until on_written reports the end.
+TEST(HttpPool, ClosedConnectionKeepsWriteBytesUntilOnWritten) {
+  PoolScript s;
+  s.enqueue(get(1));
+  s.connect(1);
+  const WriteView v = s.take(1);
+  s.feed(1, status_response(200, "Connection: close\r\n"));  // answered and closed before the write ended
+  ASSERT_EQ(s.outcomes().size(), 1U);
+  EXPECT_EQ(s.commands().closes, Ids{1});
+  EXPECT_TRUE(s.pool().knows(ConnectionId{1}));
+  s.enqueue(get(2));  // goes to a new connection; connection 1 still holds its write
+  EXPECT_EQ(s.commands().connects, Ids{2});
+  EXPECT_EQ(joined(v), request_bytes(1)) << "the bytes of the write in progress are intact";
+  s.written(1, v.bytes);
+  EXPECT_FALSE(s.pool().knows(ConnectionId{1}));
+  EXPECT_EQ(s.pool().stats().requests_written, 1U) << "a dropped connection's counters are kept";
+  EXPECT_EQ(s.pool().stats().responses, 1U);
+}
+
+// Events for an unknown or already closed connection id are ignored.
+TEST(HttpPool, EventsForUnknownOrClosedIdsAreIgnored) {
+  PoolScript s;
+  s.enqueue(get(1));
+  s.connect(1);
+  s.round_trip(1, 0ms, ok());
+  s.eof(1);  // the server closes the idle connection
+  EXPECT_EQ(s.outcomes().size(), 1U);
+  EXPECT_EQ(s.commands().closes, Ids{1});
+  EXPECT_FALSE(s.pool().knows(ConnectionId{1}));
+  for (const std::uint64_t id : {1U, 99U}) {
+    s.connect(id);
+    s.connect_failed(id);
+    EXPECT_TRUE(s.take(id).empty());
+    s.written(id, 10);
+    s.feed(id, ok());
+    s.eof(id);
+    s.error(id);
+  }
+  EXPECT_TRUE(s.outcomes().empty());
+  EXPECT_TRUE(s.commands().empty());
+  EXPECT_EQ(s.pool().stats().connections_opened, 1U);
+  EXPECT_EQ(s.pool().stats().connect_failures, 0U);
+}
+
+// ---- stall detection -----------------------------------------------------------------------
+
+// Before any measured wait the stall timeout is stall.initial_ns; disabled, it is 0.
+TEST(HttpPool, StallTimeoutIsInitialBeforeAnySample) {
+  PoolOptions o = pool_options();
+  o.transport.stall.initial_ns = 700ms;
+  EXPECT_EQ(PoolScript(o).pool().stall_timeout(), Duration{700ms});
+  o.transport.stall.enabled = false;
+  EXPECT_EQ(PoolScript(o).pool().stall_timeout(), Duration{0});
+}
+
+// After measured waits the stall timeout is twice the longest one (at least stall.min_ns).
+TEST(HttpPool, StallTimeoutIsTwiceTheLongestMeasuredWait) {
+  PoolScript s;
+  s.enqueue(get(1));
+  s.connect(1);
+  s.round_trip(1, 10ms, ok());
+  EXPECT_EQ(s.pool().stall_timeout(), Duration{20ms});
+  s.enqueue(get(2));
+  s.round_trip(1, 3ms, ok());
+  EXPECT_EQ(s.pool().stall_timeout(), Duration{20ms}) << "the longest wait counts";
+  s.enqueue(get(3));
+  s.round_trip(1, 12ms, ok());
+  EXPECT_EQ(s.pool().stall_timeout(), Duration{24ms});
+  PoolScript fast;
+  fast.enqueue(get(1));
+  fast.connect(1);
+  fast.round_trip(1, 0ms, ok());
+  EXPECT_EQ(fast.pool().stall_timeout(), fast.pool().options().transport.stall.min_ns) << "never below min_ns";
+}
+
+// The window of measured waits forgets a long wait after 128 to 256 responses.
+TEST(HttpPool, StallWindowForgetsOldWaits) {
+  PoolScript s;
+  s.enqueue(get(1));
+  s.connect(1);
+  s.round_trip(1, 30ms, ok());
+  for (std::uint64_t id = 2; id <= 255; ++id) {
+    s.enqueue(get(id));
+    s.round_trip(1, 4ms, ok());
+  }
+  EXPECT_EQ(s.pool().stall_timeout(), Duration{60ms}) << "remembered for at least 128 responses";
+  s.enqueue(get(256));
+  s.round_trip(1, 4ms, ok());
+  EXPECT_EQ(s.pool().stall_timeout(), Duration{8ms}) << "forgotten after 256";
+  EXPECT_EQ(s.outcomes().size(), 256U);
+}
+
+// A stalled retry_safe request fails indefinite, its connection is replaced, and the next request opens a new one.
+TEST(HttpPool, StallReplacesTheConnection) {
+  PoolScript s;
+  s.enqueue(get(1));
+  s.connect(1);
+  s.round_trip(1, 10ms, ok());  // stall timeout 20 ms
+  s.outcomes();
+  s.commands();
+  s.enqueue(get(2, true));
+  s.write_all(1);
+  ASSERT_EQ(s.pool().next_deadline(), s.now() + 20ms);
+  s.advance(20ms - 1ns);
+  s.tick();
+  EXPECT_TRUE(s.outcomes().empty()) << "never early";
+  s.advance(1ns);
+  s.tick();
+  const auto out = s.outcomes();
+  ASSERT_EQ(out.size(), 1U);
+  EXPECT_TRUE(IsFailure(out[0], 2, ErrorCode::connection_lost, Certainty::indefinite));
+  EXPECT_TRUE(error_of(out[0]).retryable);
+  EXPECT_EQ(s.commands().closes, Ids{1});
+  EXPECT_EQ(s.pool().stats().stalls, 1U);
+  s.enqueue(get(3, true));
+  EXPECT_EQ(s.commands().connects, Ids{2});
+}
+
+// A request that is not retry_safe is never given up by stall detection, only by the request timeout.
+TEST(HttpPool, StallDetectionOnlyForRetrySafeRequests) {
+  PoolScript s;
+  s.enqueue(get(1));
+  s.connect(1);
+  s.write_all(1);
+  EXPECT_EQ(s.pool().next_deadline(), at(10s)) << "the request timeout, not the stall timeout (1 s)";
+  s.set_now(at(5s));
+  s.tick();
+  EXPECT_TRUE(s.outcomes().empty());
+  EXPECT_EQ(s.pool().stats().stalls, 0U);
+}
+
+// Each stall doubles the stall timeout until the next response, which ends the doubling.
+TEST(HttpPool, StallTimeoutDoublesAfterAStallAndResetsOnTheNextResponse) {
+  PoolScript s;
+  s.enqueue(get(1));
+  s.connect(1);
+  s.round_trip(1, 10ms, ok());
+  ASSERT_EQ(s.pool().stall_timeout(), Duration{20ms});
+  ASSERT_EQ(s.outcomes().size(), 1U);
+  std::uint64_t conn = 1;  // stalls on connection 1, then on its replacement 2
+  for (const Duration expected : {Duration{40ms}, Duration{80ms}}) {
+    s.enqueue(get(10 + conn, true));
+    s.connect(conn);  // a no-op for the already open connection 1
+    s.write_all(conn);
+    s.advance(s.pool().stall_timeout());
+    s.tick();
+    const auto out = s.outcomes();
+    ASSERT_EQ(out.size(), 1U);
+    EXPECT_TRUE(IsFailure(out[0], 10 + conn, ErrorCode::connection_lost, Certainty::indefinite));
+    EXPECT_EQ(s.pool().stall_timeout(), expected);
+    ++conn;
+  }
+  s.enqueue(get(99, true));
+  s.connect(conn);
+  s.round_trip(conn, 5ms, ok());
+  EXPECT_EQ(s.pool().stall_timeout(), Duration{20ms}) << "a response ends the doubling";
+  EXPECT_EQ(s.pool().stats().stalls, 2U);
+}
+
+// The doubling after a stall starts from the timeout in use (min_ns), not from a smaller measured base.
+TEST(HttpPool, StallTimeoutDoublesFromTheMinimum) {
+  PoolScript s;  // stall.min_ns = 5 ms (default)
+  s.enqueue(get(1));
+  s.connect(1);
+  s.round_trip(1, 1ms, ok());  // 2 x 1 ms is below the minimum
+  ASSERT_EQ(s.pool().stall_timeout(), Duration{5ms});
+  s.enqueue(get(2, true));
+  s.write_all(1);
+  s.advance(5ms);
+  s.tick();
+  ASSERT_EQ(s.pool().stats().stalls, 1U);
+  EXPECT_EQ(s.pool().stall_timeout(), Duration{10ms}) << "a stall doubles the timeout that stalled";
+}
+
+// The stall timeout never exceeds the request timeout, even with stall.min_ns above it.
+TEST(HttpPool, StallTimeoutNeverExceedsTheRequestTimeout) {
+  PoolOptions o = pool_options();
+  o.transport.request_timeout_ns = 1s;
+  o.transport.stall.min_ns = 2s;
+  o.transport.stall.initial_ns = 2s;
+  PoolScript s(o);
+  EXPECT_LE(s.pool().stall_timeout(), Duration{1s});
+  s.enqueue(get(1));
+  s.connect(1);
+  s.round_trip(1, 0ms, ok());
+  EXPECT_EQ(s.pool().stall_timeout(), Duration{1s});
+}
+
+// Every connection replaced by stall detection is counted, also once the doubling reached its cap.
+TEST(HttpPool, EveryStallIsCounted) {
+  PoolOptions o = pool_options();
+  o.transport.request_timeout_ns = 10min;
+  o.transport.stall.min_ns = 100us;
+  o.transport.stall.initial_ns = 100us;
+  PoolScript s(o);
+  for (std::uint64_t conn = 1; conn <= 20; ++conn) {
+    s.enqueue(get(conn, true));
+    s.connect(conn);
+    s.write_all(conn);
+    const auto deadline = s.pool().next_deadline();
+    ASSERT_TRUE(deadline.has_value());
+    s.set_now(*deadline);
+    s.tick();
+    ASSERT_EQ(s.outcomes().size(), 1U) << "stall " << conn;
+  }
+  EXPECT_EQ(s.pool().stats().stalls, 20U);
+  EXPECT_LE(s.pool().stall_timeout(), Duration{10min});
+}
+
+// ---- options and bounds --------------------------------------------------------------------
+
+// validate() names the first bad field; create() refuses invalid options with that text.
+TEST(HttpPool, ValidateNamesTheBadField) {
+  const auto bad = [](auto mutate) {
+    PoolOptions o = pool_options();
+    mutate(o);
+    return o.validate().value_or("");
+  };
+  EXPECT_EQ(pool_options().validate(), std::nullopt);
+  EXPECT_EQ(bad([](PoolOptions& o) { o.host.clear(); }), "host: must not be empty");
+  EXPECT_EQ(bad([](PoolOptions& o) { o.port = 0; }), "port: must be in 1..65535 (got 0)");
+  EXPECT_EQ(bad([](PoolOptions& o) { o.transport.max_connections = 0; }), "max_connections: must be in 1..64 (got 0)");
+  EXPECT_EQ(bad([](PoolOptions& o) { o.transport.max_connections = 65; }),
+            "max_connections: must be in 1..64 (got 65)");
+  EXPECT_EQ(bad([](PoolOptions& o) { o.transport.max_pipelined_requests = 1025; }),
+            "max_pipelined_requests: must be in 1..1024 (got 1025)");
+  EXPECT_EQ(bad([](PoolOptions& o) { o.transport.connect_timeout_ns = 0ms; }).rfind("connect_timeout_ns: ", 0), 0U);
+  EXPECT_EQ(bad([](PoolOptions& o) { o.transport.request_timeout_ns = 11min; }).rfind("request_timeout_ns: ", 0), 0U);
+  EXPECT_EQ(bad([](PoolOptions& o) { o.transport.idle_reuse_limit_ns = -1ns; }).rfind("idle_reuse_limit_ns: ", 0), 0U);
+  EXPECT_EQ(bad([](PoolOptions& o) { o.transport.stall.min_ns = 50us; }).rfind("stall.min_ns: ", 0), 0U);
+  EXPECT_EQ(bad([](PoolOptions& o) { o.transport.stall.initial_ns = 1ms; }).rfind("stall.initial_ns: ", 0), 0U);
+  EXPECT_EQ(
+      bad([](PoolOptions& o) { o.transport.response_limits.max_header_bytes = 10; }).rfind("response_limits: ", 0), 0U);
+  EXPECT_EQ(bad([](PoolOptions& o) { o.transport.max_queued_requests = 0; }),
+            "max_queued_requests: must be in 1..65536 (got 0)");
+  EXPECT_EQ(bad([](PoolOptions& o) { o.transport.mode = static_cast<ConnectionMode>(7); }).rfind("mode: ", 0), 0U);
+  PoolOptions o = pool_options();
+  o.port = 0;
+  const auto created = Pool::create(o);
+  ASSERT_FALSE(created.has_value());
+  EXPECT_EQ(created.error(), "port: must be in 1..65535 (got 0)");
+}
+
+// max_queued_requests bounds the pool's queue: one more fails at once (`unavailable`, definite).
+TEST(R3, MaxQueuedRequestsBoundsThePoolQueue) {
+  PoolOptions o = pool_options(ConnectionMode::pool);
+  o.transport.max_connections = 1;
+  o.transport.max_queued_requests = 2;
+  PoolScript s(o);
+  s.enqueue(get(1));
+  s.enqueue(get(2));
+  EXPECT_TRUE(s.outcomes().empty());
+  s.enqueue(get(3));
+  auto out = s.outcomes();
+  ASSERT_EQ(out.size(), 1U);
+  EXPECT_TRUE(IsFailure(out[0], 3, ErrorCode::unavailable, Certainty::definite));
+  EXPECT_TRUE(error_of(out[0]).retryable);
+  EXPECT_NE(error_of(out[0]).message.find("max_queued_requests"), std::string::npos);
+  s.connect(1);  // request 1 leaves the queue for the connection: a place is free again
+  s.enqueue(get(4));
+  EXPECT_TRUE(s.outcomes().empty());
+  EXPECT_EQ(s.pool().outstanding(), 3U);
+}
+
+// Pool mode opens no more than max_connections connections, however many requests wait.
+TEST(R3, PoolModeOpensAtMostMaxConnections) {
+  PoolOptions o = pool_options(ConnectionMode::pool);
+  o.transport.max_connections = 3;
+  PoolScript s(o);
+  for (std::uint64_t id = 1; id <= 10; ++id) s.enqueue(get(id));
+  EXPECT_EQ(s.commands().connects, (Ids{1, 2, 3}));
+  EXPECT_EQ(s.pool().outstanding(), 10U);
+}
+
+// A spurious or repeated handle_timeout on a busy pool produces no command and no outcome.
+TEST(D3, PoolHandleTimeoutBeforeADeadlineIsANoOp) {
+  PoolOptions o = pool_options(ConnectionMode::pool);
+  o.transport.max_connections = 2;
+  PoolScript s(o);
+  for (std::uint64_t id = 1; id <= 3; ++id) s.enqueue(get(id, true));
+  s.connect(1);
+  s.write_all(1);
+  s.commands();
+  const auto deadline = s.pool().next_deadline();
+  ASSERT_EQ(deadline, at(1s)) << "connection 2's connect deadline and request 1's stall deadline";
+  for (int i = 0; i < 3; ++i) {
+    s.set_now(*deadline - 1ns);
+    s.tick();
+  }
+  EXPECT_TRUE(s.outcomes().empty());
+  EXPECT_TRUE(s.commands().empty());
+  EXPECT_EQ(s.pool().next_deadline(), deadline);
+}
+
+}  // namespace
+}  // namespace prodsm::http::test
+
+namespace prodsm::http::test {
+namespace {
+
+// An empty request is refused at once (it could never be sent), in enqueue order.
+TEST(HttpPool, EmptyRequestIsRefusedAtOnce) {
+  PoolScript s;
+  Request empty;
+  empty.id = RequestId{7};
+  s.enqueue(std::move(empty));
+  const auto out = s.outcomes();
+  ASSERT_EQ(out.size(), 1U);
+  EXPECT_TRUE(IsFailure(out[0], 7, ErrorCode::unavailable, Certainty::definite));
+  EXPECT_TRUE(s.commands().connects.empty());
+}
+
+// Connects the adapter was not yet asked to make are withdrawn by close(): nothing
+// connects only to be closed.
+TEST(HttpPool, CloseWithdrawsConnectsNotYetTaken) {
+  PoolScript s;
+  s.enqueue(get(1));  // a Connect is queued, not yet polled
+  s.close();
+  const auto c = s.commands();
+  EXPECT_TRUE(c.connects.empty());
+  const auto out = s.outcomes();
+  ASSERT_EQ(out.size(), 1U);
+  EXPECT_TRUE(IsFailure(out[0], 1, ErrorCode::closed, Certainty::definite));
+}
+
+}  // namespace
+}  // namespace prodsm::http::test

@@ -52,9 +52,9 @@ struct RequestId {
 
 /// One request: its complete bytes (head + body) and how it may be treated.
 struct Request {
-  RequestId id;        ///< echoed in the Outcome
-  std::string bytes;   ///< head + body, exactly as sent; owned by the connection until the outcome
-  bool head = false;   ///< a HEAD request: its response has no body (RFC 9110 §9.3.2)
+  RequestId id;       ///< echoed in the Outcome
+  std::string bytes;  ///< head + body, exactly as sent; owned by the connection until the outcome
+  bool head = false;  ///< a HEAD request: its response has no body (RFC 9110 §9.3.2)
   /// A resend cannot change what the server holds (an idempotent method, RFC 9110
   /// §9.2.2, or a sequenced producer append): the connection may then give up on a
   /// response that stalls (stall detection) instead of waiting for the request timeout.
@@ -71,10 +71,10 @@ struct Outcome {
 /// The spans stay valid until the connection is destroyed; the adapter reports how many
 /// bytes it wrote with on_written (in order, from the first span).
 struct WriteView {
-  static constexpr std::size_t kMaxParts = 16;        ///< requests per vectored write
+  static constexpr std::size_t kMaxParts = 16;           ///< requests per vectored write
   std::array<std::span<const char>, kMaxParts> parts{};  ///< the first `count` are the bytes, in order
-  std::size_t count = 0;                              ///< spans in use
-  std::size_t bytes = 0;                              ///< total bytes in those spans
+  std::size_t count = 0;                                 ///< spans in use
+  std::size_t bytes = 0;                                 ///< total bytes in those spans
   /// True when there is nothing to write.
   [[nodiscard]] bool empty() const noexcept { return count == 0; }
   /// The spans in use.
@@ -86,7 +86,8 @@ struct ConnectionOptions {
   std::string peer;  ///< "host:port", for messages only
   /// From creation to on_connected (ns); then the queued requests fail `unavailable`.
   Duration connect_timeout_ns = std::chrono::seconds{10};
-  /// From a request's first byte handed to a write to the last byte of its response (ns).
+  /// From a request's first byte handed to a write to the last byte of its response (ns);
+  /// also the longest a write may stay in progress.
   Duration request_timeout_ns = std::chrono::seconds{30};
   /// Bounds on each response (R3).
   ResponseLimits response_limits{};
@@ -178,16 +179,15 @@ class Connection {
   /// True when the connection closed because a retry_safe request stalled.
   [[nodiscard]] bool closed_by_stall() const noexcept { return closed_by_stall_; }
 
-
  private:
   struct Entry {
     Request request;
-    std::uint64_t start = 0;   ///< position of its first byte in the connection's write stream
-    bool responded = false;    ///< its outcome was delivered
-    bool handed = false;       ///< some byte was handed to a write (it may have reached the server)
-    Instant handed_at{};       ///< when its first byte was handed out (request timeout)
-    bool written = false;      ///< every byte confirmed written
-    Instant written_at{};      ///< when the last byte was confirmed written
+    std::uint64_t start = 0;  ///< position of its first byte in the connection's write stream
+    bool responded = false;   ///< its outcome was delivered
+    bool handed = false;      ///< some byte was handed to a write (it may have reached the server)
+    Instant handed_at{};      ///< when its first byte was handed out (request timeout)
+    bool written = false;     ///< every byte confirmed written
+    Instant written_at{};     ///< when the last byte was confirmed written
     [[nodiscard]] std::uint64_t end() const noexcept { return start + request.bytes.size(); }
   };
 
@@ -215,6 +215,7 @@ class Connection {
   std::uint64_t written_pos_ = 0;  ///< bytes confirmed written
   std::uint64_t handed_end_ = 0;   ///< end of the bytes handed to the write in progress
   std::uint64_t queued_end_ = 0;   ///< end of every queued byte
+  Instant write_started_at_{};     ///< when the write in progress was handed out
   ResponseParser parser_;
   bool response_started_ = false;   ///< a byte of the head request's response arrived
   Instant previous_response_at_{};  ///< when the previous response completed

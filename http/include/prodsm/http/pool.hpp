@@ -25,9 +25,10 @@
 ///    timeout (as TCP backs off its retransmission timeout, RFC 6298 5.5), so a server
 ///    that is merely slower than measured is soon waited for long enough; the next
 ///    response ends the doubling. Other requests wait for request_timeout_ns.
-///  - a connect that fails fails the requests waiting for it (`unavailable`, definite);
-///    the pool does not reconnect on its own: the next request (the caller's paced
-///    retry) opens the next connection.
+///  - a connect that fails fails the requests waiting for it (`unavailable`, definite)
+///    when no other connection is open or connecting (else they wait for it); the pool
+///    does not reconnect on its own: the next request (the caller's paced retry) opens
+///    the next connection.
 ///
 /// Drive rule (the same as the producer core's): after every input, drain poll_command()
 /// (Connect / Write / Close) and poll_outcome(), then arm one timer at next_deadline().
@@ -61,7 +62,9 @@ enum class ConnectionMode : std::uint8_t {
 struct StallDetection {
   /// False: only the request timeout notices a response that never comes.
   bool enabled = true;
-  /// The smallest stall timeout (ns), 100 us..10 min. Default 1 ms.
+  /// The smallest stall timeout (ns), 100 us..10 min. Default 5 ms: longer than a
+  /// young-generation GC pause of a server runtime, so a healthy server is not taken for a
+  /// stalled one.
   Duration min_ns = std::chrono::milliseconds{5};
   /// The stall timeout before the first measured wait (ns), min_ns..10 min.
   /// Default 1 s (as RFC 6298's initial retransmission timeout).
@@ -101,8 +104,8 @@ struct TransportOptions {
 
 /// Settings of a Pool: the server and how to use connections to it.
 struct PoolOptions {
-  std::string host;             ///< server host name or address (for the adapter's connect and messages)
-  std::uint16_t port = 80;      ///< server TCP port, 1..65535
+  std::string host;              ///< server host name or address (for the adapter's connect and messages)
+  std::uint16_t port = 80;       ///< server TCP port, 1..65535
   TransportOptions transport{};  ///< connection mode, timeouts, limits
 
   /// The first invalid field ("host: ...", "port: ...", or transport's), or nullopt.
@@ -126,8 +129,8 @@ struct Write {
   ConnectionId id;  ///< the connection with bytes to write
 };
 /// Close the socket of `id`. Events for it are ignored from now on, except the end of a
-/// write in progress (on_written / on_error), which the pool waits for before it frees
-/// the bytes of that write.
+/// write in progress (on_written, with the bytes written, 0 when it failed), which the
+/// pool waits for before it frees the bytes of that write.
 struct Close {
   ConnectionId id;  ///< the connection to close
 };
@@ -235,6 +238,7 @@ class Pool {
   std::deque<Outcome> outcomes_;
   std::uint64_t next_connection_id_ = 1;
   bool closed_ = false;
+  bool connects_paused_ = false;  ///< a connect failed: none until a new request or a success
   // Stall estimate: the longest head-of-line wait over a sliding window of two buckets.
   static constexpr std::uint32_t kWaitBucket = 128;  ///< samples per bucket
   bool have_sample_ = false;
