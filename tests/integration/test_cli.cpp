@@ -5,6 +5,7 @@
 #include <gtest/gtest.h>
 
 #include <fcntl.h>
+#include <sys/ioctl.h>
 #include <sys/stat.h>
 #include <sys/wait.h>
 #include <unistd.h>
@@ -256,17 +257,17 @@ TEST_F(Cli, BenchInterruptFlushesAndPrintsTheFigures) {
 
 // S3: a bench that reuses a producer id and epoch is deduplicated by the server; the run
 // says so and fails (exit 1) instead of reporting appends that did not happen.
-TEST_F(Cli, BenchDeduplicatedByAReusedProducerIdFails) {
+TEST_F(Cli, BenchWithAReusedProducerIdAndEpochFailsAndAppendsNothing) {
   const std::string u = url("bench-dup");
   // One full batch (seq 0) per run: 100 records of 10 B under a 1000 B batch, no linger timer.
-  const std::string args = " -n 100 -s 10 --max-batch-bytes 1000 --linger-ms off --producer-id fixed --json";
+  const std::string args = " -n 100 -s 10 --max-batch-bytes 1000 --linger-ms off --producer-id fixed --epoch 1 --json";
   ASSERT_EQ(prodsm("bench " + u + " --create" + args).status, 0);
   const CliRun r = prodsm("bench " + u + args);
-  EXPECT_EQ(r.status, 1) << r.err;
+  EXPECT_EQ(r.status, 3) << r.err;
   const auto figures = nlohmann::json::parse(r.out, nullptr, false);
   ASSERT_TRUE(figures.is_object()) << r.out;
-  EXPECT_EQ(figures.at("records_deduplicated"), 100);
-  EXPECT_NE(r.err.find("were not appended"), std::string::npos) << r.err;
+  EXPECT_EQ(figures.at("records_acknowledged"), 0);
+  EXPECT_NE(r.err.find("used by an earlier run; nothing of this run was appended"), std::string::npos) << r.err;
   EXPECT_EQ(client.read_all(u, false).size(), 1000U) << "the second run appended nothing";
 }
 
@@ -293,17 +294,113 @@ TEST_F(Cli, FlushFailureAfterABadLineNamesTheRealError) {
 
 // S3: a run reusing a producer id and epoch is deduplicated against the earlier run;
 // the CLI says so instead of passing over it silently.
-TEST_F(Cli, ReusedProducerIdAndEpochIsNoted) {
+TEST_F(Cli, RestartUnderAFixedProducerIdAppendsBothRuns) {
   const std::string u = url("reuse");
   ASSERT_EQ(prodsm("produce " + u + " --create --producer-id fixed -q", "a\nb\n").status, 0);
-  const CliRun r = prodsm("produce " + u + " --producer-id fixed", "c\nd\n");
+  const CliRun r = prodsm("produce " + u + " --producer-id fixed -q", "c\nd\n");
   EXPECT_EQ(r.status, 0) << r.err;
-  EXPECT_NE(r.err.find("2 records were already in the stream"), std::string::npos) << r.err;
-  EXPECT_EQ(client.read_all(u, false), "a\nb\n") << "the protocol deduplicates by (id, epoch, seq)";
-  const CliRun next = prodsm("produce " + u + " --producer-id fixed --epoch 1", "c\nd\n");
-  EXPECT_EQ(next.status, 0) << next.err;
-  EXPECT_EQ(next.err.find("already in the stream"), std::string::npos) << next.err;
-  EXPECT_EQ(client.read_all(u, false), "a\nb\nc\nd\n");
+  EXPECT_EQ(client.read_all(u, false), "a\nb\nc\nd\n") << "each run starts a fresh epoch: nothing deduplicated away";
+}
+
+// S3: exactly --epoch, reused, fails at the first batch, before anything is appended,
+// and says what to do instead.
+TEST_F(Cli, ReusedGivenEpochFailsBeforeAppendingAnything) {
+  const std::string u = url("reuse-epoch");
+  ASSERT_EQ(prodsm("produce " + u + " --create --producer-id fixed --epoch 7 -q", "a\nb\n").status, 0);
+  const CliRun r = prodsm("produce " + u + " --producer-id fixed --epoch 7 --max-batch-bytes 4", "a\nb\nc\nd\n");
+  EXPECT_EQ(r.status, 3) << r.err;
+  EXPECT_NE(r.err.find("used by an earlier run; nothing of this run was appended"), std::string::npos) << r.err;
+  EXPECT_NE(r.err.find("--resume"), std::string::npos) << r.err;
+  EXPECT_EQ(client.read_all(u, false), "a\nb\n");
+}
+
+// --resume is exact whatever the batch boundaries of either run: the second run appends
+// exactly what the stream lacks (1,001-2,000 after 1-1,000; nothing after the same
+// input with other batches).
+TEST_F(Cli, ResumeAppendsExactlyWhatTheStreamLacks) {
+  auto lines = [](int first, int last) {
+    std::string out;
+    for (int i = first; i <= last; ++i) out += std::to_string(i) + "\n";
+    return out;
+  };
+  const std::string u = url("resume");
+  ASSERT_EQ(prodsm("produce " + u + " --create -q", lines(1, 1000)).status, 0);
+  const CliRun longer = prodsm("produce " + u + " --resume --max-batch-bytes 100", lines(1, 2000));
+  EXPECT_EQ(longer.status, 0) << longer.err;
+  EXPECT_NE(longer.out.find("resumed      1000 records were already in the stream"), std::string::npos) << longer.out;
+  EXPECT_EQ(client.read_all(u, false), lines(1, 2000));
+  const CliRun same = prodsm("produce " + u + " --resume --max-batch-bytes 64 --verify", lines(1, 2000));
+  EXPECT_EQ(same.status, 0) << same.err;
+  EXPECT_NE(same.out.find("verified"), std::string::npos) << same.out;
+  EXPECT_EQ(client.read_all(u, false), lines(1, 2000)) << "nothing doubled";
+}
+
+// An interrupted run resumed on the whole input: the first run stops at SIGINT after the
+// lines it was given (they are flushed), the resumed run appends exactly the rest.
+TEST_F(Cli, InterruptedRunResumedOnTheWholeInputIsExact) {
+  const std::string u = url("resume-interrupted");
+  client.create(u, "application/octet-stream");
+  std::string all;
+  for (int i = 1; i <= 3000; ++i) all += "line " + std::to_string(i) + "\n";
+  const std::string head = all.substr(0, all.find("line 1201\n"));  // lines 1..1200
+  const std::string fifo = temp_path("resume-fifo");
+  ASSERT_EQ(::mkfifo(fifo.c_str(), 0600), 0);
+  const pid_t child = ::fork();
+  ASSERT_GE(child, 0);
+  if (child == 0) {
+    const int in = ::open(fifo.c_str(), O_RDONLY);
+    const int null = ::open("/dev/null", O_WRONLY);
+    if (in < 0 || null < 0) ::_exit(99);
+    ::dup2(in, 0);
+    ::dup2(null, 1);
+    ::dup2(null, 2);
+    ::execl(PRODSM_CLI, PRODSM_CLI, "produce", u.c_str(), "-q", "--max-batch-bytes", "700", static_cast<char*>(nullptr));
+    ::_exit(98);
+  }
+  const int out = ::open(fifo.c_str(), O_WRONLY);
+  ASSERT_GE(out, 0);
+  ASSERT_EQ(::write(out, head.data(), head.size()), static_cast<ssize_t>(head.size()));
+  std::string held;
+  for (int i = 0; i < 600 && held != head; ++i) {  // up to 30 s
+    held = client.read_all(u, false);
+    if (held != head) std::this_thread::sleep_for(std::chrono::milliseconds{50});
+  }
+  ASSERT_EQ(held, head) << "the first run never sent its lines";
+  ASSERT_EQ(::kill(child, SIGINT), 0);
+  int status = 0;
+  ASSERT_EQ(::waitpid(child, &status, 0), child);
+  ::close(out);
+  std::remove(fifo.c_str());
+  EXPECT_EQ(WEXITSTATUS(status), 130);
+  const CliRun resumed = prodsm("produce " + u + " --resume --max-batch-bytes 300", all);
+  EXPECT_EQ(resumed.status, 0) << resumed.err;
+  EXPECT_NE(resumed.out.find("resumed      1200 records"), std::string::npos) << resumed.out;
+  EXPECT_EQ(client.read_all(u, false), all) << "every line exactly once, in order";
+}
+
+// --resume in JSON mode compares values, not bytes.
+TEST_F(Cli, ResumeInJsonModeComparesValues) {
+  const std::string u = url("resume-json");
+  ASSERT_EQ(prodsm("produce " + u + " --json --create -q", "{\"a\": 1}\n[1, 2]\n").status, 0);
+  const CliRun r = prodsm("produce " + u + " --json --resume -q", "{\"a\":1}\n[1,2]\n\"three\"\n");
+  EXPECT_EQ(r.status, 0) << r.err;
+  EXPECT_EQ(client.read_all(u, true), R"([{"a":1},[1,2],"three"])");
+}
+
+// --resume refuses a stream that is not a prefix of the input, before appending
+// anything: another input, or a stream that holds more than the input.
+TEST_F(Cli, ResumeRefusesAStreamThatIsNotAPrefix) {
+  const std::string u = url("resume-refused");
+  ASSERT_EQ(prodsm("produce " + u + " --create -q", "a\nb\nc\n").status, 0);
+  const CliRun other = prodsm("produce " + u + " --resume -q", "a\nx\nc\nd\n");
+  EXPECT_EQ(other.status, 2) << other.err;
+  EXPECT_NE(other.err.find("input line 2 differs from the stream"), std::string::npos) << other.err;
+  const CliRun shorter = prodsm("produce " + u + " --resume -q", "a\n");
+  EXPECT_EQ(shorter.status, 2) << shorter.err;
+  EXPECT_NE(shorter.err.find("holds 4 bytes more than the input"), std::string::npos) << shorter.err;
+  const CliRun inside = prodsm("produce " + u + " --resume -q", "a\nb\nc\nd");
+  EXPECT_EQ(inside.status, 0) << "whole records: resumed " << inside.err;
+  EXPECT_EQ(client.read_all(u, false), "a\nb\nc\nd");
 }
 
 // B3 at the command line: out-of-range values are refused by name, never wrapped.
@@ -324,7 +421,10 @@ TEST_F(Cli, OutOfRangeOptionsAreRefused) {
 /// Runs `prodsm produce` reading a FIFO (as stdin, or named with -i while stdin is
 /// /dev/null), writes two lines, waits (bounded) for them to reach the stream, sends
 /// SIGINT while the CLI waits for more input, and checks the exit.
-void interrupt_while_reading_a_fifo(TestClient& client, const std::string& u, bool named_with_dash_i) {
+/// With `partial`, an incomplete line is written (and read by the CLI) before the signal:
+/// it must be dropped and reported, never sent.
+void interrupt_while_reading_a_fifo(TestClient& client, const std::string& u, bool named_with_dash_i,
+                                    bool partial = false) {
   client.create(u, "application/octet-stream");
   const std::string fifo = temp_path(named_with_dash_i ? "fifo-i" : "fifo");
   ASSERT_EQ(::mkfifo(fifo.c_str(), 0600), 0);
@@ -354,6 +454,15 @@ void interrupt_while_reading_a_fifo(TestClient& client, const std::string& u, bo
     if (held != "a\nb\n") std::this_thread::sleep_for(std::chrono::milliseconds{50});
   }
   ASSERT_EQ(held, "a\nb\n") << "the CLI never sent the two records";
+  if (partial) {
+    ASSERT_EQ(::write(out, "part", 4), 4);
+    int unread = 4;
+    for (int i = 0; i < 600 && unread > 0; ++i) {  // until the CLI has read it (FIONREAD on the pipe)
+      if (::ioctl(out, FIONREAD, &unread) != 0) unread = 0;
+      if (unread > 0) std::this_thread::sleep_for(std::chrono::milliseconds{50});
+    }
+    ASSERT_EQ(unread, 0) << "the CLI never read the partial line";
+  }
   ASSERT_EQ(::kill(child, SIGINT), 0);
   int status = 0;
   pid_t waited = 0;
@@ -372,7 +481,10 @@ void interrupt_while_reading_a_fifo(TestClient& client, const std::string& u, bo
   EXPECT_TRUE(WIFEXITED(status)) << "killed by the signal instead of handling it";
   EXPECT_EQ(WEXITSTATUS(status), 130);
   EXPECT_NE(slurp(err).find("interrupted: stopped reading after 2 records"), std::string::npos) << slurp(err);
-  EXPECT_EQ(client.read_all(u, false), "a\nb\n");
+  if (partial) {
+    EXPECT_NE(slurp(err).find("its 4 bytes read so far were dropped, not sent"), std::string::npos) << slurp(err);
+  }
+  EXPECT_EQ(client.read_all(u, false), "a\nb\n") << "the incomplete line was never sent";
   std::remove(fifo.c_str());
   std::remove(err.c_str());
 }
@@ -385,6 +497,24 @@ TEST_F(Cli, InterruptFlushesWhatWasAcceptedAndExits130) {
 // writer keeps the FIFO open, so without that the CLI would wait for another line).
 TEST_F(Cli, InterruptWhileReadingAFifoNamedWithDashIStopsAtOnce) {
   interrupt_while_reading_a_fifo(client, url("sigint-i"), true);
+}
+
+// A signal while a line is half read: the fragment is dropped and reported, never sent
+// (`tail -f log | prodsm produce` and Ctrl-C must not append "part" for "partial").
+TEST_F(Cli, InterruptInsideALineDropsTheFragment) {
+  interrupt_while_reading_a_fifo(client, url("sigint-partial"), false, true);
+}
+
+// With stdin closed (`<&-`), prodsm opens /dev/null on it first: it reads no descriptor
+// of its own (the event loop's eventfd) as input and does not hang.
+TEST_F(Cli, ClosedStdinIsReadAsEmpty) {
+  const std::string u = url("closed-stdin");
+  client.create(u, "application/octet-stream");
+  const std::string command = std::string(PRODSM_CLI) + " produce " + u + " -q <&- >/dev/null 2>&1";
+  const int status = std::system(("timeout 60 sh -c '" + command + "'").c_str());
+  ASSERT_TRUE(WIFEXITED(status));
+  EXPECT_EQ(WEXITSTATUS(status), 0);
+  EXPECT_EQ(client.read_all(u, false), "") << "nothing was appended";
 }
 
 TEST_F(Cli, ReadWritingToAFullDeviceFails) {

@@ -2,13 +2,34 @@
 // prodsm: produce records to a Durable Streams stream, read a stream back, load-test a
 // stream, and check producers against the contract. (The core's micro-benchmarks live
 // in bench/.)
+#include <fcntl.h>
+#include <unistd.h>
+
+#include <cerrno>
 #include <cstdio>
 #include <functional>
 #include <string>
 
 #include "commands.hpp"
 
+namespace {
+/// File descriptors 0-2 closed at start (`prodsm produce <&-`) are opened on /dev/null
+/// before anything else opens a descriptor, so no later file (the event loop's eventfd,
+/// a socket) can become "stdin" and be read as input or written as output.
+void ensure_standard_descriptors() {
+  for (int fd = 0; fd <= 2; ++fd) {
+    if (::fcntl(fd, F_GETFD) != -1 || errno != EBADF) continue;
+    const int opened = ::open("/dev/null", fd == 0 ? O_RDONLY : O_WRONLY);
+    if (opened >= 0 && opened != fd) {
+      ::dup2(opened, fd);
+      ::close(opened);
+    }
+  }
+}
+}  // namespace
+
 int main(int argc, char** argv) {
+  ensure_standard_descriptors();
   CLI::App app{"prodsm: an exact producer for append-only durable streams"};
   app.require_subcommand(1);
   app.set_version_flag("--version", "prodsm 0.1.0");

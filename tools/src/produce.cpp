@@ -29,6 +29,7 @@
 #include "prodsm/asio/stream_ops.hpp"
 #include "producer_flags.hpp"
 #include "record_reader.hpp"
+#include "resume.hpp"
 
 namespace prodsm::tools {
 namespace {
@@ -47,6 +48,7 @@ struct ProduceOptions {
   bool close_stream = false;
   std::string progress = "auto";
   bool verify = false;
+  bool resume = false;
   bool quiet = false;
 };
 
@@ -141,7 +143,8 @@ int run_produce(const ProduceOptions& o) {
   std::vector<char> stream_buffer(1 << 20);
   in->rdbuf()->pubsetbuf(stream_buffer.data(), static_cast<std::streamsize>(stream_buffer.size()));
   RecordReader reader(*in, json_mode ? RecordReader::Mode::json : RecordReader::Mode::bytes,
-                      json_mode ? o.producer.max_batch_bytes - 1 : o.producer.max_batch_bytes);
+                      json_mode ? o.producer.max_batch_bytes - 1 : o.producer.max_batch_bytes,
+                      [] { return tools::interrupted(); });
 
   // ---- producer -------------------------------------------------------------------------
   ::asio::io_context io;
@@ -177,11 +180,31 @@ int run_produce(const ProduceOptions& o) {
     created = r->created;
   }
 
+  // --resume: the stream's contents must be a prefix of the input, record for record;
+  // those records are skipped, the rest is produced (under a fresh epoch).
+  std::optional<StreamPrefix> prefix;
+  if (o.resume) {
+    auto contents = asio::async_read_stream_all(producer->session(), producer->url(), json_mode, 16ULL << 30,
+                                                request_options, ::asio::use_future)
+                        .get();
+    if (!contents) {
+      std::fprintf(stderr, "prodsm produce: --resume: reading the stream failed: %s\n",
+                   contents.error().describe().c_str());
+      return kExitServerError;
+    }
+    auto p = StreamPrefix::create(std::move(contents->body), json_mode);
+    if (!p) {
+      std::fprintf(stderr, "prodsm produce: --resume: %s; nothing was appended\n", p.error().c_str());
+      return kExitBadInput;
+    }
+    prefix.emplace(std::move(*p));
+  }
+
   const bool show_progress = !o.quiet && (o.progress == "always" || (o.progress == "auto" && ::isatty(2)));
   Progress progress(show_progress, total_bytes);
   std::mutex latency_mu;
   std::vector<double> flush_latencies_ms;
-  std::vector<std::string> produced;  // kept only for --verify
+  std::vector<std::string> produced;  // kept only for --verify: every input record, skipped ones included
   std::uint64_t records = 0;
   std::uint64_t record_bytes = 0;
   std::optional<LineError> bad_line;
@@ -205,6 +228,7 @@ int run_produce(const ProduceOptions& o) {
   };
 
   bool interrupted = false;
+  std::optional<std::string> resume_problem;
   while (true) {
     if (tools::interrupted()) {
       interrupted = true;
@@ -224,6 +248,17 @@ int run_produce(const ProduceOptions& o) {
       break;
     }
     const std::string_view record = **next;
+    if (prefix) {
+      auto held = prefix->holds(record, reader.line());
+      if (!held) {
+        resume_problem = held.error();
+        break;
+      }
+      if (*held) {  // the stream holds it already
+        if (o.verify) produced.emplace_back(record);
+        continue;
+      }
+    }
     auto r = producer->submit_blocking(record, std::chrono::milliseconds{o.producer.delivery_timeout_ms});
     if (!r) {
       if (r.error().reason == RejectReason::failed && r.error().terminal) {
@@ -243,11 +278,12 @@ int run_produce(const ProduceOptions& o) {
     if ((records & 1023) == 0) progress.update(records, reader.bytes_read());
   }
   progress.update(records, reader.bytes_read(), true);
+  if (prefix && !resume_problem && !bad_line && !interrupted) resume_problem = prefix->at_end();
 
   // Everything accepted is flushed, whatever stopped the input (nothing is lost).
   if (auto e = timed_flush(true); e && !failure) failure = e;
   std::optional<asio::CloseStreamResult> closed_stream;
-  if (o.close_stream && !failure && !bad_line && !interrupted) {
+  if (o.close_stream && !failure && !bad_line && !interrupted && !resume_problem) {
     closed_stream = producer->async_close_stream(::asio::use_future).get();
     if (!*closed_stream) failure = closed_stream->error();
   }
@@ -258,15 +294,15 @@ int run_produce(const ProduceOptions& o) {
 
   // ---- verification -----------------------------------------------------------------------
   std::optional<std::string> verify_problem;
-  if (o.verify && !failure && !bad_line && !interrupted) {
+  if (o.verify && !failure && !bad_line && !interrupted && !resume_problem) {
     auto session = asio::Session::create(io.get_executor(), producer->url());
     auto contents = asio::async_read_stream_all(*session, producer->url(), json_mode, 16ULL << 30, request_options,
                                                 ::asio::use_future)
                         .get();
     if (!contents) {
       verify_problem = "reading the stream back failed: " + contents.error().describe();
-    } else if (!created && o.create) {
-      verify_problem = "the stream existed before this run; --verify needs a new stream";
+    } else if (!created && o.create && !o.resume) {
+      verify_problem = "the stream existed before this run; --verify needs a new stream (or --resume)";
     } else if (json_mode) {
       auto read_back = nlohmann::json::parse(contents->body, nullptr, false);
       if (!read_back.is_array() || read_back.size() != produced.size()) {
@@ -338,12 +374,20 @@ int run_produce(const ProduceOptions& o) {
                   static_cast<unsigned long long>(records));
     }
   }
-  if (stats.core.first_attempt_duplicate_records > 0) {
+  if (prefix && !o.quiet) {
+    std::printf("resumed      %llu records were already in the stream and were skipped\n",
+                static_cast<unsigned long long>(prefix->skipped()));
+  }
+  if (reader.dropped_partial_bytes() > 0) {
     std::fprintf(stderr,
-                 "prodsm produce: note: %llu records were already in the stream from an earlier run with the same "
-                 "producer id and epoch, and were not appended again (a resumed run); to append new data under "
-                 "a fixed --producer-id, raise --epoch or use --auto-claim\n",
-                 static_cast<unsigned long long>(stats.core.first_attempt_duplicate_records));
+                 "prodsm produce: the interrupted input ended inside a line: its %llu bytes read so far were dropped, "
+                 "not sent (only the true end of the input makes a line without a newline a record)\n",
+                 static_cast<unsigned long long>(reader.dropped_partial_bytes()));
+  }
+  if (resume_problem) {
+    std::fprintf(stderr, "prodsm produce: --resume: %s; %llu records were appended before this was found\n",
+                 resume_problem->c_str(), static_cast<unsigned long long>(records));
+    return records == 0 ? kExitBadInput : kExitServerError;
   }
   if (bad_line) {
     if (failure) {
@@ -362,6 +406,15 @@ int run_produce(const ProduceOptions& o) {
   }
   if (failure) {
     std::fprintf(stderr, "prodsm produce: %s\n", failure->describe().c_str());
+    if (failure->code == ErrorCode::protocol_error && stats.core.first_attempt_duplicate_records > 0) {
+      std::fprintf(stderr, "%s",
+                   o.producer.epoch_given
+                       ? "prodsm produce: the producer id and epoch were used by an earlier run; nothing of this run "
+                         "was appended. Leave out --epoch for a fresh epoch, or use --resume to append what the "
+                         "stream lacks\n"
+                       : "prodsm produce: the server answered a fresh producer epoch as a duplicate, which an honest "
+                         "server cannot do; nothing of this batch was appended\n");
+    }
     return kExitServerError;
   }
   if (interrupted) {
@@ -394,6 +447,10 @@ void add_produce_command(CLI::App& app, std::function<int()>& run) {
       ->check(CLI::IsMember({"auto", "always", "never"}))
       ->capture_default_str();
   cmd->add_flag("--verify", o->verify, "Read the stream back and compare it with the input");
+  cmd->add_flag("--resume", o->resume,
+                "Append what the stream lacks: its contents must be a prefix of the input, record for record "
+                "(else nothing is appended, exit 2); those records are skipped, the rest produced")
+      ->excludes("--epoch");
   cmd->add_flag("-q,--quiet", o->quiet, "No summary, no progress");
   cmd->footer(
       "Exit status: 0 success; 1 verification failed; 2 bad input (usage, unreadable file, invalid "
@@ -402,6 +459,7 @@ void add_produce_command(CLI::App& app, std::function<int()>& run) {
       "accepted is flushed; a second signal kills at once).");
   cmd->callback([o, cmd, &run] {
     o->content_type_given = cmd->count("--content-type") > 0;
+    o->producer.epoch_given = cmd->count("--epoch") > 0;
     run = [o] { return run_produce(*o); };
   });
 }

@@ -13,13 +13,14 @@ namespace prodsm::tools {
 void add_producer_flags(CLI::App& cmd, ProducerFlags& f) {
   auto* id =
       cmd.add_option("--producer-id", f.producer_id,
-                     "Idempotent producer id (default: generated per run). Records are deduplicated "
-                     "by (producer id, epoch, seq): a run that reuses an id and epoch resumes an earlier "
-                     "run (its records already in the stream are skipped as duplicates); to append new "
-                     "data under a fixed id, raise --epoch or use --auto-claim")
+                     "Idempotent producer id (default: generated per run). Every run starts a fresh epoch "
+                     "(microseconds since the Unix epoch), so a restart under a fixed id never has its "
+                     "records deduplicated away and fences older runs of that id")
           ->check(CLI::Validator(
               [](std::string& v) { return v.empty() ? std::string("must not be empty") : std::string(); }, "NONEMPTY"));
-  auto* epoch = cmd.add_option("--epoch", f.epoch, "Producer epoch, 0..2^53-1")
+  auto* epoch = cmd.add_option("--epoch", f.epoch,
+                               "Exactly this producer epoch, 0..2^53-1 (default: a fresh one). An id and epoch "
+                               "used before fail at the first batch, before anything is appended")
                     ->check(CLI::NonNegativeNumber)
                     ->capture_default_str();
   auto* claim = cmd.add_flag("--auto-claim", f.auto_claim, "On a stale epoch, claim server epoch + 1 (S5)");
@@ -52,6 +53,7 @@ std::optional<std::string> apply_producer_flags(const ProducerFlags& f, asio::Pr
   if (!f.no_producer_id) {
     core.protocol.idempotent = DurableStreamsPolicy::IdempotentOptions{
         f.producer_id.empty() ? generated_producer_id() : f.producer_id, f.epoch, f.auto_claim};
+    options.start = f.epoch_given ? ds::ProducerStart::given_epoch : ds::ProducerStart::fresh_epoch;
   }
   if (f.linger == "off" || f.linger == "disabled") {
     core.linger = Linger::disabled();

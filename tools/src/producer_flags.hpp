@@ -22,6 +22,7 @@ struct ProducerFlags {
   std::string producer_id;                      ///< --producer-id; empty = generated per run
   bool no_producer_id = false;                  ///< --no-producer-id: plain appends (no S1–S5)
   std::uint64_t epoch = 0;                      ///< --epoch, 0..2^53-1 (checked by the core, B3)
+  bool epoch_given = false;                     ///< --epoch was on the command line: exactly that epoch
   bool auto_claim = false;                      ///< --auto-claim (S5)
   std::string linger = "5";                     ///< --linger-ms: milliseconds (fractions allowed) or "off"
   std::uint64_t max_batch_bytes = 1 << 20;      ///< --max-batch-bytes (bytes, B2)
@@ -37,8 +38,10 @@ struct ProducerFlags {
 void add_producer_flags(CLI::App& cmd, ProducerFlags& flags);
 
 /// Fills `options.producer` (linger, batch bytes, in-flight, delivery timeout,
-/// idempotent producer), `options.session` (mode, connections, request timeout) and
-/// `options.extra_headers` from `flags`. Returns the message naming the bad flag
+/// idempotent producer), `options.start` (a fresh epoch, or exactly --epoch when given:
+/// then a reused id and epoch fails at the first batch, before anything is appended),
+/// `options.session` (mode, connections, request timeout) and `options.extra_headers`
+/// from `flags`. Returns the message naming the bad flag
 /// (e.g. "--linger-ms: 'x' is not a number of milliseconds in 0..3600000 or 'off'").
 std::optional<std::string> apply_producer_flags(const ProducerFlags& flags, asio::ProducerOptions& options);
 

@@ -40,8 +40,9 @@ std::optional<std::string> JsonLineValidator::check(std::string_view text) {
   return std::string("not accepted by prodsm's JSON check: ") + simdjson::error_message(error);
 }
 
-RecordReader::RecordReader(std::istream& in, Mode mode, std::size_t max_record_bytes)
-    : in_{in}, mode_{mode}, max_record_bytes_{max_record_bytes} {}
+RecordReader::RecordReader(std::istream& in, Mode mode, std::size_t max_record_bytes,
+                           std::function<bool()> interrupted)
+    : in_{in}, mode_{mode}, max_record_bytes_{max_record_bytes}, interrupted_{std::move(interrupted)} {}
 
 tl::expected<RecordReader::Line, LineError> RecordReader::read_line() {
   // Bounded: reads at most max_record_bytes + 1 bytes of a line before giving up on it,
@@ -57,6 +58,10 @@ tl::expected<RecordReader::Line, LineError> RecordReader::read_line() {
     if (in_.eof()) {  // the input ended: a last line without '\n', or nothing at all
       length += got;
       if (length == 0) return Line{{}, false, true};
+      if (interrupted_ && interrupted_()) {  // not the end: a signal cut the line short
+        dropped_partial_ = length;
+        return Line{{}, false, true};
+      }
       return Line{{buffer_.data(), length}, false, false};
     }
     if (!in_.fail()) {  // the '\n' was extracted (counted by gcount, not stored)

@@ -6,9 +6,13 @@
 //  - JSON mode: a record is the line without its line ending ('\n' or "\r\n"), and must
 //    be exactly one JSON value; a blank line is skipped and counted.
 // Bounded: a line longer than max_record_bytes is an error naming the line (R3).
+// Only a true end of input makes a last line without '\n' a record: when the input
+// "ends" because a signal interrupted the read, an incomplete last line is dropped and
+// counted (dropped_partial_bytes), never returned.
 
 #include <cstddef>
 #include <cstdint>
+#include <functional>
 #include <istream>
 #include <memory>
 #include <optional>
@@ -44,7 +48,9 @@ class RecordReader {
  public:
   enum class Mode : std::uint8_t { bytes, json };
 
-  RecordReader(std::istream& in, Mode mode, std::size_t max_record_bytes);
+  /// `interrupted`: true once a signal asked the input to stop (an interrupted read
+  /// looks like the end of the input to the stream); may be empty.
+  RecordReader(std::istream& in, Mode mode, std::size_t max_record_bytes, std::function<bool()> interrupted = {});
 
   /// The next record (valid until the next call), nullopt at end of input, or the error
   /// of the line that could not be read.
@@ -56,6 +62,9 @@ class RecordReader {
   [[nodiscard]] std::uint64_t skipped_blank_lines() const noexcept { return blank_; }
   /// Bytes consumed from the input so far.
   [[nodiscard]] std::uint64_t bytes_read() const noexcept { return bytes_; }
+  /// Bytes of an incomplete last line dropped because the input was interrupted (0 when
+  /// none was).
+  [[nodiscard]] std::uint64_t dropped_partial_bytes() const noexcept { return dropped_partial_; }
 
  private:
   /// One physical line: its bytes (without '\n', inside buffer_), whether a '\n' ended
@@ -74,6 +83,8 @@ class RecordReader {
   std::uint64_t line_ = 0;
   std::uint64_t blank_ = 0;
   std::uint64_t bytes_ = 0;
+  std::uint64_t dropped_partial_ = 0;
+  std::function<bool()> interrupted_;
   JsonLineValidator validator_;
 };
 
