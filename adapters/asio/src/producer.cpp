@@ -16,7 +16,7 @@
 #include <unordered_map>
 #include <vector>
 
-#include "prodsm/detail/ticket_table.hpp"
+#include "prodsm/ds/detail/waiters.hpp"
 
 namespace prodsm::asio {
 namespace net = ::asio;
@@ -67,12 +67,8 @@ struct Producer::Impl : std::enable_shared_from_this<Producer::Impl> {
 
   mutable std::mutex mu;
   ds::ProducerClient client;
-  prodsm::detail::TicketTable<RecordCompletion> records;
-  std::unordered_map<std::uint64_t, VoidCompletion> flushes;  // by barrier id
-  std::vector<VoidCompletion> close_waiters;
-  std::optional<VoidResult> close_result;
-  std::unordered_map<std::uint64_t, std::vector<CloseStreamCompletion>> stream_closes;  // by op
-  std::deque<Waiter> waiters;
+  ds::detail::Waiters<RecordCompletion, VoidCompletion, CloseStreamCompletion> waiters;  // routed client events
+  std::deque<Waiter> capacity_waiters;
   std::uint64_t next_waiter_id = 0;
   std::optional<Instant> armed;  // what the timer is set to
   bool session_released = false;
@@ -124,7 +120,8 @@ struct Producer::Impl : std::enable_shared_from_this<Producer::Impl> {
       });
     }
     while (auto event = client.poll_event()) {
-      std::visit([&](auto& e) { on_event(now, e); }, *event);
+      Sink sink{*this, now};
+      waiters.route(*event, sink);
     }
     if (!session_released && owns_session && client.finished()) {
       session_released = true;
@@ -133,75 +130,64 @@ struct Producer::Impl : std::enable_shared_from_this<Producer::Impl> {
     arm_timer();
   }
 
-  void on_event(Instant now, ds::RecordsCompleted& done) {
-    const std::uint64_t count = done.last.value - done.first.value + 1;
-    std::vector<std::pair<Ticket, RecordCompletion>> handlers;
-    records.take(done.first, done.last, [&](Ticket t, RecordCompletion c) { handlers.emplace_back(t, std::move(c)); });
-    if (handlers.empty()) {  // fire-and-forget records are delivered now (R3)
-      client.on_delivered(now, count);
-      return;
-    }
-    auto shared = std::make_shared<decltype(handlers)>(std::move(handlers));
-    auto batch = std::make_shared<ds::RecordsCompleted>(std::move(done));
-    net::post(callback_strand, [self = shared_from_this(), shared, batch, count] {
-      for (auto& [ticket, completion] : *shared) {  // A1: ticket order
-        self->run_callback([&, t = ticket] { completion->complete(batch->record(t)); });
+  /// How the client's events reach the handlers (ds::detail::Waiters routes them).
+  struct Sink {
+    Impl& self;
+    Instant now;
+    void records(ds::RecordsCompleted done, std::vector<std::pair<Ticket, RecordCompletion>> handlers,
+                 std::uint64_t count) {
+      if (handlers.empty()) {  // fire-and-forget records are delivered now (R3)
+        self.client.on_delivered(now, count);
+        return;
       }
-      std::lock_guard lock(self->mu);
-      self->client.on_delivered(steady_now(), count);
-      self->drive(steady_now());
-    });
-  }
-
-  void on_event(Instant, BarrierCompleted& b) {
-    auto it = flushes.find(b.barrier.value);
-    if (it == flushes.end()) return;
-    post_result<VoidResult>(std::move(it->second), b.result);
-    flushes.erase(it);
-  }
-
-  void on_event(Instant, Closed& closed) {
-    close_result = closed.result;
-    capacity_cv.notify_all();
-    for (auto& w : close_waiters) post_result<VoidResult>(std::move(w), closed.result);
-    close_waiters.clear();
-    const Error e = closed.result ? local_error(ErrorCode::closed, "the producer closed while waiting for capacity")
-                                  : closed.result.error();
-    for (auto& w : waiters) post_result<RecordResult>(std::move(w.completion), tl::unexpected(e));
-    waiters.clear();
-  }
-
-  void on_event(Instant now, CapacityAvailable&) {
-    capacity_cv.notify_all();
-    retry_waiters(now);
-  }
-
-  void on_event(Instant, ds::StreamCloseCompleted& done) {
-    auto it = stream_closes.find(done.op);
-    if (it == stream_closes.end()) return;
-    for (auto& w : it->second) post_result<ds::CloseStreamResult>(std::move(w), done.result);
-    stream_closes.erase(it);
-  }
+      auto shared = std::make_shared<decltype(handlers)>(std::move(handlers));
+      auto batch = std::make_shared<ds::RecordsCompleted>(std::move(done));
+      net::post(self.callback_strand, [impl = self.shared_from_this(), shared, batch, count] {
+        for (auto& entry : *shared) {  // A1: ticket order
+          impl->run_callback([&] { entry.second->complete(batch->record(entry.first)); });
+        }
+        std::lock_guard lock(impl->mu);
+        impl->client.on_delivered(steady_now(), count);
+        impl->drive(steady_now());
+      });
+    }
+    template <class Completion, class Result>
+    void complete(Completion c, Result result) {
+      self.post_result<Result>(std::move(c), std::move(result));
+    }
+    void closed(const VoidResult& result) {
+      self.capacity_cv.notify_all();
+      const Error e = result ? local_error(ErrorCode::closed, "the producer closed while waiting for capacity")
+                             : result.error();
+      for (auto& w : std::exchange(self.capacity_waiters, {})) {
+        self.post_result<RecordResult>(std::move(w.completion), tl::unexpected(e));
+      }
+    }
+    void capacity() {
+      self.capacity_cv.notify_all();
+      self.retry_waiters(now);
+    }
+  };
 
   /// R1: capacity freed — retry waiting async_submits in FIFO order.
   void retry_waiters(Instant now) {
-    while (!waiters.empty()) {
-      Waiter& w = waiters.front();
+    while (!capacity_waiters.empty()) {
+      Waiter& w = capacity_waiters.front();
       auto r = client.submit(now, w.record);
       if (!r && r.error().reason == RejectReason::would_block) return;
       if (r) {
-        records.put(*r, std::move(w.completion));
+        waiters.add_record(*r, std::move(w.completion));
       } else {
         post_result<RecordResult>(std::move(w.completion), tl::unexpected(to_error(r.error())));
       }
-      waiters.pop_front();
+      capacity_waiters.pop_front();
     }
   }
 
   void arm_timer() {
     std::optional<Instant> when = client.next_deadline();
-    if (!waiters.empty()) {
-      const Instant w = waiters.front().deadline;  // FIFO: earliest submit, earliest deadline
+    if (!capacity_waiters.empty()) {
+      const Instant w = capacity_waiters.front().deadline;  // FIFO: earliest submit, earliest deadline
       when = when ? std::min(*when, w) : w;
     }
     if (when == armed) return;
@@ -225,12 +211,12 @@ struct Producer::Impl : std::enable_shared_from_this<Producer::Impl> {
     std::lock_guard lock(mu);
     const Instant now = steady_now();
     armed.reset();
-    while (!waiters.empty() && waiters.front().deadline <= now) {
-      post_result<RecordResult>(std::move(waiters.front().completion),
+    while (!capacity_waiters.empty() && capacity_waiters.front().deadline <= now) {
+      post_result<RecordResult>(std::move(capacity_waiters.front().completion),
                                 tl::unexpected(local_error(ErrorCode::would_block,
                                                            "no capacity within submit_timeout_ns (max_unacked_bytes "
                                                            "or max_pending_records reached)")));
-      waiters.pop_front();
+      capacity_waiters.pop_front();
     }
     client.handle_timeout(now);
     drive(now);
@@ -238,12 +224,12 @@ struct Producer::Impl : std::enable_shared_from_this<Producer::Impl> {
 
   void cancel_waiter(std::uint64_t id) {
     std::lock_guard lock(mu);
-    auto it = std::find_if(waiters.begin(), waiters.end(), [&](const Waiter& w) { return w.id == id; });
-    if (it == waiters.end()) return;  // already submitted: a durable record cannot be unsent
+    auto it = std::find_if(capacity_waiters.begin(), capacity_waiters.end(), [&](const Waiter& w) { return w.id == id; });
+    if (it == capacity_waiters.end()) return;  // already submitted: a durable record cannot be unsent
     post_result<RecordResult>(std::move(it->completion),
                               tl::unexpected(local_error(ErrorCode::cancelled,
                                                          "async_submit cancelled while waiting for capacity")));
-    waiters.erase(it);
+    capacity_waiters.erase(it);
   }
 };
 
@@ -295,7 +281,7 @@ tl::expected<Ticket, Rejection> Producer::submit_with(std::string_view record,
   std::lock_guard lock(impl_->mu);
   const Instant now = steady_now();
   auto r = impl_->client.submit(now, record);
-  if (r) impl_->records.put(*r, std::move(c));  // A4: only an accepted submit registers
+  if (r) impl_->waiters.add_record(*r, std::move(c));  // A4: only an accepted submit registers
   impl_->drive(now);
   return r;
 }
@@ -311,7 +297,7 @@ tl::expected<Ticket, Rejection> Producer::submit_blocking_with(std::string_view 
   while (true) {
     const Instant now = steady_now();
     auto r = impl_->client.submit(now, record);
-    if (r && c) impl_->records.put(*r, std::move(c));
+    if (r && c) impl_->waiters.add_record(*r, std::move(c));
     impl_->drive(now);
     if (r || r.error().reason != RejectReason::would_block) return r;
     // R1: wait for CapacityAvailable (or close); the core sealed the partial batch (R2).
@@ -324,15 +310,15 @@ void Producer::initiate_submit(std::string record, std::unique_ptr<detail::Compl
   std::lock_guard lock(impl_->mu);
   const Instant now = steady_now();
   // FIFO with earlier waiters: never overtake a submit that is already waiting (P1).
-  auto r = impl_->waiters.empty() ? impl_->client.submit(now, record)
+  auto r = impl_->capacity_waiters.empty() ? impl_->client.submit(now, record)
                                   : tl::expected<Ticket, Rejection>(tl::unexpected(
                                         Rejection{RejectReason::would_block, "waiting behind earlier submits", {}}));
   if (r) {
-    impl_->records.put(*r, std::move(c));
+    impl_->waiters.add_record(*r, std::move(c));
   } else if (r.error().reason == RejectReason::would_block && impl_->options.submit_timeout_ns.count() > 0) {
     const std::uint64_t id = impl_->next_waiter_id++;
     ++impl_->capacity_waits;
-    impl_->waiters.push_back(Impl::Waiter{id, std::move(record), std::move(c), now + impl_->options.submit_timeout_ns});
+    impl_->capacity_waiters.push_back(Impl::Waiter{id, std::move(record), std::move(c), now + impl_->options.submit_timeout_ns});
     if (install_cancel) {
       install_cancel([weak = std::weak_ptr<Impl>(impl_), id] {
         if (auto self = weak.lock()) self->cancel_waiter(id);
@@ -349,7 +335,7 @@ void Producer::initiate_flush(std::unique_ptr<detail::Completion<VoidResult>> c)
   const Instant now = steady_now();
   auto r = impl_->client.flush(now);
   if (r) {
-    impl_->flushes.emplace(r->value, std::move(c));
+    impl_->waiters.add_flush(*r, std::move(c));
   } else {
     impl_->post_result<VoidResult>(std::move(c), tl::unexpected(to_error(r.error())));
   }
@@ -358,12 +344,12 @@ void Producer::initiate_flush(std::unique_ptr<detail::Completion<VoidResult>> c)
 
 void Producer::initiate_close(std::unique_ptr<detail::Completion<VoidResult>> c) {
   std::lock_guard lock(impl_->mu);
-  if (impl_->close_result) {  // C1: a second close returns the same result
-    impl_->post_result<VoidResult>(std::move(c), *impl_->close_result);
+  if (const auto& done = impl_->waiters.close_result()) {  // C1: a second close returns the same result
+    impl_->post_result<VoidResult>(std::move(c), *done);
     return;
   }
   const Instant now = steady_now();
-  impl_->close_waiters.push_back(std::move(c));
+  impl_->waiters.add_close(std::move(c));
   impl_->client.close(now);
   impl_->drive(now);
 }
@@ -373,7 +359,7 @@ void Producer::initiate_close_stream(std::unique_ptr<detail::Completion<tl::expe
   const Instant now = steady_now();
   auto op = impl_->client.close_stream(now);
   if (op) {
-    impl_->stream_closes[*op].push_back(std::move(c));
+    impl_->waiters.add_stream_close(*op, std::move(c));
   } else {
     impl_->post_result<ds::CloseStreamResult>(std::move(c), tl::unexpected(op.error()));
   }
@@ -386,7 +372,7 @@ void Producer::initiate_close_with_stream(std::optional<std::string> final_recor
   const Instant now = steady_now();
   auto op = impl_->client.close_with_stream(now, std::move(final_record));
   if (op) {
-    impl_->stream_closes[*op].push_back(std::move(c));
+    impl_->waiters.add_stream_close(*op, std::move(c));
   } else {
     impl_->post_result<ds::CloseStreamResult>(std::move(c), tl::unexpected(op.error()));
   }

@@ -23,7 +23,7 @@
 #include <thread>
 #include <vector>
 
-#include "prodsm/detail/ticket_table.hpp"
+#include "prodsm/ds/detail/waiters.hpp"
 #include "session_impl.hpp"
 
 namespace prodsm::blocking {
@@ -221,10 +221,9 @@ struct Producer::Impl : Participant, std::enable_shared_from_this<Producer::Impl
   // Guarded by mu.
   mutable std::mutex mu;
   ds::ProducerClient client;
-  prodsm::detail::TicketTable<TicketStatePtr> tickets;
-  std::unordered_map<std::uint64_t, std::shared_ptr<detail::VoidOp>> flushes;  // by barrier id
-  std::shared_ptr<detail::VoidOp> close_op;  // created by the first close() or by Closed
-  std::unordered_map<std::uint64_t, std::vector<std::shared_ptr<detail::CloseStreamOp>>> stream_closes;  // by op
+  ds::detail::Waiters<TicketStatePtr, std::shared_ptr<detail::VoidOp>, std::shared_ptr<detail::CloseStreamOp>>
+      waiters;                               // routed client events
+  std::shared_ptr<detail::VoidOp> close_op;  // every close() waits for this one
   std::optional<Instant> armed;  // the client deadline the session's I/O thread last saw
   bool session_released = false;
   std::condition_variable capacity_cv;
@@ -279,6 +278,27 @@ struct Producer::Impl : Participant, std::enable_shared_from_this<Producer::Impl
 
   // ---- the drive rule (mu held) ------------------------------------------------------------
 
+  /// How the client's events reach the waiters (ds::detail::Waiters routes them): through
+  /// the dispatcher, in order (A1, A2).
+  struct Sink {
+    Impl& self;
+    bool notify_capacity = false;
+    void records(ds::RecordsCompleted done, std::vector<std::pair<Ticket, TicketStatePtr>> handlers, std::uint64_t) {
+      std::vector<TicketStatePtr> states;  // every accepted ticket registered one, in order (P2)
+      states.reserve(handlers.size());
+      for (auto& h : handlers) states.push_back(std::move(h.second));
+      self.dispatcher->post([impl = self.shared_from_this(), states = std::move(states), batch = std::move(done)] {
+        impl->deliver(states, batch);
+      });
+    }
+    template <class Op, class Result>
+    void complete(std::shared_ptr<Op> op, Result result) {
+      self.post_publish<Result>(std::move(op), std::move(result));
+    }
+    void closed(const VoidResult&) { notify_capacity = true; }
+    void capacity() { notify_capacity = true; }
+  };
+
   void drive(Instant now) {
     while (auto r = client.poll_request()) {
       session->exchange(std::move(r->request), [weak = weak_from_this(), tag = r->tag](ExchangeResult result) {
@@ -289,47 +309,14 @@ struct Producer::Impl : Participant, std::enable_shared_from_this<Producer::Impl
         self->drive(steady_now());
       });
     }
-    bool notify_capacity = false;
-    while (auto event = client.poll_event()) {
-      std::visit(
-          [&](auto& e) {
-            using T = std::decay_t<decltype(e)>;
-            if constexpr (std::is_same_v<T, ds::RecordsCompleted>) {
-              std::vector<TicketStatePtr> states;
-              states.reserve(e.last.value - e.first.value + 1);
-              // Every accepted ticket was registered in submit(), in ticket order (P2).
-              tickets.take(e.first, e.last, [&](Ticket, TicketStatePtr s) { states.push_back(std::move(s)); });
-              dispatcher->post([self = shared_from_this(), states = std::move(states), batch = std::move(e)] {
-                self->deliver(states, batch);
-              });
-            } else if constexpr (std::is_same_v<T, BarrierCompleted>) {
-              auto it = flushes.find(e.barrier.value);
-              if (it != flushes.end()) {
-                post_publish(std::move(it->second), VoidResult(e.result));
-                flushes.erase(it);
-              }
-            } else if constexpr (std::is_same_v<T, Closed>) {
-              if (!close_op) close_op = std::make_shared<detail::VoidOp>();
-              post_publish(close_op, VoidResult(e.result));
-              notify_capacity = true;
-            } else if constexpr (std::is_same_v<T, CapacityAvailable>) {
-              notify_capacity = true;
-            } else if constexpr (std::is_same_v<T, ds::StreamCloseCompleted>) {
-              auto it = stream_closes.find(e.op);
-              if (it != stream_closes.end()) {
-                for (auto& op : it->second) post_publish<CloseStreamResult>(op, e.result);
-                stream_closes.erase(it);
-              }
-            }
-          },
-          *event);
-    }
+    Sink sink{*this};
+    while (auto event = client.poll_event()) waiters.route(*event, sink);
     (void)now;
     if (owns_session && !session_released && client.finished()) {
       session_released = true;
       session->impl()->close();  // C4: the owned session stops (joined by close() or the destructor)
     }
-    if (notify_capacity && capacity_waiters > 0) capacity_cv.notify_all();
+    if (sink.notify_capacity && capacity_waiters > 0) capacity_cv.notify_all();
     // Wake the session's I/O thread only when the deadline moved earlier than the one it
     // last saw: a submit that joins the partial batch costs no syscall.
     if (const auto next = client.next_deadline(); next && (!armed || *next < *armed)) {
@@ -451,7 +438,7 @@ tl::expected<RecordTicket, Rejection> Producer::submit(std::string_view record, 
     auto r = m.client.submit(now, record);  // would_block also at max_pending_records (R3)
     if (r) {
       auto state = std::make_shared<detail::TicketState>(m.signal, std::move(on_complete));
-      m.tickets.put(*r, state);  // A4: registered only when accepted
+      m.waiters.add_record(*r, state);  // A4: registered only when accepted
       m.drive(now);
       return RecordTicket(*r, std::move(state));
     }
@@ -483,7 +470,7 @@ VoidResult Producer::flush(std::optional<Duration> timeout_ns) {
     const Instant now = steady_now();
     auto r = impl_->client.flush(now);
     if (r) {
-      impl_->flushes.emplace(r->value, op);
+      impl_->waiters.add_flush(*r, op);
     } else {  // A2: a refusal too is delivered behind the callbacks already queued
       impl_->post_publish(op, VoidResult(tl::unexpected(to_error(r.error()))));
     }
@@ -500,7 +487,14 @@ VoidResult Producer::close(std::optional<Duration> timeout_ns) {
   std::shared_ptr<detail::VoidOp> op;
   {
     std::lock_guard lock(impl_->mu);
-    if (!impl_->close_op) impl_->close_op = std::make_shared<detail::VoidOp>();
+    if (!impl_->close_op) {
+      impl_->close_op = std::make_shared<detail::VoidOp>();
+      if (const auto& done = impl_->waiters.close_result()) {
+        impl_->post_publish(impl_->close_op, *done);  // closed by an abort before any close()
+      } else {
+        impl_->waiters.add_close(impl_->close_op);
+      }
+    }
     op = impl_->close_op;
     const Instant now = steady_now();
     impl_->client.close(now);  // C1: the result comes with Closed
@@ -531,7 +525,7 @@ CloseStreamResult Producer::close_stream(std::optional<Duration> timeout_ns) {
     const Instant now = steady_now();
     auto r = impl_->client.close_stream(now);
     if (r) {
-      impl_->stream_closes[*r].push_back(op);
+      impl_->waiters.add_stream_close(*r, op);
     } else {  // A2, as in flush()
       impl_->post_publish<CloseStreamResult>(op, tl::unexpected(r.error()));
     }
@@ -550,7 +544,7 @@ CloseStreamResult Producer::close_with_stream(std::optional<std::string> final_r
     const Instant now = steady_now();
     auto r = impl_->client.close_with_stream(now, std::move(final_record));
     if (r) {
-      impl_->stream_closes[*r].push_back(op);
+      impl_->waiters.add_stream_close(*r, op);
     } else {
       impl_->post_publish<CloseStreamResult>(op, tl::unexpected(r.error()));
     }
