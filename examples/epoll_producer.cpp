@@ -311,7 +311,7 @@ int main(int argc, char** argv) {
     std::fprintf(stderr, "bad options: %s\n", client.error().c_str());
     return 2;
   }
-  auto pool = prodsm::http::Pool::create({client->url().host, client->url().port, options.session});
+  auto pool = prodsm::http::Pool::create(client->url().host, client->url().port, client->url().tls, options.session);
   if (!pool) {
     std::fprintf(stderr, "bad options: %s\n", pool.error().c_str());
     return 2;

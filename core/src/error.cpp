@@ -25,6 +25,7 @@ std::string_view to_string(ErrorCode code) noexcept {
     case ErrorCode::not_found: return "not_found";
     case ErrorCode::rejected: return "rejected";
     case ErrorCode::protocol_error: return "protocol_error";
+    case ErrorCode::tls_failed: return "tls_failed";
   }
   return "unknown";
 }

@@ -83,6 +83,21 @@ void Connection::on_connect_failed(Instant now, std::string_view why) {
   fail_all("connect to " + options_.peer + " failed: " + std::string(why), Cause::connect_failed);
 }
 
+void Connection::on_connect_failed(Instant now, const Error& error) {
+  (void)now;
+  if (state_ == State::closed) return;
+  for (std::size_t i = resp_; i < entries_.size(); ++i) {
+    Error e = error;
+    e.certainty = Certainty::definite;  // not connected: nothing was handed out
+    ++transport_failures_;
+    finish(entries_[i], tl::unexpected(std::move(e)));
+  }
+  resp_ = entries_.size();
+  state_ = State::closed;
+  close_reason_ = error.message;
+  retire();
+}
+
 void Connection::enqueue(Instant now, Request request) {
   (void)now;
   if (!can_accept() || request.bytes.empty()) {

@@ -39,6 +39,7 @@ std::optional<std::string> PoolOptions::validate() const {
 }
 
 std::optional<std::string> TransportOptions::validate() const {
+  if (auto why = tls.validate()) return why;
   if (mode != ConnectionMode::pipelined && mode != ConnectionMode::pool) return "mode: must be pipelined or pool";
   if (max_connections < 1 || max_connections > 64) return in_range_text("max_connections", 1, 64, max_connections);
   if (max_pipelined_requests < 1 || max_pipelined_requests > 1024) {
@@ -61,6 +62,18 @@ std::optional<std::string> TransportOptions::validate() const {
 
 tl::expected<Pool, std::string> Pool::create(PoolOptions options) {
   if (auto why = options.validate()) return tl::unexpected(std::move(*why));
+  return Pool(std::move(options));
+}
+
+tl::expected<Pool, std::string> Pool::create(std::string host, std::uint16_t port, bool tls,
+                                             TransportOptions transport) {
+  PoolOptions options{std::move(host), port, std::move(transport), nullptr};
+  if (auto why = options.validate()) return tl::unexpected(std::move(*why));
+  if (tls) {
+    auto context = TlsContext::create(options.transport.tls);
+    if (!context) return tl::unexpected(std::move(context.error()));
+    options.tls = std::move(*context);
+  }
   return Pool(std::move(options));
 }
 
@@ -150,7 +163,7 @@ Pool::Slot& Pool::open_connection(Instant now) {
   o.response_limits = options_.transport.response_limits;
   o.max_requests = options_.transport.mode == ConnectionMode::pipelined ? options_.transport.max_pipelined_requests : 1;
   const ConnectionId id{next_connection_id_++};
-  slots_.push_back(Slot{id, Connection(std::move(o), now)});
+  slots_.push_back(Slot{id, Connection(std::move(o), now), false, false, nullptr, {}, 0, false});
   commands_.emplace_back(Connect{id});
   return slots_.back();
 }
@@ -236,7 +249,9 @@ void Pool::after_event(Slot& slot, Connection::State before) {
       }
     }
   }
-  if (c.wants_write() && !slot.write_pending) {
+  const bool wants_write =
+      slot.tls ? slot.cipher_handed == 0 && (!slot.cipher.empty() || c.wants_write()) : c.wants_write();
+  if (wants_write && !slot.write_pending) {
     slot.write_pending = true;
     commands_.emplace_back(Write{slot.id});
   }
@@ -246,7 +261,7 @@ void Pool::after_event(Slot& slot, Connection::State before) {
 void Pool::sweep() {
   for (auto it = slots_.begin(); it != slots_.end();) {
     const Connection& c = it->connection;
-    if (c.state() == Connection::State::closed && it->close_sent && !c.write_in_progress()) {
+    if (c.state() == Connection::State::closed && it->close_sent && !it->write_in_progress()) {
       dropped_stats_.requests_written += c.requests_written();
       dropped_stats_.responses += c.responses();
       dropped_stats_.transport_failures += c.transport_failures();
@@ -262,9 +277,14 @@ void Pool::sweep() {
 void Pool::on_connected(ConnectionId id, Instant now) {
   Slot* s = find(id);
   if (s == nullptr || s->connection.state() != Connection::State::connecting) return;
-  s->connection.on_connected(now);
-  ++connections_opened_;
-  connects_paused_ = false;
+  if (options_.tls) {  // https://: the connection opens once the handshake is done
+    s->tls = std::make_unique<TlsEngine>(options_.tls, options_.host);
+    tls_pump(*s, now);
+  } else {
+    s->connection.on_connected(now);
+    ++connections_opened_;
+    connects_paused_ = false;
+  }
   after_event(*s, Connection::State::connecting);
   dispatch(now);
   sweep();
@@ -284,14 +304,78 @@ WriteView Pool::take_write(ConnectionId id, Instant now) {
   Slot* s = find(id);
   if (s == nullptr) return {};
   s->write_pending = false;
-  return s->connection.take_write(now);
+  if (!s->tls) return s->connection.take_write(now);
+  if (s->cipher_handed > 0) return {};
+  tls_pump(*s, now);  // the connection's plaintext, encrypted
+  WriteView view;
+  if (s->cipher.empty()) return view;
+  s->cipher_handed = s->cipher.size();
+  view.parts[0] = std::span<const char>(s->cipher.data(), s->cipher.size());
+  view.count = 1;
+  view.bytes = s->cipher.size();
+  return view;
+}
+
+/// Moves bytes through a connection's TLS session until nothing moves: the handshake,
+/// plaintext from the connection into ciphertext for the socket, and ciphertext from
+/// the socket into plaintext for the connection. A refused handshake fails the
+/// connection's requests with tls_failed (definite: nothing was sent).
+void Pool::tls_pump(Slot& s, Instant now) {
+  TlsEngine& t = *s.tls;
+  Connection& c = s.connection;
+  for (int round = 0; round < 64; ++round) {
+    if (t.state() == TlsEngine::State::failed) {
+      // Before the first decrypted byte the server has not accepted the session (TLS 1.3
+      // sends its refusal of our certificate after our side finished the handshake): no
+      // request was processed — definite. Later, a broken session is a lost connection.
+      if (c.state() == Connection::State::connecting || (c.state() == Connection::State::open && !s.tls_data_seen)) {
+        c.on_connect_failed(now, t.error());
+      } else if (c.state() == Connection::State::open) {
+        c.on_error(now, t.error().message);
+      }
+      return;
+    }
+    bool progress = false;
+    if (t.state() == TlsEngine::State::open && c.state() == Connection::State::connecting) {
+      c.on_connected(now);
+      ++connections_opened_;
+      connects_paused_ = false;
+      progress = true;
+    }
+    if (t.state() == TlsEngine::State::open && c.state() == Connection::State::open) {
+      if (c.wants_write()) {
+        const WriteView plain = c.take_write(now);
+        std::size_t taken = 0;
+        for (const auto& part : plain.spans()) taken += t.write_plaintext(part);
+        c.on_written(now, taken);
+        progress = true;
+      }
+      std::string decrypted;
+      t.read_plaintext(decrypted);
+      if (!decrypted.empty()) {
+        s.tls_data_seen = true;
+        c.on_bytes(now, decrypted);
+        progress = true;
+      }
+    }
+    const std::size_t before = s.cipher.size();
+    t.take_ciphertext(s.cipher);
+    progress = progress || s.cipher.size() != before;
+    if (!progress) return;
+  }
 }
 
 void Pool::on_written(ConnectionId id, Instant now, std::size_t bytes) {
   Slot* s = find(id);
   if (s == nullptr) return;
   const auto before = s->connection.state();
-  s->connection.on_written(now, bytes);
+  if (s->tls) {
+    s->cipher.erase(0, std::min(bytes, s->cipher_handed));
+    s->cipher_handed = 0;
+    if (s->connection.state() != Connection::State::closed) tls_pump(*s, now);
+  } else {
+    s->connection.on_written(now, bytes);
+  }
   after_event(*s, before);
   sweep();
 }
@@ -300,7 +384,14 @@ void Pool::on_bytes(ConnectionId id, Instant now, std::span<const char> bytes) {
   Slot* s = find(id);
   if (s == nullptr) return;
   const auto before = s->connection.state();
-  s->connection.on_bytes(now, bytes);
+  if (s->tls) {
+    if (s->connection.state() != Connection::State::closed) {
+      s->tls->feed_ciphertext(bytes);
+      tls_pump(*s, now);
+    }
+  } else {
+    s->connection.on_bytes(now, bytes);
+  }
   after_event(*s, before);
   dispatch(now);
   sweep();
@@ -310,6 +401,10 @@ void Pool::on_eof(ConnectionId id, Instant now) {
   Slot* s = find(id);
   if (s == nullptr) return;
   const auto before = s->connection.state();
+  if (s->tls && s->connection.state() != Connection::State::closed) {
+    s->tls->on_eof();
+    tls_pump(*s, now);  // what was decrypted before the end, then the end
+  }
   s->connection.on_eof(now);
   after_event(*s, before);
   dispatch(now);

@@ -173,7 +173,7 @@ TEST(EncodeRead, OffsetIsPercentEncoded) {
 TEST(EncodeRequests, Ipv6HostInBrackets) {
   const StreamUrl v6{"::1", 8080, "/s"};
   EXPECT_EQ(encode_head(v6, kDefault), "HEAD /s HTTP/1.1\r\nHost: [::1]:8080\r\n\r\n");
-  EXPECT_EQ(encode_head(StreamUrl{"::1", 80, "/s"}, kDefault), "HEAD /s HTTP/1.1\r\nHost: [::1]\r\n\r\n");
+  EXPECT_EQ(encode_head(StreamUrl{"::1", 80, "/s", false}, kDefault), "HEAD /s HTTP/1.1\r\nHost: [::1]\r\n\r\n");
 }
 
 TEST(EncodeRequests, NeverAsksForCompression) {
@@ -235,7 +235,7 @@ TEST(EncodeRequests, CodecValuesCannotInjectHeaders) {
             "Producer-Seq: 0\r\n"
             "Stream-Seq: 7\r\n"
             "\r\n");
-  EXPECT_EQ(encode_head(StreamUrl{"h", 80, ""}, kDefault), "HEAD / HTTP/1.1\r\nHost: h\r\n\r\n");
+  EXPECT_EQ(encode_head(StreamUrl{"h", 80, "", false}, kDefault), "HEAD / HTTP/1.1\r\nHost: h\r\n\r\n");
 }
 
 TEST(CheckExtraHeader, AcceptsOrdinaryHeaders) {

@@ -29,7 +29,7 @@ TEST(StreamUrlParse, HostPortAndPath) {
 
 TEST(StreamUrlParse, DefaultsToPort80AndPathSlash) {
   const StreamUrl url = parse_ok("http://streams.example.com");
-  EXPECT_EQ(url, (StreamUrl{"streams.example.com", 80, "/"}));
+  EXPECT_EQ(url, (StreamUrl{"streams.example.com", 80, "/", false}));
   EXPECT_EQ(url.authority(), "streams.example.com");
   EXPECT_EQ(url.to_string(), "http://streams.example.com/");
   EXPECT_EQ(parse_ok("http://h:80/x").authority(), "h") << "port 80 is implied";
@@ -69,12 +69,27 @@ TEST(StreamUrlParse, Ipv6LiteralInBrackets) {
   EXPECT_NE(parse_error("http://[::1]:0/").find("bad port"), std::string::npos);
 }
 
-TEST(StreamUrlParse, OnlyPlainHttp) {
-  EXPECT_EQ(parse_error("https://h/s"), "only http:// URLs are supported");
-  EXPECT_EQ(parse_error("ftp://h/s"), "only http:// URLs are supported");
-  EXPECT_EQ(parse_error("h/s"), "only http:// URLs are supported");
-  EXPECT_EQ(parse_error("http:/h/s"), "only http:// URLs are supported");
+TEST(StreamUrlParse, OnlyHttpAndHttps) {
+  EXPECT_EQ(parse_error("ftp://h/s"), "only http:// and https:// URLs are supported");
+  EXPECT_EQ(parse_error("h/s"), "only http:// and https:// URLs are supported");
+  EXPECT_EQ(parse_error("http:/h/s"), "only http:// and https:// URLs are supported");
   EXPECT_EQ(parse_error(""), "empty URL");
+}
+
+// https:// selects TLS and port 443 by default; the default port is left out of the
+// authority and the printed URL (the Host header), another one is kept.
+TEST(StreamUrlParse, HttpsSelectsTlsAndPort443) {
+  const StreamUrl u = parse_ok("https://streams.example.com/v1/s");
+  EXPECT_TRUE(u.tls);
+  EXPECT_EQ(u.port, 443);
+  EXPECT_EQ(u.authority(), "streams.example.com");
+  EXPECT_EQ(u.to_string(), "https://streams.example.com/v1/s");
+  const StreamUrl other = parse_ok("HTTPS://h:8443/s");
+  EXPECT_TRUE(other.tls);
+  EXPECT_EQ(other.authority(), "h:8443");
+  EXPECT_EQ(parse_ok("https://h:80/s").authority(), "h:80");
+  EXPECT_FALSE(parse_ok("http://h/s").tls);
+  EXPECT_EQ(parse_ok("http://h:443/s").authority(), "h:443");
 }
 
 TEST(StreamUrlParse, HostRequired) {

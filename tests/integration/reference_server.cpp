@@ -17,7 +17,7 @@ extern char** environ;
 
 namespace prodsm::test {
 
-ReferenceServer::ReferenceServer() {
+NodeServer::NodeServer(const std::string& script_name, const std::vector<std::string>& args) {
   int in_pipe[2];
   int out_pipe[2];
   if (::pipe2(in_pipe, O_CLOEXEC) != 0 || ::pipe2(out_pipe, O_CLOEXEC) != 0) {
@@ -28,11 +28,12 @@ ReferenceServer::ReferenceServer() {
   posix_spawn_file_actions_init(&actions);
   posix_spawn_file_actions_adddup2(&actions, in_pipe[0], 0);
   posix_spawn_file_actions_adddup2(&actions, out_pipe[1], 1);
-  const std::string script = std::string(PRODSM_SOURCE_DIR) + "/scripts/ds-server.mjs";
-  char node[] = "node";
-  std::string script_arg = script;
-  char* argv[] = {node, script_arg.data(), nullptr};
-  const int rc = ::posix_spawnp(&pid_, "node", &actions, nullptr, argv, environ);
+  std::vector<std::string> words{"node", std::string(PRODSM_SOURCE_DIR) + "/scripts/" + script_name};
+  words.insert(words.end(), args.begin(), args.end());
+  std::vector<char*> argv;
+  for (auto& w : words) argv.push_back(w.data());
+  argv.push_back(nullptr);
+  const int rc = ::posix_spawnp(&pid_, "node", &actions, nullptr, argv.data(), environ);
   posix_spawn_file_actions_destroy(&actions);
   ::close(in_pipe[0]);
   ::close(out_pipe[1]);
@@ -50,7 +51,7 @@ ReferenceServer::ReferenceServer() {
     const auto left =
         std::chrono::duration_cast<std::chrono::milliseconds>(deadline - std::chrono::steady_clock::now());
     if (left.count() <= 0) {
-      error_ = "the reference server printed no URL within 30 s";
+      error_ = script_name + " printed no URL within 30 s";
       break;
     }
     pollfd p{out_pipe[0], POLLIN, 0};
@@ -58,7 +59,7 @@ ReferenceServer::ReferenceServer() {
     char buf[256];
     const ssize_t n = ::read(out_pipe[0], buf, sizeof buf);
     if (n <= 0) {
-      error_ = "the reference server exited before printing its URL (is npm ci done?)";
+      error_ = script_name + " exited before printing its URL (is npm ci done?)";
       break;
     }
     line.append(buf, static_cast<std::size_t>(n));
@@ -70,7 +71,7 @@ ReferenceServer::ReferenceServer() {
   }
 }
 
-ReferenceServer::~ReferenceServer() {
+NodeServer::~NodeServer() {
   if (stdin_fd_ >= 0) ::close(stdin_fd_);  // EOF: the launcher stops the server
   if (pid_ > 0) {
     ::kill(pid_, SIGTERM);
@@ -79,10 +80,14 @@ ReferenceServer::~ReferenceServer() {
   }
 }
 
+ReferenceServer::ReferenceServer() : node_{"ds-server.mjs", {}} {}
+
+ReferenceServer::~ReferenceServer() = default;
+
 std::string ReferenceServer::stream_url(const std::string& prefix) {
   static std::mutex mu;
   std::lock_guard lock(mu);
-  return url_ + "/prodsm-test/" + prefix + "-" + std::to_string(::getpid()) + "-" + std::to_string(++counter_);
+  return url() + "/prodsm-test/" + prefix + "-" + std::to_string(::getpid()) + "-" + std::to_string(++counter_);
 }
 
 ReferenceServer& ReferenceServer::shared() {

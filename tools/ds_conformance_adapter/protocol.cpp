@@ -28,6 +28,7 @@ std::string_view code_for(const Error& e, Operation op) {
       return op == Operation::read && e.http_status == 400 ? codes::kInvalidOffset : codes::kUnexpectedStatus;
     case ErrorCode::stale_epoch: return codes::kUnexpectedStatus;
     case ErrorCode::unavailable: return e.http_status != 0 ? codes::kUnexpectedStatus : codes::kNetworkError;
+    case ErrorCode::tls_failed: return codes::kNetworkError;
     case ErrorCode::connection_lost:
       return contains_ignoring_case(e.message, "timeout") || contains_ignoring_case(e.message, "timed out")
                  ? codes::kTimeout

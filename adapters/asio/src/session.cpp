@@ -214,16 +214,27 @@ struct Session::Impl : std::enable_shared_from_this<Session::Impl> {
 
 // ---- Session -------------------------------------------------------------------------------
 
+namespace {
+tl::expected<std::shared_ptr<Session>, std::string> make_session(net::any_io_executor executor,
+                                                                tl::expected<http::Pool, std::string> pool,
+                                                                std::shared_ptr<Session> (*wrap)(std::shared_ptr<Session::Impl>)) {
+  if (!pool) return tl::unexpected("session." + pool.error());
+  return wrap(std::make_shared<Session::Impl>(std::move(executor), std::move(*pool)));
+}
+}  // namespace
+
+std::shared_ptr<Session> Session::wrap(std::shared_ptr<Impl> impl) {
+  return std::shared_ptr<Session>(new Session(std::move(impl)));
+}
+
 tl::expected<std::shared_ptr<Session>, std::string> Session::create(net::any_io_executor executor, std::string host,
                                                                     std::uint16_t port, SessionOptions options) {
-  auto pool = http::Pool::create(http::PoolOptions{std::move(host), port, std::move(options)});
-  if (!pool) return tl::unexpected("session." + pool.error());
-  return std::shared_ptr<Session>(new Session(std::make_shared<Impl>(std::move(executor), std::move(*pool))));
+  return make_session(std::move(executor), http::Pool::create(std::move(host), port, false, std::move(options)), &wrap);
 }
 
 tl::expected<std::shared_ptr<Session>, std::string> Session::create(net::any_io_executor executor,
                                                                     const ds::StreamUrl& url, SessionOptions options) {
-  return create(std::move(executor), url.host, url.port, std::move(options));
+  return make_session(std::move(executor), http::Pool::create(url.host, url.port, url.tls, std::move(options)), &wrap);
 }
 
 Session::Session(std::shared_ptr<Impl> impl) : impl_{std::move(impl)} {}

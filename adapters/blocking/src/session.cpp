@@ -383,23 +383,31 @@ void Session::Impl::run() {
 
 // ---- Session ---------------------------------------------------------------------------------
 
-tl::expected<std::shared_ptr<Session>, std::string> Session::create(std::string host, std::uint16_t port,
-                                                                    SessionOptions options) {
-  auto pool = http::Pool::create(http::PoolOptions{std::move(host), port, std::move(options)});
+namespace {
+/// Starts the I/O thread of a session over `pool`.
+tl::expected<std::shared_ptr<Session::Impl>, std::string> start(tl::expected<http::Pool, std::string> pool) {
   if (!pool) return tl::unexpected("session." + pool.error());
   const int wake_fd = ::eventfd(0, EFD_NONBLOCK | EFD_CLOEXEC);
   if (wake_fd < 0) return tl::unexpected(std::string("eventfd: ") + errno_text(errno));
-  auto impl = std::make_shared<Impl>(std::move(*pool), wake_fd);
-  {
-    std::lock_guard lock(impl->mu);
-    impl->thread = std::thread([impl] { impl->run(); });
-    impl->thread_id = impl->thread.get_id();
-  }
-  return std::shared_ptr<Session>(new Session(std::move(impl)));
+  auto impl = std::make_shared<Session::Impl>(std::move(*pool), wake_fd);
+  std::lock_guard lock(impl->mu);
+  impl->thread = std::thread([impl] { impl->run(); });
+  impl->thread_id = impl->thread.get_id();
+  return impl;
+}
+}  // namespace
+
+tl::expected<std::shared_ptr<Session>, std::string> Session::create(std::string host, std::uint16_t port,
+                                                                    SessionOptions options) {
+  auto impl = start(http::Pool::create(std::move(host), port, false, std::move(options)));
+  if (!impl) return tl::unexpected(std::move(impl.error()));
+  return std::shared_ptr<Session>(new Session(std::move(*impl)));
 }
 
 tl::expected<std::shared_ptr<Session>, std::string> Session::create(const ds::StreamUrl& url, SessionOptions options) {
-  return create(url.host, url.port, std::move(options));
+  auto impl = start(http::Pool::create(url.host, url.port, url.tls, std::move(options)));
+  if (!impl) return tl::unexpected(std::move(impl.error()));
+  return std::shared_ptr<Session>(new Session(std::move(*impl)));
 }
 
 Session::Session(std::shared_ptr<Impl> impl) : impl_{std::move(impl)} {}

@@ -42,10 +42,13 @@ enum class ErrorCode : std::uint8_t {
   not_found,         ///< remote: the stream does not exist (404) or is gone (410).
   rejected,          ///< remote: the request was refused (400, 401, 413, other 4xx).
   protocol_error,    ///< remote: a malformed or unexpected response (S7, E5).
+  tls_failed,        ///< remote: the TLS handshake failed or the server's certificate was refused
+                     ///< (unknown CA, wrong host, expired, not TLS at all): nothing was sent
+                     ///< (definite), not retryable.
 };
 
 /// The last ErrorCode value (codes run from 0 to this): for iterating and range checks.
-inline constexpr ErrorCode kLastErrorCode = ErrorCode::protocol_error;
+inline constexpr ErrorCode kLastErrorCode = ErrorCode::tls_failed;
 
 /// Whether the records concerned may have been appended (E2).
 enum class Certainty : std::uint8_t {

@@ -1,5 +1,5 @@
 // SPDX-License-Identifier: Apache-2.0
-// StreamUrl: parsing and printing `http://host[:port]/path` stream URLs.
+// StreamUrl: parsing and printing `http[s]://host[:port]/path` stream URLs.
 #include "prodsm/ds/http_codec.hpp"
 #include "prodsm/http/detail/text.hpp"
 
@@ -41,9 +41,17 @@ tl::expected<StreamUrl, std::string> parse_url(std::string_view url) {
       return Fail{std::move(message)};
     }
   }
-  constexpr std::string_view kScheme = "http://";
-  if (!detail::istarts_with(url, kScheme)) return Fail{"only http:// URLs are supported"};
-  std::string_view rest = url.substr(kScheme.size());
+  StreamUrl out;
+  std::string_view rest;
+  if (detail::istarts_with(url, "https://")) {
+    out.tls = true;
+    out.port = 443;
+    rest = url.substr(8);
+  } else if (detail::istarts_with(url, "http://")) {
+    rest = url.substr(7);
+  } else {
+    return Fail{"only http:// and https:// URLs are supported"};
+  }
   if (rest.find_first_of("?#") != std::string_view::npos) {
     return Fail{"URL contains a query or fragment"};
   }
@@ -55,7 +63,6 @@ tl::expected<StreamUrl, std::string> parse_url(std::string_view url) {
   }
   if (authority.empty()) return Fail{"missing host"};
 
-  StreamUrl out;
   std::string_view port_text;
   bool has_port = false;
   if (authority.front() == '[') {
@@ -113,7 +120,7 @@ std::string StreamUrl::authority() const {
     if (bracket) out += '[';
     out += host;
     if (bracket) out += ']';
-    if (port != 80) {
+    if (port != (tls ? 443 : 80)) {
       out += ':';
       detail::append_decimal(out, port);
     }
@@ -125,7 +132,7 @@ std::string StreamUrl::authority() const {
 
 std::string StreamUrl::to_string() const {
   try {
-    std::string out = "http://";
+    std::string out = tls ? "https://" : "http://";
     out += authority();
     if (path.empty() || path.front() != '/') out += '/';
     out += path;

@@ -119,6 +119,12 @@ class Connection {
   /// Connecting failed: every queued request fails `unavailable`, definite, retryable,
   /// with `why` in the message. The connection closes.
   void on_connect_failed(Instant now, std::string_view why);
+  /// Connecting failed with `error` (e.g. a refused TLS handshake: tls_failed): every
+  /// outstanding request fails with it, definite — also when the connection counted as
+  /// open already, as long as the server could not have processed a request (a TLS 1.3
+  /// server refuses a client certificate after the client finished its handshake). The
+  /// connection closes.
+  void on_connect_failed(Instant now, const Error& error);
   /// Queues a request behind the ones queued before it (pipelined in order). Only when
   /// can_accept(); otherwise the request fails at once (`unavailable`, definite).
   void enqueue(Instant now, Request request);

@@ -47,6 +47,7 @@
 #include <tl/expected.hpp>
 
 #include "prodsm/http/connection.hpp"
+#include "prodsm/http/tls.hpp"
 
 namespace prodsm::http {
 
@@ -96,6 +97,8 @@ struct TransportOptions {
   ResponseLimits response_limits{};
   /// Most requests waiting in the pool for a connection (R3), 1..65536. Default 4096.
   std::uint32_t max_queued_requests = 4096;
+  /// Trust and identity for https:// (used when the URL's scheme is https).
+  TlsOptions tls{};
 
   /// The first invalid field, as "<field>: <reason>" (e.g. "max_connections: must be in
   /// 1..64 (got 0)"), or nullopt.
@@ -107,6 +110,9 @@ struct PoolOptions {
   std::string host;              ///< server host name or address (for the adapter's connect and messages)
   std::uint16_t port = 80;       ///< server TCP port, 1..65535
   TransportOptions transport{};  ///< connection mode, timeouts, limits
+  /// TLS for every connection (https://), or null for plaintext. Made from
+  /// transport.tls by the session (TlsContext::create reads the trust store).
+  std::shared_ptr<const TlsContext> tls;
 
   /// The first invalid field ("host: ...", "port: ...", or transport's), or nullopt.
   [[nodiscard]] std::optional<std::string> validate() const;
@@ -153,6 +159,11 @@ class Pool {
  public:
   /// A pool with validated options, or the first invalid field.
   static tl::expected<Pool, std::string> create(PoolOptions options);
+  /// A pool to `host:port`, over TLS when `tls` (an https:// URL): the TLS context is made
+  /// from transport.tls here (reading the trust store). Errors name the field
+  /// ("max_connections: ...", "tls.ca_file: cannot load ...").
+  static tl::expected<Pool, std::string> create(std::string host, std::uint16_t port, bool tls,
+                                                TransportOptions transport);
 
   Pool(Pool&&) noexcept = default;             ///< movable
   Pool& operator=(Pool&&) noexcept = default;  ///< movable
@@ -221,6 +232,13 @@ class Pool {
     Connection connection;
     bool close_sent = false;     ///< the Close command was emitted
     bool write_pending = false;  ///< a Write command was emitted and not yet taken
+    std::unique_ptr<TlsEngine> tls;  ///< https://: the TLS session under the connection
+    std::string cipher;              ///< ciphertext not yet written to the socket
+    std::size_t cipher_handed = 0;   ///< bytes of it handed to the write in progress
+    bool tls_data_seen = false;      ///< the server sent application data (it accepted the session)
+    [[nodiscard]] bool write_in_progress() const noexcept {
+      return tls ? cipher_handed > 0 : connection.write_in_progress();
+    }
   };
   Slot* find(ConnectionId id) noexcept;
   [[nodiscard]] const Slot* find(ConnectionId id) const noexcept;
@@ -228,6 +246,7 @@ class Pool {
   void dispatch(Instant now);
   void after_event(Slot& slot, Connection::State before);
   void sweep();
+  void tls_pump(Slot& slot, Instant now);
   void note_sample(Duration wait);
   [[nodiscard]] std::size_t live_connections() const noexcept;
 

@@ -52,10 +52,12 @@ class Session : public std::enable_shared_from_this<Session> {
   /// Callback for exchange(); runs on the session's strand.
   using ExchangeHandler = std::function<void(ExchangeResult)>;
 
-  /// A session to `host:port`. Error text names the invalid option ("session.<field>: ...").
+  /// A session to `host:port` (plaintext). Error text names the invalid option
+  /// ("session.<field>: ...").
   static tl::expected<std::shared_ptr<Session>, std::string> create(::asio::any_io_executor executor, std::string host,
                                                                     std::uint16_t port, SessionOptions options = {});
-  /// A session to the server of `url` (its host and port).
+  /// A session to the server of `url` (its host and port; TLS for https://, with
+  /// options.tls: "session.tls.ca_file: ..." when the trust store cannot be loaded).
   static tl::expected<std::shared_ptr<Session>, std::string> create(::asio::any_io_executor executor,
                                                                     const ds::StreamUrl& url,
                                                                     SessionOptions options = {});
@@ -117,6 +119,7 @@ class Session : public std::enable_shared_from_this<Session> {
 
  private:
   explicit Session(std::shared_ptr<Impl> impl);
+  static std::shared_ptr<Session> wrap(std::shared_ptr<Impl> impl);
   std::shared_ptr<Impl> impl_;
 };
 

@@ -28,18 +28,20 @@ namespace prodsm::ds {
 
 // ---- URLs and headers --------------------------------------------------------------
 
-/// A parsed `http://host[:port]/path` stream URL. Only plain http is supported.
+/// A parsed `http[s]://host[:port]/path` stream URL.
 struct StreamUrl {
   std::string host;         ///< host name or IPv4 literal (IPv6 literal without brackets)
-  std::uint16_t port = 80;  ///< TCP port
+  std::uint16_t port = 80;  ///< TCP port (default 80, 443 for https)
   std::string path;         ///< request target path, starting with '/', as given (no query)
+  bool tls = false;         ///< https://: every connection runs TLS (prodsm/http/tls.hpp)
 
-  /// Parses `url`. Errors name what was wrong: "only http:// URLs are supported",
+  /// Parses `url`. Errors name what was wrong: "only http:// and https:// URLs are supported",
   /// "missing host", "bad port", "URL contains a query or fragment", ...
   static tl::expected<StreamUrl, std::string> parse(std::string_view url);
-  /// `host` or `host:port` when the port is not 80 (IPv6 hosts in brackets).
+  /// `host` or `host:port` when the port is not the scheme's default (IPv6 hosts in
+  /// brackets).
   [[nodiscard]] std::string authority() const;
-  /// `http://authority/path`.
+  /// `http[s]://authority/path`.
   [[nodiscard]] std::string to_string() const;
   friend bool operator==(const StreamUrl&, const StreamUrl&) = default;
 };
