@@ -48,8 +48,8 @@ class RecordReader {
  public:
   enum class Mode : std::uint8_t { bytes, json };
 
-  /// `interrupted`: true once a signal asked the input to stop (an interrupted read
-  /// looks like the end of the input to the stream); may be empty.
+  /// `interrupted`: true when the end of the input may not be its true end (a signal
+  /// interrupted the read, which looks like the end to the stream); may be empty.
   RecordReader(std::istream& in, Mode mode, std::size_t max_record_bytes, std::function<bool()> interrupted = {});
 
   /// The next record (valid until the next call), nullopt at end of input, or the error
