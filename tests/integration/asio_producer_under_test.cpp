@@ -4,6 +4,7 @@
 #include <asio/use_future.hpp>
 
 #include <thread>
+#include <vector>
 
 #include "prodsm/asio/producer.hpp"
 #include "producer_under_test.hpp"
@@ -11,10 +12,12 @@
 namespace prodsm::test {
 namespace {
 
+/// The Asio producer on an io_context run by `threads` threads (the adapter must be
+/// correct on any number: its session and callbacks run on strands).
 class AsioProducerUnderTest final : public ProducerUnderTest {
  public:
-  explicit AsioProducerUnderTest(const ProducerSetup& setup)
-      : guard_{::asio::make_work_guard(io_)}, thread_{[this] { io_.run(); }} {
+  AsioProducerUnderTest(const ProducerSetup& setup, int threads) : guard_{::asio::make_work_guard(io_)} {
+    for (int i = 0; i < threads; ++i) threads_.emplace_back([this] { io_.run(); });
     asio::ProducerOptions options;
     options.url = setup.url;
     options.content_type = setup.content_type;
@@ -31,7 +34,7 @@ class AsioProducerUnderTest final : public ProducerUnderTest {
   ~AsioProducerUnderTest() override {
     producer_.reset();  // aborts if not closed (C5)
     guard_.reset();
-    thread_.join();
+    for (auto& t : threads_) t.join();
   }
 
   tl::expected<Ticket, Rejection> submit(std::string_view record) override {
@@ -73,7 +76,7 @@ class AsioProducerUnderTest final : public ProducerUnderTest {
 
   ::asio::io_context io_;
   ::asio::executor_work_guard<::asio::io_context::executor_type> guard_;
-  std::thread thread_;
+  std::vector<std::thread> threads_;
   std::optional<asio::Producer> producer_;
   std::shared_ptr<CompletionLog> log_ = std::make_shared<CompletionLog>();
 };
@@ -84,7 +87,11 @@ INSTANTIATE_TEST_SUITE_P(
     Asio, Scenario,
     ::testing::Values(AdapterParam{"asio",
                                    [](const ProducerSetup& s) -> std::unique_ptr<ProducerUnderTest> {
-                                     return std::make_unique<AsioProducerUnderTest>(s);
+                                     return std::make_unique<AsioProducerUnderTest>(s, 1);
+                                   }},
+                      AdapterParam{"asio_4_threads",
+                                   [](const ProducerSetup& s) -> std::unique_ptr<ProducerUnderTest> {
+                                     return std::make_unique<AsioProducerUnderTest>(s, 4);
                                    }}),
     [](const ::testing::TestParamInfo<AdapterParam>& param_info) { return param_info.param.name; });
 
