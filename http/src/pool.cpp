@@ -247,6 +247,12 @@ void Pool::after_event(Slot& slot, Connection::State before) {
               r.id, tl::unexpected(make_error(ErrorCode::unavailable, Certainty::definite, true, c.close_reason()))});
         }
       }
+    } else if (connects_paused_ && !queue_.empty()) {
+      // The connection the queue was waiting for (connects paused by a failure beside
+      // it) has ended: the queue may try one connect again, or it would wait for good.
+      // Still no loop: only a connection that had opened ends a pause, and a connect
+      // that fails with nothing live fails the queue (above).
+      connects_paused_ = false;
     }
   }
   const bool wants_write =
@@ -377,6 +383,7 @@ void Pool::on_written(ConnectionId id, Instant now, std::size_t bytes) {
     s->connection.on_written(now, bytes);
   }
   after_event(*s, before);
+  dispatch(now);  // a write that ended the connection may free the queue (see after_event)
   sweep();
 }
 

@@ -215,6 +215,35 @@ TEST(HttpPool, FailedConnectBesideABusyConnectionDoesNotLoop) {
   EXPECT_TRUE(IsResponse(out[0], 2, 200));
 }
 
+// A request waiting for the open connection (a connect beside it failed) is not left
+// behind when that connection ends: the pool connects again for it, once (E2, no
+// silent hang; found by the http_transport fuzz target).
+TEST(E2, QueueWaitingForAConnectionThatEndsConnectsAgain) {
+  PoolOptions o = pool_options(ConnectionMode::pool);
+  o.transport.max_connections = 2;
+  PoolScript s(o);
+  s.enqueue(get(1));
+  s.connect(1);
+  (void)s.commands();
+  s.write_all(1);
+  s.enqueue(get(2));
+  EXPECT_EQ(s.commands().connects, Ids{2});
+  s.connect_failed(2, "Connection refused");
+  EXPECT_TRUE(s.commands().connects.empty()) << "request 2 waits for connection 1";
+  s.eof(1);  // connection 1 ends before its response
+  auto out = s.outcomes();
+  ASSERT_EQ(out.size(), 1U);
+  EXPECT_TRUE(IsFailure(out[0], 1, ErrorCode::connection_lost, Certainty::indefinite));
+  EXPECT_EQ(s.commands().connects, Ids{3}) << "request 2 gets a connection of its own";
+  EXPECT_EQ(s.pool().outstanding(), 1U);
+  s.connect_failed(3, "Connection refused");  // and if that fails too, request 2 fails: no loop
+  out = s.outcomes();
+  ASSERT_EQ(out.size(), 1U);
+  EXPECT_TRUE(IsFailure(out[0], 2, ErrorCode::unavailable, Certainty::definite));
+  EXPECT_TRUE(s.commands().connects.empty()) << "no connect loop";
+  EXPECT_EQ(s.pool().outstanding(), 0U);
+}
+
 // Pipelined mode: a failed connect fails the requests on the connection and those queued behind, in order.
 TEST(E2, PipelinedConnectFailureFailsConnectionAndQueueInOrder) {
   PoolOptions o = pool_options();

@@ -93,10 +93,12 @@ TEST(S2CodecProtobuf, GroupsAreSkippedToTheirMatchingEndAndBounded) {
   EXPECT_FALSE(r.next(f));
   EXPECT_EQ(r.error(), nullptr);
 
-  pb::Reader mismatched(unhex("0b 14"), 8);  // start group 1, end group 2
+  const std::string mismatched_bytes = unhex("0b 14");  // start group 1, end group 2
+  pb::Reader mismatched(mismatched_bytes, 8);
   EXPECT_FALSE(mismatched.next(f));
   EXPECT_STREQ(mismatched.error(), "end-group tag does not match its start-group tag");
-  pb::Reader unclosed(unhex("0b 1005"), 8);
+  const std::string unclosed_bytes = unhex("0b 1005");
+  pb::Reader unclosed(unclosed_bytes, 8);
   EXPECT_FALSE(unclosed.next(f));
   EXPECT_STREQ(unclosed.error(), "group not closed by its end-group tag");
   std::string deep;
