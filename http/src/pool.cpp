@@ -112,7 +112,6 @@ std::size_t Pool::outstanding() const noexcept {
 // ---- requests ------------------------------------------------------------------------------
 
 void Pool::enqueue(Instant now, Request request) {
-  connects_paused_ = false;  // a new request may try a connection again
   if (request.bytes.empty()) {
     outcomes_.push_back(Outcome{
         request.id, tl::unexpected(make_error(ErrorCode::unavailable, Certainty::definite, false, "empty request"))});
@@ -129,6 +128,7 @@ void Pool::enqueue(Instant now, Request request) {
                                               "too many requests waiting for a connection (max_queued_requests)"))});
     return;
   }
+  connects_paused_ = false;  // a new request (one accepted, not one refused) may try a connection again
   queue_.push_back(std::move(request));
   dispatch(now);
   sweep();

@@ -244,6 +244,36 @@ TEST(E2, QueueWaitingForAConnectionThatEndsConnectsAgain) {
   EXPECT_EQ(s.pool().outstanding(), 0U);
 }
 
+// A request refused at enqueue (the queue is full) does not lift the pause after a
+// failed connect: only an accepted request may try a connection again (no connect on
+// the next timer; found by the http_transport fuzz target).
+TEST(E2, RefusedEnqueueDoesNotEndTheConnectPause) {
+  PoolOptions o = pool_options(ConnectionMode::pool);
+  o.transport.max_connections = 3;
+  o.transport.max_queued_requests = 1;
+  PoolScript s(o);
+  s.enqueue(get(1));
+  s.connect(1);
+  (void)s.commands();
+  s.write_all(1);
+  s.enqueue(get(2));
+  EXPECT_EQ(s.commands().connects, Ids{2});
+  s.connect_failed(2, "Connection refused");
+  s.enqueue(get(3));  // refused: request 2 fills the queue
+  auto out = s.outcomes();
+  ASSERT_EQ(out.size(), 1U);
+  EXPECT_TRUE(IsFailure(out[0], 3, ErrorCode::unavailable, Certainty::definite));
+  s.advance(1ms);
+  s.tick();
+  EXPECT_TRUE(s.commands().connects.empty()) << "request 2 still waits for connection 1";
+  s.feed(1, ok());
+  s.write_all(1);
+  s.feed(1, ok());
+  out = s.outcomes();
+  ASSERT_EQ(out.size(), 2U);
+  EXPECT_TRUE(IsResponse(out[1], 2, 200));
+}
+
 // Pipelined mode: a failed connect fails the requests on the connection and those queued behind, in order.
 TEST(E2, PipelinedConnectFailureFailsConnectionAndQueueInOrder) {
   PoolOptions o = pool_options();
