@@ -21,7 +21,7 @@
 // errors: "$data" (the chunks' data joined, base64 chunks decoded), "$binaryData" (the
 // same bytes as base64), "$dataContainsAll", "$chunkCount", "$hasOffset",
 // "$messageContains", "$nonEmpty" and "$absent" (fields that must be non-empty strings,
-// or missing) and "$store"
+// or missing; "$nonEmpty" also inside a nested object) and "$store"
 // ({"var": "field"}). Every result is also checked against protocol.ts's shape: one
 // JSON object per line, `type`/`success`, errors with `commandType`, a standard
 // `errorCode` and a `message`. At the end the runner sends shutdown (unless a step did),
@@ -256,6 +256,14 @@ class ScenarioRun {
   static void expect_subset(const Json& got, const Json& want, const std::string& path, const Json& whole) {
     if (want.is_object() && got.is_object()) {
       for (auto it = want.begin(); it != want.end(); ++it) {
+        if (it.key() == "$nonEmpty") {  // nested fields that must be non-empty strings
+          for (const auto& field : it.value()) {
+            const std::string name = field.get<std::string>();
+            EXPECT_TRUE(got.contains(name) && got[name].is_string() && !got[name].get<std::string>().empty())
+                << path << "." << name << " missing or empty in " << whole.dump();
+          }
+          continue;
+        }
         ASSERT_TRUE(got.contains(it.key())) << "missing field " << path << "." << it.key() << " in " << whole.dump();
         expect_subset(got[it.key()], it.value(), path + "." + it.key(), whole);
       }

@@ -62,7 +62,9 @@ Json Adapter::handle(const Json& command) noexcept {
     }
     type = it->get<std::string>();
     if (impl_->options.verbose) log_line("<-", serialize_line(command).substr(0, 2000));
+    impl_->dynamic.begin_command();
     Json result = impl_->dispatch(type, command);
+    impl_->report_dynamic(result);
     if (impl_->options.verbose) log_line("->", serialize_line(result).substr(0, 2000));
     return result;
   } catch (const ArgumentError& e) {
@@ -113,8 +115,7 @@ void Adapter::Impl::reset_state() {
 Json Adapter::Impl::dispatch(const std::string& type, const Json& command) {
   if (type == "init") return init(command);
   if (type == "shutdown") return shutdown();
-  if (type == "benchmark" || type == "set-dynamic-header" || type == "set-dynamic-param" || type == "clear-dynamic" ||
-      type == "server-close") {
+  if (type == "benchmark" || type == "server-close") {
     return error_result(type, codes::kNotSupported,
                         type + " is not supported by prodsm's adapter (see docs/ds-client-conformance.md)");
   }
@@ -132,6 +133,9 @@ Json Adapter::Impl::dispatch(const std::string& type, const Json& command) {
       {"idempotent-close", &Impl::idempotent_close},
       {"idempotent-detach", &Impl::idempotent_detach},
       {"validate", &Impl::validate},
+      {"set-dynamic-header", &Impl::set_dynamic_header},
+      {"set-dynamic-param", &Impl::set_dynamic_param},
+      {"clear-dynamic", &Impl::clear_dynamic},
   };
   auto it = handlers.find(type);
   if (it == handlers.end()) {
@@ -153,6 +157,7 @@ Json Adapter::Impl::init(const Json& command) {
   while (!url->path.empty() && url->path.back() == '/') url->path.pop_back();
   asio::SessionOptions session_options;
   session_options.request_timeout_ns = command_timeout;
+  session_options.header_provider = dynamic.provider();  // every request asks (set-dynamic-*)
   auto created = asio::Session::create(io.get_executor(), url->host, url->port, session_options);
   if (!created) throw ArgumentError("serverUrl: " + created.error());
   session = std::move(*created);
@@ -163,11 +168,12 @@ Json Adapter::Impl::init(const Json& command) {
   r["clientName"] = "prodsm";
   r["clientVersion"] = PRODSM_VERSION;
   // Only what works: catch-up reads, the batching idempotent Producer, maxBatchItems
-  // validation with 0 rejected. No live reads (SSE, long-poll, auto), no streaming
-  // reads, no dynamic headers, no RetryOptions.
-  r["features"] = Json{{"batching", true},      {"sse", false},       {"longPoll", false},
-                       {"auto", false},         {"streaming", false}, {"dynamicHeaders", false},
-                       {"retryOptions", false}, {"batchItems", true}, {"strictZeroValidation", true}};
+  // validation with 0 rejected, dynamic headers and params (the session's per-request
+  // header provider), RetryOptions (the core's RetryPolicy). No live reads (SSE,
+  // long-poll, auto), no streaming reads.
+  r["features"] = Json{{"batching", true},     {"sse", false},       {"longPoll", false},
+                       {"auto", false},        {"streaming", false}, {"dynamicHeaders", true},
+                       {"retryOptions", true}, {"batchItems", true}, {"strictZeroValidation", true}};
   return r;
 }
 

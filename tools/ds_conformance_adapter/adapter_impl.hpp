@@ -16,6 +16,7 @@
 #include <unordered_map>
 
 #include "adapter.hpp"
+#include "dynamic_fields.hpp"
 #include "prodsm/asio/producer.hpp"
 #include "prodsm/asio/session.hpp"
 
@@ -93,6 +94,14 @@ struct Adapter::Impl {
   Json idempotent_detach(const Json& command);
   Json validate(const Json& command);
 
+  // ---- dynamic headers and params (dynamic_commands.cpp) -------------------------------
+  Json set_dynamic_header(const Json& command);
+  Json set_dynamic_param(const Json& command);
+  Json clear_dynamic(const Json& command);
+  /// Adds headersSent / paramsSent (what this command's requests carried) to a success.
+  void report_dynamic(Json& result) const;
+  Json validate_retry_options(const Json& target);  // the suite's RetryOptions as the core's RetryPolicy
+
   AdapterOptions options;
   std::chrono::milliseconds command_timeout;
   Deadline deadline{};
@@ -108,6 +117,8 @@ struct Adapter::Impl {
 
   std::unordered_map<std::string, std::string> content_types;  // path -> content type
   std::deque<std::string> content_type_order;                  // FIFO for the bound
+
+  DynamicFields dynamic;  // asked by the session for every request (its header provider)
 
   std::map<std::string, CachedProducer> producers;  // "path|producerId|epoch"
   std::deque<std::string> producer_order;           // FIFO for the bound

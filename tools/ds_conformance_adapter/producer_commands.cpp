@@ -5,6 +5,7 @@
 // `validate` on the core's own configuration validation.
 #include <asio/use_future.hpp>
 
+#include <algorithm>
 #include <cstdio>
 
 #include "adapter_impl.hpp"
@@ -237,16 +238,68 @@ Json Adapter::Impl::idempotent_detach(const Json& command) {
   return success("idempotent-detach", 200);
 }
 
+namespace {
+
+/// A number of milliseconds as ns, saturating far outside every bound the core accepts
+/// (so an absurd value is refused by the core's own check, never converted with UB).
+std::optional<Duration> optional_ms(const Json& target, std::string_view field) {
+  auto it = target.find(field);
+  if (it == target.end() || it->is_null()) return std::nullopt;
+  if (!it->is_number()) throw ArgumentError(std::string(field) + ": must be a number of milliseconds");
+  const double ms = it->get<double>();
+  if (!(ms > -1e9 && ms < 1e9)) return Duration{ms > 0 ? INT64_MAX : INT64_MIN};  // NaN too: refused below
+  return std::chrono::duration_cast<Duration>(std::chrono::duration<double, std::milli>(ms));
+}
+
+/// `message` with the core's retry field names replaced by the suite's.
+std::string suite_names(std::string message) {
+  static const std::pair<std::string_view, std::string_view> kNames[] = {
+      {"retry.max_attempts", "maxRetries (max_attempts = maxRetries + 1)"},
+      {"retry.backoff_initial_ns", "initialDelayMs"},
+      {"retry.backoff_max_ns", "maxDelayMs"},
+      {"retry.backoff_multiplier", "multiplier"},
+  };
+  for (const auto& [core, suite] : kNames) {
+    for (std::size_t at = message.find(core); at != std::string::npos; at = message.find(core, at + suite.size())) {
+      message.replace(at, core.size(), suite);
+    }
+  }
+  return message;
+}
+
+}  // namespace
+
+Json Adapter::Impl::validate_retry_options(const Json& target) {
+  // The suite's RetryOptions (maxRetries, initialDelayMs, maxDelayMs, multiplier) are the
+  // core's RetryPolicy in other units; validation is the core's (B3), with its messages
+  // in the suite's names. Absent fields keep the core's defaults.
+  DurableStreamsConfig config;
+  RetryPolicy& retry = config.retry;
+  if (auto retries = optional_integer(target, "maxRetries", INT64_MIN, INT64_MAX)) {
+    const std::int64_t attempts = *retries == INT64_MAX ? INT64_MAX : *retries + 1;  // the first send too
+    retry.max_attempts = static_cast<std::uint32_t>(std::clamp<std::int64_t>(attempts, 0, UINT32_MAX));
+  }
+  if (auto initial = optional_ms(target, "initialDelayMs")) retry.backoff_initial_ns = *initial;
+  if (auto max = optional_ms(target, "maxDelayMs")) retry.backoff_max_ns = *max;
+  if (auto it = target.find("multiplier"); it != target.end() && !it->is_null()) {
+    if (!it->is_number()) throw ArgumentError("multiplier: must be a number");
+    retry.backoff_multiplier = it->get<double>();
+  }
+  if (auto error = DurableStreamsProducer::validate(config)) {
+    return error_result("validate", codes::kInvalidArgument, suite_names(error->message()));
+  }
+  Json r;
+  r["type"] = "validate";
+  r["success"] = true;
+  return r;
+}
+
 Json Adapter::Impl::validate(const Json& command) {
   auto target_it = command.find("target");
   if (target_it == command.end() || !target_it->is_object()) throw ArgumentError("target: required object");
   const Json& target = *target_it;
   const std::string kind = required_string(target, "target");
-  if (kind == "retry-options") {
-    return error_result("validate", codes::kNotSupported,
-                        "retry-options: prodsm has no RetryOptions of that shape (its retry policy is "
-                        "max_attempts / backoff_initial_ns / backoff_max_ns, doubling)");
-  }
+  if (kind == "retry-options") return validate_retry_options(target);
   if (kind != "idempotent-producer") {
     return error_result("validate", codes::kNotSupported, "Unknown validation target: " + kind);
   }
