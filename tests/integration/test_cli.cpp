@@ -18,52 +18,12 @@
 #include <fstream>
 #include <nlohmann/json.hpp>
 
+#include "cli_support.hpp"
 #include "reference_server.hpp"
 #include "test_client.hpp"
 
 namespace prodsm::test {
 namespace {
-
-struct CliRun {
-  int status = -1;
-  std::string out;
-  std::string err;
-};
-
-std::string temp_path(const std::string& name) {
-  return ::testing::TempDir() + "prodsm-cli-" + name + "-" + std::to_string(::getpid());
-}
-
-std::string slurp(const std::string& path) {
-  std::ifstream in(path, std::ios::binary);
-  return {std::istreambuf_iterator<char>(in), std::istreambuf_iterator<char>()};
-}
-
-void write_file(const std::string& path, const std::string& text) {
-  std::ofstream(path, std::ios::binary) << text;
-}
-
-enum class Stdin { file, pipe };
-
-/// Runs `prodsm <args>` through the shell with `stdin_text` on stdin (a regular file, or
-/// a pipe from `cat`); captures stdout and stderr.
-CliRun prodsm(const std::string& args, const std::string& stdin_text = {}, Stdin how = Stdin::file) {
-  const std::string in = temp_path("stdin");
-  const std::string out = temp_path("stdout");
-  const std::string err = temp_path("stderr");
-  write_file(in, stdin_text);
-  const std::string command = (how == Stdin::pipe ? "cat " + in + " | " : std::string()) + PRODSM_CLI + " " + args +
-                              (how == Stdin::file ? " <" + in : std::string()) + " >" + out + " 2>" + err;
-  const int status = std::system(command.c_str());
-  CliRun r;
-  r.status = WIFEXITED(status) ? WEXITSTATUS(status) : -1;
-  r.out = slurp(out);
-  r.err = slurp(err);
-  std::remove(in.c_str());
-  std::remove(out.c_str());
-  std::remove(err.c_str());
-  return r;
-}
 
 class Cli : public ::testing::Test {
  protected:
@@ -354,7 +314,8 @@ TEST_F(Cli, InterruptedRunResumedOnTheWholeInputIsExact) {
     ::dup2(in, 0);
     ::dup2(null, 1);
     ::dup2(null, 2);
-    ::execl(PRODSM_CLI, PRODSM_CLI, "produce", u.c_str(), "-q", "--max-batch-bytes", "700", static_cast<char*>(nullptr));
+    ::execl(PRODSM_CLI, PRODSM_CLI, "produce", u.c_str(), "-q", "--max-batch-bytes", "700",
+            static_cast<char*>(nullptr));
     ::_exit(98);
   }
   const int out = ::open(fifo.c_str(), O_WRONLY);

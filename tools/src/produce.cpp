@@ -298,7 +298,7 @@ int run_produce(const ProduceOptions& o) {
   // ---- verification -----------------------------------------------------------------------
   std::optional<std::string> verify_problem;
   if (o.verify && !failure && !bad_line && !interrupted && !resume_problem) {
-    auto session = asio::Session::create(io.get_executor(), producer->url());
+    auto session = asio::Session::create(io.get_executor(), producer->url(), options.session);
     auto contents = asio::async_read_stream_all(*session, producer->url(), json_mode, 16ULL << 30, request_options,
                                                 ::asio::use_future)
                         .get();

@@ -46,6 +46,7 @@ void add_producer_flags(CLI::App& cmd, ProducerFlags& f) {
   cmd.add_option("--delivery-timeout-ms", f.delivery_timeout_ms, "Per-record delivery deadline, 1..86400000")
       ->check(CLI::Range(std::uint64_t{1}, std::uint64_t{86'400'000}))
       ->capture_default_str();
+  add_connection_flags(cmd, f.connection);
 }
 
 std::optional<std::string> apply_producer_flags(const ProducerFlags& f, asio::ProducerOptions& options) {
@@ -85,7 +86,9 @@ std::optional<std::string> apply_producer_flags(const ProducerFlags& f, asio::Pr
     if (!header) return "--header: " + header.error();
     options.extra_headers.push_back(std::move(*header));
   }
-  return std::nullopt;
+  std::vector<std::string> fixed;
+  for (const auto& h : options.extra_headers) fixed.push_back(h.name);
+  return apply_connection_flags(f.connection, options.session, options.header_provider, fixed);
 }
 
 tl::expected<ds::Header, std::string> parse_header_flag(const std::string& text) {

@@ -13,6 +13,7 @@
 
 #include <tl/expected.hpp>
 
+#include "connection_flags.hpp"
 #include "prodsm/asio/producer.hpp"
 
 namespace prodsm::tools {
@@ -31,17 +32,18 @@ struct ProducerFlags {
   std::string connection_mode = "pipelined";    ///< --connection-mode: pipelined | pool
   std::uint64_t request_timeout_ms = 30'000;    ///< --request-timeout-ms, 1..600000 (ms)
   std::uint64_t delivery_timeout_ms = 120'000;  ///< --delivery-timeout-ms, 1..86400000 (ms, E6)
+  ConnectionFlags connection;                   ///< TLS and per-request header flags
 };
 
-/// Registers the flags above on `cmd` (range checks that need no context are CLI11
+/// Registers the flags above (and the connection flags) on `cmd` (range checks that need no context are CLI11
 /// checks; the rest is checked by apply_producer_flags and the core's validation).
 void add_producer_flags(CLI::App& cmd, ProducerFlags& flags);
 
 /// Fills `options.producer` (linger, batch bytes, in-flight, delivery timeout,
 /// idempotent producer), `options.start` (a fresh epoch, or exactly --epoch when given:
 /// then a reused id and epoch fails at the first batch, before anything is appended),
-/// `options.session` (mode, connections, request timeout) and `options.extra_headers`
-/// from `flags`. Returns the message naming the bad flag
+/// `options.session` (mode, connections, request timeout, TLS, per-request headers:
+/// apply_connection_flags) and `options.extra_headers` from `flags`. Returns the message naming the bad flag
 /// (e.g. "--linger-ms: 'x' is not a number of milliseconds in 0..3600000 or 'off'").
 std::optional<std::string> apply_producer_flags(const ProducerFlags& flags, asio::ProducerOptions& options);
 

@@ -21,6 +21,7 @@ struct ReadOptions {
   bool json = false;
   std::uint64_t max_bytes = 1ULL << 32;
   std::vector<std::string> headers;
+  ConnectionFlags connection;
 };
 
 int run_read(const ReadOptions& o) {
@@ -38,10 +39,17 @@ int run_read(const ReadOptions& o) {
     }
     request_options.extra_headers.push_back(std::move(*header));
   }
+  asio::SessionOptions session_options;
+  std::vector<std::string> fixed;
+  for (const auto& h : request_options.extra_headers) fixed.push_back(h.name);
+  if (auto why = apply_connection_flags(o.connection, session_options, session_options.header_provider, fixed)) {
+    std::fprintf(stderr, "prodsm read: %s\n", why->c_str());
+    return kExitBadInput;
+  }
   ::asio::io_context io;
   auto guard = ::asio::make_work_guard(io);
   std::thread io_thread([&io] { io.run(); });
-  auto session = asio::Session::create(io.get_executor(), *url);
+  auto session = asio::Session::create(io.get_executor(), *url, session_options);
   if (!session) {
     guard.reset();
     io_thread.join();
@@ -91,6 +99,7 @@ void add_read_command(CLI::App& app, std::function<int()>& run) {
   cmd->add_flag("--json", o->json, "JSON stream: print one JSON array of every value (and a newline)");
   cmd->add_option("--max-bytes", o->max_bytes, "Fail past this many bytes")->capture_default_str();
   cmd->add_option("-H,--header", o->headers, "Extra request header 'Name: value' (repeatable)");
+  add_connection_flags(*cmd, o->connection);
   cmd->callback([o, &run] { run = [o] { return run_read(*o); }; });
 }
 

@@ -40,8 +40,7 @@ std::optional<std::string> JsonLineValidator::check(std::string_view text) {
   return std::string("not accepted by prodsm's JSON check: ") + simdjson::error_message(error);
 }
 
-RecordReader::RecordReader(std::istream& in, Mode mode, std::size_t max_record_bytes,
-                           std::function<bool()> interrupted)
+RecordReader::RecordReader(std::istream& in, Mode mode, std::size_t max_record_bytes, std::function<bool()> interrupted)
     : in_{in}, mode_{mode}, max_record_bytes_{max_record_bytes}, interrupted_{std::move(interrupted)} {}
 
 tl::expected<RecordReader::Line, LineError> RecordReader::read_line() {

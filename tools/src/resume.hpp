@@ -37,8 +37,8 @@ class StreamPrefix {
 
  private:
   StreamPrefix(std::string body, std::vector<std::string> elements, bool json);
-  std::string body_;                    ///< bytes mode
-  std::vector<std::string> elements_;   ///< JSON mode: each element, minified
+  std::string body_;                   ///< bytes mode
+  std::vector<std::string> elements_;  ///< JSON mode: each element, minified
   bool json_;
   std::size_t position_ = 0;  ///< bytes consumed (bytes mode) or elements matched (JSON mode)
   std::uint64_t skipped_ = 0;

@@ -1,0 +1,65 @@
+// SPDX-License-Identifier: Apache-2.0
+#include "connection_flags.hpp"
+
+#include <memory>
+
+#include "header_sources.hpp"
+#include "prodsm/http/detail/text.hpp"
+
+namespace prodsm::tools {
+
+void add_connection_flags(CLI::App& cmd, ConnectionFlags& f) {
+  cmd.add_option("--cacert", f.cacert, "https: trust the CA certificates in this PEM file (default: the system's)");
+  cmd.add_option("--capath", f.capath, "https: trust the CA certificates in this directory (OpenSSL hashed layout)");
+  cmd.add_option("--cert", f.cert, "https: client certificate (PEM) for mutual TLS");
+  cmd.add_option("--key", f.key, "https: private key of --cert (default: read from --cert)");
+  cmd.add_flag("--insecure", f.insecure, "https: do not verify the server's certificate or name (test endpoints only)");
+  cmd.add_option("--bearer-token-file", f.bearer_token_file,
+                 "Send 'Authorization: Bearer <contents of FILE>' on every request; the file is read again "
+                 "whenever it changes (a rotated token is used from the next request on)");
+  cmd.add_option("--header-command", f.header_command,
+                 "Run this shell command for request headers (it prints 'Name: value' lines); its output is "
+                 "used for --header-ttl seconds, then it runs again");
+  cmd.add_option("--header-ttl", f.header_ttl_s, "Seconds a --header-command output is used, 1..86400")
+      ->check(CLI::Range(std::uint64_t{1}, std::uint64_t{86'400}))
+      ->capture_default_str();
+}
+
+std::optional<std::string> apply_connection_flags(const ConnectionFlags& f, http::TransportOptions& transport,
+                                                  HeaderProvider& provider,
+                                                  const std::vector<std::string>& fixed_header_names) {
+  transport.tls.ca_file = f.cacert;
+  transport.tls.ca_dir = f.capath;
+  transport.tls.cert_file = f.cert;
+  transport.tls.key_file = f.key;
+  transport.tls.insecure = f.insecure;
+  if (!f.key.empty() && f.cert.empty()) return std::string{"--key: needs --cert"};
+  if (!f.bearer_token_file.empty() && !f.header_command.empty()) {
+    return std::string{"--bearer-token-file and --header-command: give one source of request headers"};
+  }
+  if (!f.bearer_token_file.empty()) {
+    for (const auto& name : fixed_header_names) {
+      if (http::detail::iequals(name, "Authorization")) {
+        return std::string{"--bearer-token-file: an Authorization header is also given with -H"};
+      }
+    }
+    auto source = std::make_shared<BearerTokenFile>(f.bearer_token_file);
+    if (auto first = (*source)(http::RequestInfo{}); !first) return first.error();  // fail before appending
+    provider = [source](const http::RequestInfo& r) { return (*source)(r); };
+  } else if (!f.header_command.empty()) {
+    auto source = std::make_shared<HeaderCommand>(f.header_command, std::chrono::seconds{f.header_ttl_s});
+    auto first = (*source)(http::RequestInfo{});  // runs it once now: a broken command fails before appending
+    if (!first) return first.error();
+    for (const auto& h : first->headers) {
+      for (const auto& name : fixed_header_names) {
+        if (http::detail::iequals(name, h.name)) {
+          return "--header-command: header '" + h.name + "' is also given with -H";
+        }
+      }
+    }
+    provider = [source](const http::RequestInfo& r) { return (*source)(r); };
+  }
+  return std::nullopt;
+}
+
+}  // namespace prodsm::tools

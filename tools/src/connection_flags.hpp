@@ -1,0 +1,45 @@
+// SPDX-License-Identifier: Apache-2.0
+#pragma once
+// The connection flags every subcommand that talks to a server shares (produce, bench,
+// read): TLS under curl's names (--cacert, --capath, --cert, --key, --insecure) and
+// credentials that may change while a run goes on (--bearer-token-file re-read when the
+// file changes; --header-command run again when its output is older than --header-ttl).
+// Both are a per-request header provider (prodsm/http/request_fields.hpp): every request
+// attempt carries the current value.
+
+#include <CLI/CLI.hpp>
+
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "prodsm/header_provider.hpp"
+#include "prodsm/http/pool.hpp"
+
+namespace prodsm::tools {
+
+/// Connection flags as given on the command line.
+struct ConnectionFlags {
+  std::string cacert;               ///< --cacert FILE: trusted CA certificates (PEM)
+  std::string capath;               ///< --capath DIR: trusted CA directory (OpenSSL hashed layout)
+  std::string cert;                 ///< --cert FILE: client certificate (mutual TLS)
+  std::string key;                  ///< --key FILE: the client certificate's key
+  bool insecure = false;            ///< --insecure: no verification of the server at all
+  std::string bearer_token_file;    ///< --bearer-token-file FILE: `Authorization: Bearer <contents>`
+  std::string header_command;       ///< --header-command CMD: prints `Name: value` lines
+  std::uint64_t header_ttl_s = 60;  ///< --header-ttl SECONDS: how long a command's output is used, 1..86400
+};
+
+/// Registers the flags above on `cmd`.
+void add_connection_flags(CLI::App& cmd, ConnectionFlags& flags);
+
+/// Fills `transport.tls` and `provider` from `flags`. `fixed_header_names` are the names
+/// given with -H: a name both fixed and provided is refused here (it would fail every
+/// request). The token file is read, the header command run, once here, so a broken one
+/// fails before anything is sent. Returns the message naming the bad flag, or nullopt.
+std::optional<std::string> apply_connection_flags(const ConnectionFlags& flags, http::TransportOptions& transport,
+                                                  HeaderProvider& provider,
+                                                  const std::vector<std::string>& fixed_header_names);
+
+}  // namespace prodsm::tools

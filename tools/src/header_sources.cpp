@@ -1,0 +1,162 @@
+// SPDX-License-Identifier: Apache-2.0
+#include "header_sources.hpp"
+
+#include <fcntl.h>
+#include <poll.h>
+#include <signal.h>
+#include <spawn.h>
+#include <sys/stat.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <cstring>
+#include <fstream>
+#include <sstream>
+#include <thread>
+
+#include "producer_flags.hpp"
+
+extern char** environ;
+
+namespace prodsm::tools {
+namespace {
+
+std::string trim(std::string s) {
+  const char* ws = " \t\r\n";
+  s.erase(0, s.find_first_not_of(ws));
+  const auto last = s.find_last_not_of(ws);
+  s.erase(last == std::string::npos ? 0 : last + 1);
+  return s;
+}
+
+/// Closes a descriptor when it goes out of scope.
+struct Fd {
+  int fd = -1;
+  ~Fd() {
+    if (fd >= 0) ::close(fd);
+  }
+};
+
+}  // namespace
+
+// ---- BearerTokenFile ---------------------------------------------------------------------
+
+tl::expected<http::RequestFields, std::string> BearerTokenFile::operator()(const http::RequestInfo&) {
+  const std::string flag = "--bearer-token-file '" + path_ + "': ";
+  struct stat st {};
+  if (::stat(path_.c_str(), &st) != 0) return tl::unexpected(flag + "cannot read: " + std::strerror(errno));
+  const Stamp stamp{static_cast<std::uint64_t>(st.st_dev), static_cast<std::uint64_t>(st.st_ino),
+                    static_cast<std::uint64_t>(st.st_size),
+                    static_cast<std::int64_t>(st.st_mtim.tv_sec) * 1'000'000'000 + st.st_mtim.tv_nsec};
+  std::lock_guard lock(mu_);
+  if (!stamp_ || *stamp_ != stamp) {
+    if (stamp.size > kMaxCredentialBytes) {
+      return tl::unexpected(flag + "larger than " + std::to_string(kMaxCredentialBytes) + " bytes");
+    }
+    std::ifstream in(path_, std::ios::binary);
+    std::ostringstream text;
+    text << in.rdbuf();
+    if (!in) return tl::unexpected(flag + "cannot read: " + std::strerror(errno));
+    std::string token = trim(text.str());
+    if (token.empty()) return tl::unexpected(flag + "the file is empty");
+    if (token.size() > kMaxCredentialBytes) {
+      return tl::unexpected(flag + "larger than " + std::to_string(kMaxCredentialBytes) + " bytes");
+    }
+    token_ = std::move(token);
+    stamp_ = stamp;
+  }
+  http::RequestFields fields;
+  fields.headers.push_back({"Authorization", "Bearer " + token_});
+  return fields;
+}
+
+// ---- HeaderCommand -----------------------------------------------------------------------
+
+tl::expected<http::RequestFields, std::string> HeaderCommand::operator()(const http::RequestInfo&) {
+  std::lock_guard lock(mu_);
+  const auto now = std::chrono::steady_clock::now();
+  if (!fetched_at_ || now - *fetched_at_ >= ttl_) {
+    auto headers = run();
+    if (!headers) return tl::unexpected("--header-command: " + headers.error());
+    headers_ = std::move(*headers);
+    fetched_at_ = std::chrono::steady_clock::now();
+  }
+  http::RequestFields fields;
+  fields.headers = headers_;
+  return fields;
+}
+
+tl::expected<http::Headers, std::string> HeaderCommand::run() const {
+  int pipe_fds[2];
+  if (::pipe2(pipe_fds, O_CLOEXEC) != 0) return tl::unexpected(std::string{"pipe: "} + std::strerror(errno));
+  Fd read_end{pipe_fds[0]};
+  Fd write_end{pipe_fds[1]};
+  posix_spawn_file_actions_t actions;
+  posix_spawn_file_actions_init(&actions);
+  posix_spawn_file_actions_addopen(&actions, 0, "/dev/null", O_RDONLY, 0);
+  posix_spawn_file_actions_adddup2(&actions, write_end.fd, 1);
+  const char* argv[] = {"/bin/sh", "-c", command_.c_str(), nullptr};
+  pid_t pid = 0;
+  const int spawned = ::posix_spawn(&pid, "/bin/sh", &actions, nullptr, const_cast<char* const*>(argv), environ);
+  posix_spawn_file_actions_destroy(&actions);
+  if (spawned != 0) return tl::unexpected(std::string{"cannot run /bin/sh: "} + std::strerror(spawned));
+  ::close(write_end.fd);
+  write_end.fd = -1;
+
+  const auto deadline = std::chrono::steady_clock::now() + kHeaderCommandTimeout;
+  auto left_ms = [&] {
+    const auto left =
+        std::chrono::duration_cast<std::chrono::milliseconds>(deadline - std::chrono::steady_clock::now());
+    return static_cast<int>(std::max<std::int64_t>(left.count(), 0));
+  };
+  std::string out;
+  std::optional<std::string> failure;
+  char buf[4096];
+  while (true) {
+    pollfd p{read_end.fd, POLLIN, 0};
+    const int ready = ::poll(&p, 1, left_ms());
+    if (ready < 0 && errno == EINTR) continue;
+    if (ready <= 0) {
+      failure = "did not finish within " + std::to_string(kHeaderCommandTimeout.count()) + " s (killed)";
+      break;
+    }
+    const ssize_t n = ::read(read_end.fd, buf, sizeof buf);
+    if (n < 0 && errno == EINTR) continue;
+    if (n <= 0) break;  // end of its output
+    out.append(buf, static_cast<std::size_t>(n));
+    if (out.size() > kMaxCredentialBytes) {
+      failure = "printed more than " + std::to_string(kMaxCredentialBytes) + " bytes (killed)";
+      break;
+    }
+  }
+  int status = 0;
+  while (true) {  // the child we started, waited for by its pid only
+    if (failure) ::kill(pid, SIGKILL);
+    const pid_t done = ::waitpid(pid, &status, failure ? 0 : WNOHANG);
+    if (done == pid) break;
+    if (done < 0 && errno != EINTR) return tl::unexpected(std::string{"waitpid: "} + std::strerror(errno));
+    if (!failure && left_ms() == 0)
+      failure = "did not exit within " + std::to_string(kHeaderCommandTimeout.count()) + " s (killed)";
+    if (!failure) std::this_thread::sleep_for(std::chrono::milliseconds{1});  // exited output; exit is near
+  }
+  if (failure) return tl::unexpected(std::move(*failure));
+  if (WIFSIGNALED(status)) return tl::unexpected("killed by signal " + std::to_string(WTERMSIG(status)));
+  if (WIFEXITED(status) && WEXITSTATUS(status) != 0) {
+    return tl::unexpected("exited with status " + std::to_string(WEXITSTATUS(status)));
+  }
+  http::Headers headers;
+  std::istringstream lines(out);
+  std::string line;
+  while (std::getline(lines, line)) {
+    line = trim(line);
+    if (line.empty()) continue;
+    auto header = parse_header_flag(line);
+    if (!header) return tl::unexpected("printed a line that is not a header: " + header.error());
+    headers.push_back(std::move(*header));
+  }
+  if (headers.empty()) return tl::unexpected(std::string{"printed no 'Name: value' line"});
+  return headers;
+}
+
+}  // namespace prodsm::tools
