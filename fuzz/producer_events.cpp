@@ -33,7 +33,7 @@ cf::CoreConfig config_from(FuzzedDataProvider& in) {
     cfg.max_pending_barriers = in.ConsumeIntegralInRange<std::uint32_t>(1, 4);
     cfg.delivery_timeout_ns = cfg.linger.duration_ns() + std::chrono::milliseconds{in.ConsumeIntegralInRange(1, 500)};
     cfg.retry.max_attempts = in.ConsumeIntegralInRange<std::uint32_t>(1, 5);
-    cfg.retry.backoff_initial_ns = std::chrono::milliseconds{in.ConsumeIntegralInRange(0, 2)};
+    cfg.retry.backoff_initial_ns = std::chrono::microseconds{in.ConsumeIntegralInRange(1, 2000)};
     cfg.retry.backoff_max_ns =
         cfg.retry.backoff_initial_ns + std::chrono::milliseconds{in.ConsumeIntegralInRange(0, 4)};
     cfg.retry.mode = in.ConsumeBool() ? prodsm::RetryMode::all : prodsm::RetryMode::no_side_effects;

@@ -4,7 +4,7 @@
 #                                                fails on any crash (the test command uses it)
 #   scripts/fuzz.sh --long N [target ...]        run N seconds each, then merge new inputs
 #                                                into fuzz/corpus/<target> (minimized)
-# Targets: producer_events http_response http_transport config_validation record_reader (default: all).
+# Targets: producer_events http_response http_transport config_validation record_reader s2_response (default: all).
 # Prints, per target, executions per second and total executions.
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -18,7 +18,7 @@ while [ $# -gt 0 ]; do
     *) targets+=("$1"); shift ;;
   esac
 done
-[ ${#targets[@]} -gt 0 ] || targets=(producer_events http_response http_transport config_validation record_reader)
+[ ${#targets[@]} -gt 0 ] || targets=(producer_events http_response http_transport config_validation record_reader s2_response)
 
 cmake --preset fuzz >/dev/null
 cmake --build --preset fuzz --target "${targets[@]/#/fuzz_}" >/dev/null

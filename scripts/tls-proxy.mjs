@@ -6,8 +6,10 @@
 //                                   [--port N] [--host H] [--client-ca FILE] [--ignore-stdin]
 //                                   [--header-check NAME:FILE]
 //   --client-ca FILE         require a client certificate signed by this CA (mutual TLS)
-//   --header-check NAME:FILE every request must carry header NAME with the value currently
-//                            in FILE (re-read per request: a token that rotates); a request
+//   --header-check NAME:FILE every request must carry header NAME with a value currently
+//                            in FILE, one accepted value per line (re-read per request: a
+//                            token that rotates, old and new both accepted while a rotation
+//                            overlaps); a request
 //                            without it is answered 401 and not forwarded. HTTP/1.1 requests
 //                            are parsed only as far as their headers for this.
 // Prints one line to stdout, the base URL (https://127.0.0.1:PORT), and exits when stdin
@@ -73,9 +75,10 @@ function checkedPipe(client, upstream) {
         if (name === "content-length") length = Number(v)
         if (name === check.name) value = v
       }
-      const want = readFileSync(check.file, "utf8").trim()
-      if (value !== want) {
-        client.end(`HTTP/1.1 401 Unauthorized\r\nContent-Type: text/plain\r\nContent-Length: 12\r\nConnection: close\r\n\r\nbad ${check.name}`.slice(0, 200))
+      const accepted = readFileSync(check.file, "utf8").split("\n").map((l) => l.trim()).filter((l) => l !== "")
+      if (value === null || !accepted.includes(value)) {
+        const body = `bad ${check.name}`
+        client.end(`HTTP/1.1 401 Unauthorized\r\nContent-Type: text/plain\r\nContent-Length: ${body.length}\r\nConnection: close\r\n\r\n${body}`)
         upstream.destroy()
         return
       }

@@ -108,7 +108,7 @@ rc::Gen<CoreConfig> gen_config(const PropertySpec& spec) {
       cfg.delivery_timeout_ns =
           floor + *rc::gen::element(Duration{1ms}, Duration{20ms}, Duration{200ms}, Duration{120s});
       cfg.retry.max_attempts = *rc::gen::element<U32>(U32{1}, U32{2}, U32{3}, U32{10});
-      cfg.retry.backoff_initial_ns = *rc::gen::element(Duration{0}, Duration{1ms});
+      cfg.retry.backoff_initial_ns = *rc::gen::element(Duration{1us}, Duration{1ms});
       cfg.retry.backoff_max_ns = cfg.retry.backoff_initial_ns + *rc::gen::element(Duration{0}, Duration{4ms});
       cfg.retry.mode = *rc::gen::element(RetryMode::all, RetryMode::no_side_effects);
       cfg.retry.jitter_seed = *rc::gen::arbitrary<std::uint64_t>();

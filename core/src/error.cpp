@@ -26,6 +26,7 @@ std::string_view to_string(ErrorCode code) noexcept {
     case ErrorCode::rejected: return "rejected";
     case ErrorCode::protocol_error: return "protocol_error";
     case ErrorCode::tls_failed: return "tls_failed";
+    case ErrorCode::header_provider_failed: return "header_provider_failed";
   }
   return "unknown";
 }

@@ -27,6 +27,18 @@ void append_percent_encoded_byte(std::string& out, unsigned char byte) {
   out += kHexDigits[byte & 0x0FU];
 }
 
+void append_query_component(std::string& out, std::string_view text) {
+  for (const char c : text) {
+    const bool unreserved = (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') || c == '-' ||
+                            c == '.' || c == '_' || c == '~';
+    if (unreserved) {
+      out += c;
+    } else {
+      append_percent_encoded_byte(out, static_cast<unsigned char>(c));
+    }
+  }
+}
+
 void append_excerpt(std::string& out, std::string_view text, std::size_t max_bytes) {
   const bool cut = text.size() > max_bytes;
   if (cut) text = text.substr(0, max_bytes);

@@ -227,7 +227,7 @@ TEST(Checkers, E3ResentAfterConditionFailure) {
 
 TEST(Checkers, E4UnsafeResendAfterConnectionLost) {
   Trace t = run(Protocol::durable_streams,
-                with(kLong, {{"idempotent", {{"producer_id", "p"}}}, {"backoff_initial_ms", 0}, {"backoff_max_ms", 0}}),
+                with(kLong, {{"idempotent", {{"producer_id", "p"}}}, {"backoff_initial_ms", 1}, {"backoff_max_ms", 1}}),
                 {submit("a"), simple("flush"), fail("connection_lost"), {{"do", "advance"}, {"ms", 0}}});
   t.config.sequencing = Sequencing::none;  // the same resend, without safe sequencing
   EXPECT_TRUE(reports(t, "E4")) << reported(t);
@@ -266,8 +266,8 @@ TEST(Checkers, R2WouldBlockLeftBatchLingering) {
 }
 
 TEST(Checkers, R3TooManyAttempts) {
-  Trace t = run(Protocol::s2, with(kLong, {{"backoff_initial_ms", 0}, {"backoff_max_ms", 0}}),
-                {submit("a"), simple("flush"), fail("unavailable"), {{"do", "advance"}, {"ms", 0}}});
+  Trace t = run(Protocol::s2, with(kLong, {{"backoff_initial_ms", 1}, {"backoff_max_ms", 1}}),
+                {submit("a"), simple("flush"), fail("unavailable"), {{"do", "advance"}, {"ms", 1}}});
   t.config.max_attempts = 1;
   EXPECT_TRUE(reports(t, "R3")) << reported(t);
 }
@@ -281,8 +281,8 @@ TEST(Checkers, S1MatchSeqNumDoesNotAdvance) {
 
 TEST(Checkers, S2ResendNotByteIdentical) {
   Trace t = run(Protocol::durable_streams,
-                with(kLong, {{"idempotent", {{"producer_id", "p"}}}, {"backoff_initial_ms", 0}, {"backoff_max_ms", 0}}),
-                {submit("a"), simple("flush"), fail("unavailable"), {{"do", "advance"}, {"ms", 0}}});
+                with(kLong, {{"idempotent", {{"producer_id", "p"}}}, {"backoff_initial_ms", 1}, {"backoff_max_ms", 1}}),
+                {submit("a"), simple("flush"), fail("unavailable"), {{"do", "advance"}, {"ms", 1}}});
   find(t, Observation::Kind::send, 3)->body = "b";
   EXPECT_TRUE(reports(t, "S2")) << reported(t);
 }

@@ -1,5 +1,7 @@
 // SPDX-License-Identifier: Apache-2.0
 // B1–B5: batching, linger, limits.
+#include <cmath>
+
 #include "harness.hpp"
 
 namespace prodsm::test {
@@ -155,6 +157,12 @@ TEST(B3, InvalidLimitsAreRejectedWithTheFieldName) {
       {"retry.max_attempts", [](DurableStreamsConfig& c) { c.retry.max_attempts = 0; }},
       {"retry.backoff_max_ns", [](DurableStreamsConfig& c) { c.retry.backoff_max_ns = 11min; }},
       {"retry.backoff_initial_ns", [](DurableStreamsConfig& c) { c.retry.backoff_initial_ns = 11s; }},
+      {"retry.backoff_initial_ns", [](DurableStreamsConfig& c) { c.retry.backoff_initial_ns = 0ms; }},
+      {"retry.backoff_initial_ns", [](DurableStreamsConfig& c) { c.retry.backoff_initial_ns = -1ms; }},
+      {"retry.backoff_max_ns", [](DurableStreamsConfig& c) { c.retry.backoff_max_ns = 0ms; }},
+      {"retry.backoff_multiplier", [](DurableStreamsConfig& c) { c.retry.backoff_multiplier = 0.5; }},
+      {"retry.backoff_multiplier", [](DurableStreamsConfig& c) { c.retry.backoff_multiplier = 16.5; }},
+      {"retry.backoff_multiplier", [](DurableStreamsConfig& c) { c.retry.backoff_multiplier = std::nan(""); }},
       {"protocol.idempotent.producer_id", [](DurableStreamsConfig& c) { c.protocol.idempotent.emplace(); }},
       {"protocol.idempotent.producer_id",
        [](DurableStreamsConfig& c) {

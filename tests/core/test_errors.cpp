@@ -130,6 +130,33 @@ TEST(E4, ConnectionLostIsRetriedWhenSequencingMakesItSafe) {
   EXPECT_EQ(h.producer().stats().retries, 2U);
 }
 
+// E4: the backoff grows by backoff_multiplier per retry up to backoff_max_ns, each wait
+// jittered into [half, full]; multiplier 1.0 keeps it constant.
+TEST(E4, BackoffGrowsByTheMultiplierUpToTheMaximum) {
+  for (const double multiplier : {3.0, 1.0}) {
+    auto c = ds_idempotent(Linger::after(1h));
+    c.retry.max_attempts = 6;
+    c.retry.backoff_initial_ns = 10ms;
+    c.retry.backoff_max_ns = 200ms;
+    c.retry.backoff_multiplier = multiplier;
+    DsHarness h(c);
+    h.submit("a");
+    h.flush();
+    Duration full = 10ms;
+    for (int retry = 1; retry <= 5; ++retry) {
+      h.fail(h.take_send(), unavailable());
+      const auto deadline = h.producer().next_deadline();
+      ASSERT_TRUE(deadline.has_value());
+      EXPECT_GE(*deadline - h.now(), full / 2) << "retry " << retry << " multiplier " << multiplier;
+      EXPECT_LE(*deadline - h.now(), full) << "retry " << retry << " multiplier " << multiplier;
+      h.fire_next_deadline();
+      full = std::min<Duration>(200ms, std::chrono::duration_cast<Duration>(full * multiplier));
+    }
+    auto last = h.take_send();
+    EXPECT_EQ(last.attempt, 6U);
+  }
+}
+
 // E4: a retryable server answer (503) backs off before the first retry too; only a lost
 // connection is retried at once.
 TEST(E4, UnavailableBacksOffBeforeTheFirstRetry) {
@@ -185,13 +212,13 @@ TEST(E4, ConnectionLostWithoutSequencingIsTerminalIndefinite) {
 TEST(E4, NoSideEffectsModeRetriesOnlyDefiniteFailures) {
   auto c = ds_idempotent(Linger::after(1h));
   c.retry.mode = RetryMode::no_side_effects;
-  c.retry.backoff_initial_ns = 0ms;
-  c.retry.backoff_max_ns = 0ms;
+  c.retry.backoff_initial_ns = 1ms;  // the shortest backoff the tests wait for
+  c.retry.backoff_max_ns = 1ms;
   DsHarness h(c);
   h.submit("a");
   h.flush();
   h.fail(h.take_send(), unavailable());
-  h.advance(0ms);
+  h.advance(1ms);
   auto retry = h.take_send();
   EXPECT_EQ(retry.attempt, 2U);
   h.fail(retry, connection_lost());
@@ -333,8 +360,8 @@ TEST(E5, DurableStreamsAckWithoutOffsetIsInvalid) {
 // E5: a late ack for a batch that already completed is ignored, not fatal.
 TEST(E5, LateOutcomeForSupersededAttemptIsIgnored) {
   auto c = ds_idempotent(Linger::after(1h));
-  c.retry.backoff_initial_ns = 0ms;
-  c.retry.backoff_max_ns = 0ms;
+  c.retry.backoff_initial_ns = 1ms;  // the shortest backoff the tests wait for
+  c.retry.backoff_max_ns = 1ms;
   DsHarness h(c);
   h.submit("a");
   h.flush();

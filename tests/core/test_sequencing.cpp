@@ -39,14 +39,14 @@ TEST(S1, MatchSeqNumAdvancesByRecordCountAndFencingTokenIsConstant) {
 TEST(S1, ResendKeepsItsMatchSeqNum) {
   auto c = s2_config(Linger::after(1h));
   c.protocol.match_seq_num = 0;
-  c.retry.backoff_initial_ns = 0ms;
-  c.retry.backoff_max_ns = 0ms;
+  c.retry.backoff_initial_ns = 1ms;  // the shortest backoff the tests wait for
+  c.retry.backoff_max_ns = 1ms;
   S2Harness h(c);
   h.submit("a");
   h.flush();
   auto first = h.take_send();
   h.fail(first, unavailable());
-  h.advance(0ms);
+  h.advance(1ms);
   auto second = h.take_send();
   EXPECT_EQ(second.stamp, first.stamp);
   EXPECT_EQ(second.body, first.body);
@@ -57,8 +57,8 @@ TEST(S1, ResendKeepsItsMatchSeqNum) {
 TEST(S2, DurableStreamsSeqAdvancesPerBatchAndResendIsByteIdentical) {
   auto c = ds_idempotent(Linger::after(1h));
   c.protocol.body_format = DurableStreamsPolicy::BodyFormat::json;
-  c.retry.backoff_initial_ns = 0ms;
-  c.retry.backoff_max_ns = 0ms;
+  c.retry.backoff_initial_ns = 1ms;  // the shortest backoff the tests wait for
+  c.retry.backoff_max_ns = 1ms;
   DsHarness h(c);
   h.submit("1");
   h.submit("2");
@@ -334,8 +334,8 @@ TEST(S5, AutoClaimRenumbersThreeInFlightBatchesWithoutLossOrFalseDuplicate) {
 // attempt may have been appended, and renumbering would duplicate it.
 TEST(S5, StaleEpochAfterAmbiguousAttemptIsTerminalIndefinite) {
   auto c = ds_idempotent(Linger::after(1h), true);
-  c.retry.backoff_initial_ns = 0ms;
-  c.retry.backoff_max_ns = 0ms;
+  c.retry.backoff_initial_ns = 1ms;  // the shortest backoff the tests wait for
+  c.retry.backoff_max_ns = 1ms;
   DsHarness h(c);
   h.submit("a");
   h.flush();

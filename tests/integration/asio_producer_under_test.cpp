@@ -23,6 +23,7 @@ class AsioProducerUnderTest final : public ProducerUnderTest {
     options.content_type = setup.content_type;
     options.producer = setup.config;
     options.session = setup.session;
+    options.header_provider = setup.header_provider;
     options.start = setup.start;
     auto p = asio::Producer::create(io_.get_executor(), options);
     if (!p) {

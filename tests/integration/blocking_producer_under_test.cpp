@@ -14,6 +14,7 @@ class BlockingProducerUnderTest final : public ProducerUnderTest {
     options.content_type = setup.content_type;
     options.producer = setup.config;
     options.session = setup.session;
+    options.header_provider = setup.header_provider;
     options.start = setup.start;
     options.submit_timeout_ns = std::chrono::minutes{2};  // "waiting while the producer is full"
     auto p = blocking::Producer::create(options);

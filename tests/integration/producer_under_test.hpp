@@ -14,6 +14,7 @@
 
 #include "prodsm/ds/client.hpp"
 #include "prodsm/durable_streams.hpp"
+#include "prodsm/header_provider.hpp"
 #include "prodsm/http/pool.hpp"
 
 namespace prodsm::test {
@@ -25,6 +26,7 @@ struct ProducerSetup {
   DurableStreamsConfig config{};
   http::TransportOptions session{};  ///< connection mode, timeouts, stall detection
   ds::ProducerStart start = ds::ProducerStart::fresh_epoch;  ///< what the start is (restarts)
+  HeaderProvider header_provider{};  ///< per-request headers of the producer's session
 };
 
 /// One record completion as its callback saw it (A1: recorded in callback order).

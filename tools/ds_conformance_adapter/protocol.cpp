@@ -39,6 +39,7 @@ std::string_view code_for(const Error& e, Operation op) {
     case ErrorCode::would_block: return codes::kTimeout;
     case ErrorCode::invalid_record: return codes::kInvalidArgument;
     case ErrorCode::condition_failed: return codes::kConflict;
+    case ErrorCode::header_provider_failed:
     case ErrorCode::closed:
     case ErrorCode::aborted:
     case ErrorCode::cancelled:

@@ -238,13 +238,18 @@ struct Producer::Impl : std::enable_shared_from_this<Producer::Impl> {
 tl::expected<Producer, std::string> Producer::create(net::any_io_executor executor, ProducerOptions options) {
   auto client = ds::ProducerClient::create(options, std::chrono::system_clock::now());
   if (!client) return tl::unexpected(client.error());
-  auto session = Session::create(std::move(executor), client->url(), options.session);
+  SessionOptions session_options{options.session};
+  session_options.header_provider = options.header_provider;
+  auto session = Session::create(std::move(executor), client->url(), std::move(session_options));
   if (!session) return tl::unexpected(session.error());
   return Producer(std::make_shared<Impl>(std::move(options), std::move(*session), true, std::move(*client)));
 }
 
 tl::expected<Producer, std::string> Producer::attach(std::shared_ptr<Session> session, ProducerOptions options) {
   if (!session) return tl::unexpected(std::string{"session: null"});
+  if (options.header_provider) {
+    return tl::unexpected(std::string{"header_provider: an attached producer uses its session's (SessionOptions)"});
+  }
   auto client = ds::ProducerClient::create(options, std::chrono::system_clock::now());
   if (!client) return tl::unexpected(client.error());
   const ds::StreamUrl& url = client->url();

@@ -36,10 +36,11 @@ struct Socket {
 };
 
 struct Session::Impl : std::enable_shared_from_this<Session::Impl> {
-  Impl(net::any_io_executor executor, http::Pool p)
-      : strand{net::make_strand(executor)}, pool{std::move(p)}, resolver{strand}, timer{strand} {}
+  Impl(net::any_io_executor executor, http::Pool p, SessionOptions o)
+      : strand{net::make_strand(executor)}, options{std::move(o)}, pool{std::move(p)}, resolver{strand}, timer{strand} {}
 
   net::strand<net::any_io_executor> strand;
+  const SessionOptions options;  // as validated (the pool holds its transport part)
   http::Pool pool;  // strand only
   tcp::resolver resolver;
   std::optional<tcp::resolver::results_type> endpoints;  // resolved once, dropped after a failed connect
@@ -55,6 +56,11 @@ struct Session::Impl : std::enable_shared_from_this<Session::Impl> {
   // ---- strand only -------------------------------------------------------------------
 
   void exchange(http::Request request, ExchangeHandler done) {
+    // Per-request headers, on the strand, for this attempt only (header_provider.hpp).
+    if (auto failed = apply_header_provider(options.header_provider, request, &ds::check_extra_header)) {
+      done(tl::unexpected(std::move(*failed)));  // may call exchange() again: it only posts
+      return;
+    }
     request.id = http::RequestId{next_request_id++};
     handlers.emplace(request.id.value, std::move(done));
     pool.enqueue(steady_now(), std::move(request));
@@ -217,9 +223,11 @@ struct Session::Impl : std::enable_shared_from_this<Session::Impl> {
 namespace {
 tl::expected<std::shared_ptr<Session>, std::string> make_session(net::any_io_executor executor,
                                                                 tl::expected<http::Pool, std::string> pool,
+                                                                SessionOptions options,
                                                                 std::shared_ptr<Session> (*wrap)(std::shared_ptr<Session::Impl>)) {
   if (!pool) return tl::unexpected("session." + pool.error());
-  return wrap(std::make_shared<Session::Impl>(std::move(executor), std::move(*pool)));
+  options.http::TransportOptions::operator=(pool->options().transport);  // as validated
+  return wrap(std::make_shared<Session::Impl>(std::move(executor), std::move(*pool), std::move(options)));
 }
 }  // namespace
 
@@ -229,12 +237,14 @@ std::shared_ptr<Session> Session::wrap(std::shared_ptr<Impl> impl) {
 
 tl::expected<std::shared_ptr<Session>, std::string> Session::create(net::any_io_executor executor, std::string host,
                                                                     std::uint16_t port, SessionOptions options) {
-  return make_session(std::move(executor), http::Pool::create(std::move(host), port, false, std::move(options)), &wrap);
+  auto pool = http::Pool::create(std::move(host), port, false, options);
+  return make_session(std::move(executor), std::move(pool), std::move(options), &wrap);
 }
 
 tl::expected<std::shared_ptr<Session>, std::string> Session::create(net::any_io_executor executor,
                                                                     const ds::StreamUrl& url, SessionOptions options) {
-  return make_session(std::move(executor), http::Pool::create(url.host, url.port, url.tls, std::move(options)), &wrap);
+  auto pool = http::Pool::create(url.host, url.port, url.tls, options);
+  return make_session(std::move(executor), std::move(pool), std::move(options), &wrap);
 }
 
 Session::Session(std::shared_ptr<Impl> impl) : impl_{std::move(impl)} {}
@@ -274,7 +284,7 @@ std::uint16_t Session::port() const noexcept {
   return impl_->pool.options().port;
 }
 const SessionOptions& Session::options() const noexcept {
-  return impl_->pool.options().transport;
+  return impl_->options;
 }
 SessionStats Session::stats() const {
   std::lock_guard lock(impl_->stats_mu);

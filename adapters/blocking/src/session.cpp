@@ -36,7 +36,7 @@ thread_local std::array<char, 64 * 1024> tls_read_buffer;
 
 }  // namespace
 
-Session::Impl::Impl(http::Pool p, int wake) : wake_fd{wake}, pool{std::move(p)} {}
+Session::Impl::Impl(http::Pool p, int wake, SessionOptions o) : wake_fd{wake}, options{std::move(o)}, pool{std::move(p)} {}
 
 Session::Impl::~Impl() {
   for (auto& [id, s] : sockets) {
@@ -113,6 +113,11 @@ void Session::Impl::take_inbox(Instant now) {
     taken.swap(inbox);
   }
   for (auto& [request, done] : taken) {
+    // Per-request headers, on this thread, for this attempt only (header_provider.hpp).
+    if (auto failed = apply_header_provider(options.header_provider, request, &ds::check_extra_header)) {
+      done(tl::unexpected(std::move(*failed)));
+      continue;
+    }
     request.id = http::RequestId{next_request_id++};
     handlers.emplace(request.id.value, std::move(done));
     pool.enqueue(now, std::move(request));
@@ -385,11 +390,13 @@ void Session::Impl::run() {
 
 namespace {
 /// Starts the I/O thread of a session over `pool`.
-tl::expected<std::shared_ptr<Session::Impl>, std::string> start(tl::expected<http::Pool, std::string> pool) {
+tl::expected<std::shared_ptr<Session::Impl>, std::string> start(tl::expected<http::Pool, std::string> pool,
+                                                                SessionOptions options) {
   if (!pool) return tl::unexpected("session." + pool.error());
+  options.http::TransportOptions::operator=(pool->options().transport);  // as validated
   const int wake_fd = ::eventfd(0, EFD_NONBLOCK | EFD_CLOEXEC);
   if (wake_fd < 0) return tl::unexpected(std::string("eventfd: ") + errno_text(errno));
-  auto impl = std::make_shared<Session::Impl>(std::move(*pool), wake_fd);
+  auto impl = std::make_shared<Session::Impl>(std::move(*pool), wake_fd, std::move(options));
   std::lock_guard lock(impl->mu);
   impl->thread = std::thread([impl] { impl->run(); });
   impl->thread_id = impl->thread.get_id();
@@ -399,13 +406,15 @@ tl::expected<std::shared_ptr<Session::Impl>, std::string> start(tl::expected<htt
 
 tl::expected<std::shared_ptr<Session>, std::string> Session::create(std::string host, std::uint16_t port,
                                                                     SessionOptions options) {
-  auto impl = start(http::Pool::create(std::move(host), port, false, std::move(options)));
+  auto pool = http::Pool::create(std::move(host), port, false, options);
+  auto impl = start(std::move(pool), std::move(options));
   if (!impl) return tl::unexpected(std::move(impl.error()));
   return std::shared_ptr<Session>(new Session(std::move(*impl)));
 }
 
 tl::expected<std::shared_ptr<Session>, std::string> Session::create(const ds::StreamUrl& url, SessionOptions options) {
-  auto impl = start(http::Pool::create(url.host, url.port, url.tls, std::move(options)));
+  auto pool = http::Pool::create(url.host, url.port, url.tls, options);
+  auto impl = start(std::move(pool), std::move(options));
   if (!impl) return tl::unexpected(std::move(impl.error()));
   return std::shared_ptr<Session>(new Session(std::move(*impl)));
 }
@@ -461,7 +470,7 @@ std::uint16_t Session::port() const noexcept {
   return impl_->pool.options().port;
 }
 const SessionOptions& Session::options() const noexcept {
-  return impl_->pool.options().transport;
+  return impl_->options;
 }
 SessionStats Session::stats() const {
   std::lock_guard lock(impl_->stats_mu);

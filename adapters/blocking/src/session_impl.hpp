@@ -39,7 +39,7 @@ struct Socket {
 };
 
 struct Session::Impl : std::enable_shared_from_this<Session::Impl> {
-  explicit Impl(http::Pool pool, int wake_fd);
+  Impl(http::Pool pool, int wake_fd, SessionOptions options);
   ~Impl();
   Impl(const Impl&) = delete;
   Impl& operator=(const Impl&) = delete;
@@ -66,6 +66,7 @@ struct Session::Impl : std::enable_shared_from_this<Session::Impl> {
   std::optional<Instant> run_participants(Instant now);
 
   const int wake_fd;
+  const SessionOptions options;  // as validated (the pool holds its transport part)
 
   std::mutex mu;  // guards the fields below it up to the I/O thread's own
   std::vector<std::pair<http::Request, ExchangeHandler>> inbox;

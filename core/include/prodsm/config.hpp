@@ -53,17 +53,21 @@ enum class RetryMode : std::uint8_t {
   no_side_effects,
 };
 
-/// Retry and backoff (E4, R3). Backoff before retry n (n = 1, 2, ...) is
-/// min(backoff_max_ns, backoff_initial_ns * 2^(n-1)), jittered uniformly into
-/// [half, full] from a deterministic generator seeded with jitter_seed (D2); a server's
-/// Retry-After raises it to at least that long.
+/// Retry and backoff (E4, R3). The wait before the k-th backing-off retry is
+/// min(backoff_max_ns, backoff_initial_ns * backoff_multiplier^(k-1)), jittered uniformly
+/// into [half, full] from a deterministic generator seeded with jitter_seed (D2); a
+/// server's Retry-After raises it to at least that long. The first retry after a lost
+/// connection goes out at once (detail/backoff.hpp). In the usual names: max retries =
+/// max_attempts - 1, initial delay, max delay, multiplier.
 struct RetryPolicy {
   /// Sends per batch including the first, 1..1000 (1 = never retry). Default 10.
   std::uint32_t max_attempts = 10;
-  /// First backoff (ns), 0..backoff_max_ns. Default 100 ms.
+  /// First backoff (ns), 1 us..backoff_max_ns (no retry loop without a pause). Default 5 ms.
   Duration backoff_initial_ns = std::chrono::milliseconds{5};
   /// Longest backoff (ns), backoff_initial_ns..10 min. Default 10 s.
   Duration backoff_max_ns = std::chrono::seconds{10};
+  /// Growth of the backoff per retry, 1.0..16.0 (1.0: constant). Default 2.0.
+  double backoff_multiplier = 2.0;
   /// Which failures are retried. Default all.
   RetryMode mode = RetryMode::all;
   /// Seed of the jitter generator; the same seed gives the same backoffs (D2).
@@ -91,6 +95,8 @@ struct Bounds {
   static constexpr std::uint32_t kMaxAttemptsCap = 1000;                   ///< sends per batch, the first included
   static constexpr Duration kMaxDeliveryTimeout = std::chrono::hours{24};  ///< longest delivery_timeout_ns (E6)
   static constexpr Duration kMaxBackoff = std::chrono::minutes{10};        ///< longest backoff_max_ns (E4)
+  static constexpr Duration kMinBackoff = std::chrono::microseconds{1};    ///< shortest backoff_initial_ns (E4)
+  static constexpr double kMaxBackoffMultiplier = 16.0;                    ///< largest backoff_multiplier (E4)
 };
 
 /// Configuration of a Producer<Policy>. Defaults are the cross-SDK contract's.

@@ -45,10 +45,13 @@ enum class ErrorCode : std::uint8_t {
   tls_failed,        ///< remote: the TLS handshake failed or the server's certificate was refused
                      ///< (unknown CA, wrong host, expired, not TLS at all): nothing was sent
                      ///< (definite), not retryable.
+  header_provider_failed,  ///< local: the per-request header provider failed, threw, or gave a header or
+                           ///< query parameter that cannot be sent (prodsm/http/request_fields.hpp):
+                           ///< that attempt was not sent (definite); retryable within the retry policy.
 };
 
 /// The last ErrorCode value (codes run from 0 to this): for iterating and range checks.
-inline constexpr ErrorCode kLastErrorCode = ErrorCode::tls_failed;
+inline constexpr ErrorCode kLastErrorCode = ErrorCode::header_provider_failed;
 
 /// Whether the records concerned may have been appended (E2).
 enum class Certainty : std::uint8_t {

@@ -79,11 +79,6 @@ void append_producer(std::string& out, const std::optional<ProducerHeaders>& pro
   append_number_header(out, "Producer-Seq", producer->seq);
 }
 
-bool is_unreserved(char c) noexcept {
-  return (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') || c == '-' || c == '.' ||
-         c == '_' || c == '~';
-}
-
 /// Runs an encoder; an allocation failure gives an empty string (D4: nothing throws).
 template <typename Encode>
 std::string guarded(Encode&& encode) noexcept {
@@ -162,13 +157,7 @@ std::string encode_delete(const StreamUrl& url, const RequestOptions& options) {
 std::string encode_read(const StreamUrl& url, std::string_view offset, const RequestOptions& options) {
   return guarded([&](std::string& out) {
     std::string query = "?offset=";
-    for (const char c : offset) {
-      if (is_unreserved(c)) {
-        query += c;
-      } else {
-        detail::append_percent_encoded_byte(query, static_cast<unsigned char>(c));
-      }
-    }
+    detail::append_query_component(query, offset);
     append_start(out, "GET", url, query);
     append_end(out, options);
   });

@@ -3,6 +3,9 @@
 
 #include <algorithm>
 
+#include "prodsm/s2/detail/protobuf.hpp"
+#include "prodsm/s2/records.hpp"
+
 namespace prodsm {
 
 std::optional<ConfigError> S2Policy::validate(const Options& options) {
@@ -10,7 +13,14 @@ std::optional<ConfigError> S2Policy::validate(const Options& options) {
     return ConfigError{"protocol.fencing_token",
                        "must be at most 36 bytes (got " + std::to_string(options.fencing_token->size()) + ")"};
   }
+  if (options.fencing_token && !s2::detail::is_valid_utf8(*options.fencing_token)) {
+    return ConfigError{"protocol.fencing_token", "must be valid UTF-8 (s2.proto: optional string fencing_token)"};
+  }
   return std::nullopt;
+}
+
+std::optional<std::string_view> S2Policy::check_framed_record(std::span<const std::byte> record) noexcept {
+  return s2::check_framed_record({reinterpret_cast<const char*>(record.data()), record.size()});
 }
 
 S2Policy::S2Policy(const Options& options) : options_{options}, next_match_{options.match_seq_num} {}

@@ -45,7 +45,7 @@ inline bool retries_at_once(std::uint32_t retry_number, const Error& failure) no
 ///  - a lost connection (`connection_lost`) is retried at once the first time: the resend
 ///    goes out on a new connection, and that is the remedy; later retries back off as
 ///    the retry before them would have for any other failure;
-///  - otherwise min(backoff_max_ns, backoff_initial_ns * 2^(k-1)) for the k-th backing-off
+///  - otherwise min(backoff_max_ns, backoff_initial_ns * backoff_multiplier^(k-1)) for the k-th backing-off
 ///    retry, jittered uniformly into [half, full];
 ///  - a server's Retry-After raises the wait to at least that long.
 inline Duration backoff_delay(const RetryPolicy& policy, std::uint32_t retry_number, const Error& failure,
@@ -55,9 +55,14 @@ inline Duration backoff_delay(const RetryPolicy& policy, std::uint32_t retry_num
   if (k > 0) {
     const auto initial = static_cast<std::uint64_t>(std::max<Duration::rep>(policy.backoff_initial_ns.count(), 0));
     const auto cap = static_cast<std::uint64_t>(std::max<Duration::rep>(policy.backoff_max_ns.count(), 0));
-    std::uint64_t base = initial;
-    for (std::uint32_t i = 1; i < k && base < cap; ++i) base *= 2;
-    base = std::min(base, cap);
+    // backoff_multiplier is validated 1.0..16.0; a value outside (a config that was not
+    // validated) is taken as 1.0 (never shrinking, never NaN).
+    const double multiplier = policy.backoff_multiplier >= 1.0 && policy.backoff_multiplier <= 16.0
+                                  ? policy.backoff_multiplier
+                                  : 1.0;
+    double grown = static_cast<double>(initial);
+    for (std::uint32_t i = 1; i < k && grown < static_cast<double>(cap); ++i) grown *= multiplier;
+    const std::uint64_t base = grown >= static_cast<double>(cap) ? cap : static_cast<std::uint64_t>(grown);
     const std::uint64_t half = base / 2;
     delay = half + rng.uniform_inclusive(base - half);
   }

@@ -923,14 +923,22 @@ std::optional<ConfigError> Producer<Policy>::validate(const Config& c) {
   if (c.retry.max_attempts < 1 || c.retry.max_attempts > Bounds::kMaxAttemptsCap) {
     return bad("retry.max_attempts", range(1U, Bounds::kMaxAttemptsCap, c.retry.max_attempts));
   }
-  if (c.retry.backoff_max_ns.count() < 0 || c.retry.backoff_max_ns > Bounds::kMaxBackoff) {
-    return bad("retry.backoff_max_ns", range(0LL, static_cast<long long>(Bounds::kMaxBackoff.count()),
-                                             static_cast<long long>(c.retry.backoff_max_ns.count())));
+  auto ns_range = [](Duration lo, Duration hi, Duration got) {
+    return "must be in " + std::to_string(lo.count()) + ".." + std::to_string(hi.count()) + " ns (got " +
+           std::to_string(got.count()) + " ns)";
+  };
+  if (c.retry.backoff_max_ns < Bounds::kMinBackoff || c.retry.backoff_max_ns > Bounds::kMaxBackoff) {
+    return bad("retry.backoff_max_ns", ns_range(Bounds::kMinBackoff, Bounds::kMaxBackoff, c.retry.backoff_max_ns));
   }
-  if (c.retry.backoff_initial_ns.count() < 0 || c.retry.backoff_initial_ns > c.retry.backoff_max_ns) {
-    return bad("retry.backoff_initial_ns", range(0LL, static_cast<long long>(c.retry.backoff_max_ns.count()),
-                                                 static_cast<long long>(c.retry.backoff_initial_ns.count())) +
-                                               "; it must not exceed retry.backoff_max_ns");
+  if (c.retry.backoff_initial_ns < Bounds::kMinBackoff || c.retry.backoff_initial_ns > c.retry.backoff_max_ns) {
+    return bad("retry.backoff_initial_ns",
+               ns_range(Bounds::kMinBackoff, c.retry.backoff_max_ns, c.retry.backoff_initial_ns) +
+                   "; it must not exceed retry.backoff_max_ns");
+  }
+  // Written so that NaN fails too.
+  if (!(c.retry.backoff_multiplier >= 1.0 && c.retry.backoff_multiplier <= Bounds::kMaxBackoffMultiplier)) {
+    return bad("retry.backoff_multiplier",
+               "must be in 1.0..16.0 (got " + std::to_string(c.retry.backoff_multiplier) + ")");
   }
   if (c.retry.mode != RetryMode::all && c.retry.mode != RetryMode::no_side_effects) {
     return bad("retry.mode", "must be RetryMode::all or RetryMode::no_side_effects");

@@ -2,10 +2,12 @@
 #pragma once
 /// @file s2_policy.hpp
 /// The S2 protocol policy of the Producer core: records metered as S2 meters them
-/// (8 bytes + body), batches of 1..1000 records and at most 1 MiB, sequenced with
-/// `match_seq_num` advancing by the record count and a fixed fencing token (S1).
-/// Source: S2 API, "append" (AppendInput: records, match_seq_num, fencing_token;
-/// AppendAck: start/end seq_num).
+/// (8 bytes + 2 per header + header names and values + body), batches of 1..1000 records
+/// and at most 1 MiB, sequenced with `match_seq_num` advancing by the record count and a
+/// fixed fencing token (S1).
+/// Source: S2 API, "append" (s2.proto AppendInput: records, match_seq_num, fencing_token;
+/// AppendAck: start/end seq_num); metering: s2 `common/src/record/envelope.rs`; limits:
+/// s2 `common/src/caps.rs`, `common/src/record/fencing.rs`.
 
 #include <array>
 #include <cstddef>
@@ -21,20 +23,37 @@
 namespace prodsm {
 
 /// S2 policy for Producer<S2Policy>. The body is the records' bytes concatenated and
-/// record_ends marks where each record ends, from which an S2 codec builds the wire
-/// message (prodsm has no S2 wire codec yet; the policy is complete and tested).
+/// record_ends marks where each record ends, from which the S2 codec
+/// (prodsm/s2/http_codec.hpp, `s2::encode_batch`) builds the wire message.
 class S2Policy {
  public:
-  /// Longest fencing token S2 accepts, in bytes.
+  /// Longest fencing token S2 accepts, in bytes (s2 `common/src/record/fencing.rs`).
   static constexpr std::size_t kMaxFencingTokenBytes = 36;
+
+  /// What the bytes of one submitted record are.
+  enum class RecordFormat : std::uint8_t {
+    /// The bytes are the S2 record body; the record has no headers. Metered 8 + size.
+    body,
+    /// The bytes are a prodsm framed record (prodsm/s2/records.hpp, `s2::frame_record`):
+    /// headers and body. Metered exactly as S2 meters the record it stands for
+    /// (7 + size: the framing spends 1 byte on the header count and 2 per header, as S2's
+    /// meter does per header). Checked at submit (invalid framing, an empty header name,
+    /// a malformed fence or trim command: refused, B4). Needed for headers and for the
+    /// fence and trim command records.
+    framed,
+  };
 
   /// The `protocol` part of ProducerConfig<S2Policy>.
   struct Options {
     /// Present: stamp match_seq_num on every batch, starting here and advancing by the
     /// batch's record count (S1). Absent: no condition on position.
     std::optional<std::uint64_t> match_seq_num;
-    /// Present: the same fencing token on every batch (S1); at most 36 bytes.
+    /// Present: the same fencing token on every batch (S1); at most 36 bytes of UTF-8
+    /// (s2.proto: `optional string fencing_token`).
     std::optional<std::string> fencing_token;
+    /// What a submitted record's bytes are: a body (default) or a framed record with
+    /// headers.
+    RecordFormat record_format = RecordFormat::body;
     friend bool operator==(const Options&, const Options&) = default;
   };
 
@@ -66,23 +85,37 @@ class S2Policy {
   /// Positions must not go backwards from one ack to the next (E5).
   static constexpr bool kChecksOrder = true;
 
-  /// Validates the protocol options; the error names the field.
+  /// Validates the protocol options; the error names the field (`protocol.fencing_token`:
+  /// longer than 36 bytes or not UTF-8).
   static std::optional<ConfigError> validate(const Options& options);
 
   /// Builds the policy from options that passed validate(); match_seq_num starts at
   /// options.match_seq_num (S1).
   explicit S2Policy(const Options& options);
 
-  /// S2 accepts any record body (an empty body is metered 8 bytes).
-  [[nodiscard]] static std::optional<std::string_view> check_record(std::span<const std::byte> record) noexcept {
-    (void)record;
-    return std::nullopt;
+  /// RecordFormat::body: S2 accepts any record body (an empty body is metered 8 bytes),
+  /// so nothing is refused. RecordFormat::framed: why the bytes are not a valid framed
+  /// record (check_framed_record), or nothing.
+  [[nodiscard]] std::optional<std::string_view> check_record(std::span<const std::byte> record) const noexcept {
+    if (options_.record_format == RecordFormat::body) return std::nullopt;
+    return check_framed_record(record);
   }
-  /// S2 metering: 8 bytes + body (no headers in this version).
-  [[nodiscard]] static std::uint64_t metered_bytes(std::size_t record_size) noexcept { return 8 + record_size; }
+  /// Why `record` is not a valid framed record (prodsm/s2/records.hpp), or nothing: the
+  /// framing must be complete; a header name must not be empty unless the record is a
+  /// command (exactly one header, empty name, value `fence` or `trim`); a fence token is
+  /// UTF-8 of at most 36 bytes; a trim body is 8 bytes (s2 `common/src/record/mod.rs`,
+  /// `command.rs`). The text is static.
+  [[nodiscard]] static std::optional<std::string_view> check_framed_record(std::span<const std::byte> record) noexcept;
+  /// S2 metering of one record of `record_size` bytes: 8 + body for RecordFormat::body;
+  /// 7 + size for RecordFormat::framed, which is S2's 8 + 2 x headers + names + values +
+  /// body (a size below 1, never valid, is metered 8).
+  [[nodiscard]] std::uint64_t metered_bytes(std::size_t record_size) const noexcept {
+    if (options_.record_format == RecordFormat::body || record_size == 0) return 8 + record_size;
+    return 7 + static_cast<std::uint64_t>(record_size);
+  }
   /// A batch has no framing beyond its records: 0 bytes.
   [[nodiscard]] static std::uint64_t batch_overhead_bytes() noexcept { return 0; }
-  /// Metered bytes of the smallest record (an empty body): 8.
+  /// Metered bytes of the smallest record (an empty body; framed: no header, empty body): 8.
   [[nodiscard]] static std::uint64_t min_record_bytes() noexcept { return 8; }
   /// Appends the record's bytes to the body; record_ends marks the boundaries.
   /// Flattened so the vector insert is inlined into it whatever the inliner's budget for

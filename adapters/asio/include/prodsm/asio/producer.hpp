@@ -68,6 +68,12 @@ struct ProducerOptions : ds::ProducerOptions {
   /// pending work (handlers bound to the strand), not only the producer object: stop or
   /// join the producer's context first.
   std::optional<::asio::any_io_executor> callback_executor{};
+  /// Per-request headers of the session the producer creates: called for every request
+  /// attempt, retries included, e.g. for a bearer token that is refreshed while the
+  /// producer runs (prodsm/header_provider.hpp). Producer headers and the body stay as
+  /// sealed (S2). An attached producer uses its session's provider instead (set here it is
+  /// refused: "header_provider: ...").
+  HeaderProvider header_provider{};
   /// A3: called (on the callback strand) with every exception a callback threw.
   std::function<void(std::exception_ptr)> on_callback_exception{};
 };

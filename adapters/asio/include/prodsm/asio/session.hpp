@@ -23,11 +23,13 @@
 #include <functional>
 #include <memory>
 #include <string>
+#include <utility>
 
 #include <tl/expected.hpp>
 
 #include "prodsm/ds/http_codec.hpp"
 #include "prodsm/error.hpp"
+#include "prodsm/header_provider.hpp"
 #include "prodsm/http/pool.hpp"
 #include "prodsm/time.hpp"
 
@@ -36,9 +38,20 @@ namespace prodsm::asio {
 /// How requests share TCP connections (pipelined: one connection; pool: one request per
 /// connection).
 using ConnectionMode = http::ConnectionMode;
-/// Session configuration: connection mode, timeouts, stall detection, limits. Every field
-/// is bounded; validate() names the first bad one.
-using SessionOptions = http::TransportOptions;
+/// Session configuration: how the pool uses connections (http::TransportOptions:
+/// connection mode, timeouts, stall detection, limits, TLS; every field bounded,
+/// validate() names the first bad one) and the per-request header provider.
+struct SessionOptions : http::TransportOptions {
+  SessionOptions() = default;
+  /// The transport options, with no header provider.
+  SessionOptions(http::TransportOptions transport)  // NOLINT(google-explicit-constructor): widening
+      : http::TransportOptions(std::move(transport)) {}
+  /// Called for every request attempt this session is given, on its strand, before the
+  /// request is queued (prodsm/header_provider.hpp): e.g. a fresh bearer token. Its
+  /// headers are checked like extra headers (ds::check_extra_header). Empty: none.
+  HeaderProvider header_provider;
+};
+
 /// Counters since the session was created.
 using SessionStats = http::PoolStats;
 /// The outcome of one request: its parsed response, or a classified transport error.

@@ -104,6 +104,12 @@ struct ProducerOptions : ds::ProducerOptions {
   /// A1: run completions through this executor (still one at a time, in ticket order)
   /// instead of the producer's own dispatcher thread.
   Executor callback_executor{};
+  /// Per-request headers of the session the producer creates: called for every request
+  /// attempt, retries included, e.g. for a bearer token that is refreshed while the
+  /// producer runs (prodsm/header_provider.hpp). Producer headers and the body stay as
+  /// sealed (S2). An attached producer uses its session's provider instead (set here it is
+  /// refused: "header_provider: ...").
+  HeaderProvider header_provider{};
   /// A3: called (on the dispatcher) with every exception a completion callback threw.
   std::function<void(std::exception_ptr)> on_callback_exception{};
 };

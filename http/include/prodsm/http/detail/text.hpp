@@ -67,6 +67,10 @@ void append_decimal(std::string& out, std::uint64_t value);
 /// Appends `%XX` (upper-case hex) for one byte.
 void append_percent_encoded_byte(std::string& out, unsigned char byte);
 
+/// Appends `text` percent-encoded as a URI query component: RFC 3986 unreserved
+/// characters (ALPHA, DIGIT, '-', '.', '_', '~') as they are, every other byte as `%XX`.
+void append_query_component(std::string& out, std::string_view text);
+
 /// Appends `text` for an error message: at most `max_bytes` bytes, bytes outside
 /// printable ASCII written as `\xNN`, and "..." when cut.
 void append_excerpt(std::string& out, std::string_view text, std::size_t max_bytes);
