@@ -1,6 +1,8 @@
 // SPDX-License-Identifier: Apache-2.0
 #include "driver_process.hpp"
 
+#include "prodsm/conformance/json_limits.hpp"
+
 #include <fcntl.h>
 #include <poll.h>
 #include <signal.h>
@@ -137,12 +139,13 @@ nlohmann::json DriverProcess::request(const nlohmann::json& message) {
   }
   std::string reply;
   if (!read_line(reply)) return failed();
-  auto parsed = nlohmann::json::parse(reply, nullptr, false);
-  if (parsed.is_discarded() || !parsed.is_object()) {
-    fail("the driver answered something that is not a JSON object: " + reply.substr(0, 200));
+  auto parsed = parse_json_limited(reply);  // bounded nesting (R3)
+  if (!parsed || !parsed->is_object()) {
+    fail("the driver answered something that is not a JSON object (" +
+         (parsed ? std::string("not an object") : parsed.error()) + "): " + reply.substr(0, 200));
     return failed();
   }
-  return parsed;
+  return std::move(*parsed);
 }
 
 }  // namespace prodsm::conformance::detail

@@ -8,6 +8,7 @@
 #include "driver_process.hpp"
 #include "prodsm/base64.hpp"
 #include "prodsm/conformance/external.hpp"
+#include "prodsm/conformance/json_limits.hpp"
 #include "sim_server.hpp"
 
 namespace prodsm::conformance {
@@ -76,8 +77,9 @@ TraceAck ack_from(const json& j) {
 Observation observation_from(const json& j) {
   Observation o;
   if (j.contains("at_ms") && j.at("at_ms").is_number()) {
-    o.at = Instant{} +
-           std::chrono::duration_cast<Duration>(std::chrono::duration<double, std::milli>(j.at("at_ms").get<double>()));
+    // A driver's number: converted only when it is in range (no UB in the conversion).
+    const auto at = milliseconds_in_range(j.at("at_ms").get<double>(), std::chrono::hours{24 * 365 * 100});
+    o.at = Instant{} + at.value_or(Duration{0});
   }
   const std::string kind = j.value("kind", "");
   if (kind == "send") {

@@ -3,8 +3,10 @@
 #include "prodsm/conformance/vectors.hpp"
 
 #include "prodsm/conformance/external.hpp"
+#include "prodsm/conformance/json_limits.hpp"
 
 #include <algorithm>
+#include <cmath>
 #include <filesystem>
 #include <fstream>
 #include <map>
@@ -42,11 +44,28 @@ bool read_number(const json& obj, const char* key, T& out, std::string* error) {
   return true;
 }
 
+/// Largest magnitude of a number of milliseconds in a vector (about 31 years): converted
+/// to ns it fits a Duration, so the conversion is defined (R3; no UB in duration_cast).
+constexpr double kMaxVectorMs = 1e12;
+
+/// `ms` as a Duration when it is finite and |ms| <= kMaxVectorMs (negative only when
+/// `allow_negative`: config values go on to the core's own validation, B2/B3).
+std::optional<Duration> vector_ms(const json& v, bool allow_negative) {
+  if (!v.is_number()) return std::nullopt;
+  const double ms = v.get<double>();
+  if (!std::isfinite(ms) || ms > kMaxVectorMs || ms < -kMaxVectorMs || (!allow_negative && ms < 0)) {
+    return std::nullopt;
+  }
+  return std::chrono::duration_cast<Duration>(std::chrono::duration<double, std::milli>(ms));
+}
+
 bool read_ms(const json& obj, const char* key, Duration& out, std::string* error) {
   if (!obj.contains(key)) return true;
-  const json& v = obj.at(key);
-  if (!v.is_number()) return fail(error, std::string("config.") + key + ": must be a number of milliseconds");
-  out = std::chrono::duration_cast<Duration>(std::chrono::duration<double, std::milli>(v.get<double>()));
+  const auto d = vector_ms(obj.at(key), true);
+  if (!d) {
+    return fail(error, std::string("config.") + key + ": must be a finite number of milliseconds within +-1e12");
+  }
+  out = *d;
   return true;
 }
 
@@ -60,9 +79,8 @@ bool apply_common(const json& j, Config& c, std::string* error) {
     const json& l = j.at("linger_ms");
     if (l.is_string() && l.get<std::string>() == "disabled") {
       c.linger = Linger::disabled();
-    } else if (l.is_number()) {
-      c.linger = Linger::after(
-          std::chrono::duration_cast<Duration>(std::chrono::duration<double, std::milli>(l.get<double>())));
+    } else if (const auto d = vector_ms(l, true)) {
+      c.linger = Linger::after(*d);
     } else {
       return fail(error, "config.linger_ms: must be a number of milliseconds or \"disabled\"");
     }
@@ -307,12 +325,12 @@ std::optional<Command> command_from_json(const json& step, std::string* error) {
     c.kind = Command::Kind::abort;
   } else if (what == "advance") {
     c.kind = Command::Kind::advance;
-    if (!step.contains("ms") || !step.at("ms").is_number()) {
-      fail(error, "step.ms: advance needs a number of milliseconds");
+    const auto d = step.contains("ms") ? vector_ms(step.at("ms"), false) : std::nullopt;
+    if (!d) {
+      fail(error, "step.ms: advance needs a number of milliseconds in 0..1e12");
       return std::nullopt;
     }
-    c.advance_ns =
-        std::chrono::duration_cast<Duration>(std::chrono::duration<double, std::milli>(step.at("ms").get<double>()));
+    c.advance_ns = *d;
   } else if (what == "ack" || what == "duplicate") {
     c.kind = what == "ack" ? Command::Kind::ack : Command::Kind::duplicate;
     if (!which()) return std::nullopt;
@@ -328,8 +346,12 @@ std::optional<Command> command_from_json(const json& step, std::string* error) {
     }
     c.fail_code = *parsed;
     if (step.contains("retry_after_ms")) {
-      c.retry_after_ns = std::chrono::duration_cast<Duration>(
-          std::chrono::duration<double, std::milli>(step.at("retry_after_ms").get<double>()));
+      const auto d = vector_ms(step.at("retry_after_ms"), false);
+      if (!d) {
+        fail(error, "step.retry_after_ms: must be a number of milliseconds in 0..1e12");
+        return std::nullopt;
+      }
+      c.retry_after_ns = *d;
     }
   } else if (what == "invalid_ack") {
     c.kind = Command::Kind::invalid_ack;
@@ -728,17 +750,16 @@ std::vector<VectorResult> run_vectors(const std::string& directory, const Driver
   std::sort(files.begin(), files.end());
   std::vector<VectorResult> out;
   for (const auto& f : files) {
-    std::ifstream in(f);
-    json v = json::parse(in, nullptr, false);
-    if (v.is_discarded()) {
+    auto v = read_json_file(f.string());  // bounded size and nesting (R3)
+    if (!v) {
       VectorResult r;
       r.name = f.filename().string();
       r.file = f.string();
-      r.malformed = "not valid JSON";
+      r.malformed = v.error();
       out.push_back(std::move(r));
       continue;
     }
-    out.push_back(run_vector(v, f.string(), factory));
+    out.push_back(run_vector(*v, f.string(), factory));
   }
   return out;
 }

@@ -63,6 +63,13 @@ std::optional<Instant> Connection::head_due() const noexcept {
   return std::max(h->written_at, previous_response_at_);
 }
 
+/// The request timeout of the head request: from its first byte handed out, or, while
+/// its body streams to a sink, from the last byte received.
+Instant Connection::request_deadline(const Entry& head) const noexcept {
+  const Instant from = parser_.streaming_body() ? std::max(head.handed_at, last_byte_at_) : head.handed_at;
+  return saturating_add(from, options_.request_timeout_ns);
+}
+
 // ---- inputs ------------------------------------------------------------------------------
 
 void Connection::on_connected(Instant now) {
@@ -180,9 +187,12 @@ void Connection::on_bytes(Instant now, std::span<const char> bytes) {
     if (state == ResponseParser::State::incomplete) break;
     if (state == ResponseParser::State::failed) {
       ++transport_failures_;
+      const bool abandoned = parser_.error().code == ErrorCode::cancelled;
       finish(*h, tl::unexpected(parser_.error()));
       ++resp_;
-      fail_all("the connection is unusable after a malformed response", Cause::lost);
+      fail_all(abandoned ? "the connection was closed inside an abandoned response body"
+                         : "the connection is unusable after a malformed response",
+               Cause::lost);
       return;
     }
     const bool fully_handed = h->end() <= handed_end_ || h->end() <= written_pos_;
@@ -249,8 +259,11 @@ void Connection::handle_timeout(Instant now, Duration stall_timeout_ns) {
   }
   const Entry* h = head_entry();
   if (h == nullptr || !h->handed) return;
-  if (now >= saturating_add(h->handed_at, options_.request_timeout_ns)) {
-    fail_all("request timed out after " + milliseconds_text(options_.request_timeout_ns), Cause::lost);
+  if (now >= request_deadline(*h)) {
+    fail_all(parser_.streaming_body()
+                 ? "the response body stopped arriving for " + milliseconds_text(options_.request_timeout_ns)
+                 : "request timed out after " + milliseconds_text(options_.request_timeout_ns),
+             Cause::lost);
     return;
   }
   if (stall_timeout_ns.count() > 0 && h->request.retry_safe && !response_started_) {
@@ -283,7 +296,7 @@ std::optional<Instant> Connection::next_deadline(Duration stall_timeout_ns) cons
   if (write_in_progress()) write_deadline = saturating_add(write_started_at_, options_.request_timeout_ns);
   const Entry* h = head_entry();
   if (h == nullptr || !h->handed) return write_deadline;
-  Instant when = saturating_add(h->handed_at, options_.request_timeout_ns);
+  Instant when = request_deadline(*h);
   if (write_deadline) when = std::min(when, *write_deadline);
   if (stall_timeout_ns.count() > 0 && h->request.retry_safe && !response_started_) {
     if (const auto due = head_due()) when = std::min(when, saturating_add(*due, stall_timeout_ns));
@@ -296,7 +309,7 @@ std::optional<Instant> Connection::next_deadline(Duration stall_timeout_ns) cons
 void Connection::start_response(Instant now) {
   (void)now;
   const Entry* h = head_entry();
-  parser_.reset(h != nullptr && h->request.head);
+  parser_.reset(h != nullptr && h->request.head, h != nullptr ? h->request.body_sink.get() : nullptr);
   response_started_ = false;
 }
 
@@ -351,6 +364,7 @@ void Connection::fail_all(const std::string& why, Cause cause) {
   resp_ = entries_.size();
   state_ = State::closed;
   close_reason_ = why;
+  parser_.reset();  // forgets the body sink of a request that is about to be retired
   retire();
 }
 

@@ -62,7 +62,7 @@ struct ResponseParser::Impl {
     settings.on_body = &Impl::on_body;
     settings.on_message_complete = &Impl::on_message_complete;
     settings.on_chunk_header = &Impl::on_chunk_header;
-    start(false);
+    start(false, nullptr);
   }
 
   ResponseLimits limits;
@@ -72,6 +72,8 @@ struct ResponseParser::Impl {
   Response response;
   Error error;
   bool head_request = false;
+  BodySink* sink = nullptr;   ///< streamed-body mode: asked at the end of the header block
+  bool streaming = false;     ///< the sink took this response's body
   bool headers_done = false;  ///< the current message's header block is complete
   bool in_field = false;      ///< the last header callback was for a name
   bool interim = false;       ///< the current message is a 1xx interim response
@@ -86,13 +88,15 @@ struct ResponseParser::Impl {
   /// non-strict libhttp-parser build does not check the protocol name.
   std::size_t prefix_len = 0;
 
-  void start(bool head) {
+  void start(bool head, BodySink* body_sink) {
     http_parser_init(&parser, HTTP_RESPONSE);
     parser.data = this;
     state = State::incomplete;
     response = Response{};
     error = Error{};
     head_request = head;
+    sink = body_sink;
+    streaming = false;
     interim_count = 0;
     consumed = 0;
     begin_message();
@@ -103,6 +107,8 @@ struct ResponseParser::Impl {
     response.headers.clear();
     response.body.clear();
     response.keep_alive = true;
+    response.body_streamed = false;
+    streaming = false;
     headers_done = false;
     in_field = false;
     interim = false;
@@ -137,6 +143,21 @@ struct ResponseParser::Impl {
       error.message = "malformed HTTP response: " + std::move(message);
     } catch (...) {
       // keep the code; the text could not be allocated
+    }
+    return -1;
+  }
+
+  /// The sink refused the body (or threw): the response is abandoned.
+  int fail_abandoned() noexcept {
+    state = State::failed;
+    error = Error{};
+    error.code = ErrorCode::cancelled;
+    error.certainty = Certainty::indefinite;
+    error.retryable = false;
+    try {
+      error.message = "the response body was abandoned by its consumer";
+    } catch (...) {
+      // keep the code
     }
     return -1;
   }
@@ -253,6 +274,19 @@ struct ResponseParser::Impl {
       // RFC 9112 6.3: responses to HEAD and 204/304 responses end with the header block.
       if (self.head_request || status == 204 || status == 304) return 1;
       if (const auto why = self.unsupported_transfer_coding()) return self.fail(*why);
+      if (self.sink != nullptr) {
+        bool take = false;
+        try {
+          take = self.sink->on_head(self.response);
+        } catch (...) {
+          return self.fail_abandoned();
+        }
+        if (take) {
+          self.streaming = true;
+          self.response.body_streamed = true;
+          return 0;  // the sink bounds what it keeps: no max_body_bytes
+        }
+      }
       if (const auto length = self.response.header("Content-Length")) {
         const std::uint64_t bytes = content_length_value(*length);
         if (bytes > self.limits.max_body_bytes) return self.fail_body_limit(bytes);
@@ -296,6 +330,7 @@ struct ResponseParser::Impl {
 
   static int on_chunk_header(http_parser* p) {
     return guarded(p, [&](Impl& self) {
+      if (self.streaming) return 0;
       // http_parser documents content_length as the chunk size inside this callback.
       const std::uint64_t chunk = p->content_length;
       const std::uint64_t have = self.response.body.size();
@@ -308,6 +343,15 @@ struct ResponseParser::Impl {
 
   static int on_body(http_parser* p, const char* at, std::size_t length) {
     return guarded(p, [&](Impl& self) {
+      if (self.streaming) {
+        bool go_on = false;
+        try {
+          go_on = self.sink->on_body(std::span<const char>(at, length));
+        } catch (...) {
+          go_on = false;
+        }
+        return go_on ? 0 : self.fail_abandoned();
+      }
       const std::uint64_t have = self.response.body.size();
       if (length > self.limits.max_body_bytes - have) return self.fail_body_limit(0);
       self.response.body.append(at, length);
@@ -421,10 +465,10 @@ ResponseParser::~ResponseParser() = default;
 ResponseParser::ResponseParser(ResponseParser&&) noexcept = default;
 ResponseParser& ResponseParser::operator=(ResponseParser&&) noexcept = default;
 
-void ResponseParser::reset(bool head_request) {
+void ResponseParser::reset(bool head_request, BodySink* sink) {
   if (!impl_) return;
   try {
-    impl_->start(head_request);
+    impl_->start(head_request, sink);
   } catch (...) {
     impl_->fail_out_of_memory();
   }
@@ -451,6 +495,10 @@ void ResponseParser::finish_eof() {
   } catch (...) {
     impl_->fail("unexpected internal error");
   }
+}
+
+bool ResponseParser::streaming_body() const noexcept {
+  return impl_ && impl_->streaming && impl_->state == State::incomplete;
 }
 
 ResponseParser::State ResponseParser::state() const noexcept {

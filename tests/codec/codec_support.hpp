@@ -125,4 +125,24 @@ inline ResponseParser parse_text(std::string_view bytes, bool head = false, Resp
   return parser;
 }
 
+/// The epoch and seq a sequenced request sent, taken as the response echoes them (0
+/// where it echoes none or garbage): for the tests of the status rules, which are not
+/// about the echo check (that has its own tests: test_classify_echo.cpp).
+inline ProducerStamp as_echoed(const Response& r) {
+  ProducerStamp s;
+  if (auto v = r.header("Producer-Epoch")) s.epoch = parse_protocol_number(*v).value_or(0);
+  if (auto v = r.header("Producer-Seq")) s.seq = parse_protocol_number(*v).value_or(0);
+  return s;
+}
+
+/// ds::classify_append with `sequenced` meaning "sent what the response echoes".
+inline tl::expected<DurableStreamsPolicy::Ack, Error> classify_append(const Response& r, bool sequenced) {
+  return ds::classify_append(r, sequenced ? std::optional<ProducerStamp>(as_echoed(r)) : std::nullopt);
+}
+
+/// ds::classify_close with `sequenced` meaning "sent what the response echoes".
+inline tl::expected<CloseResult, Error> classify_close(const Response& r, bool sequenced) {
+  return ds::classify_close(r, sequenced ? std::optional<ProducerStamp>(as_echoed(r)) : std::nullopt);
+}
+
 }  // namespace prodsm::ds::test

@@ -272,7 +272,7 @@ Json Adapter::Impl::create(const Json& command) {
     append.close_stream = closed;
     auto appended = exchange(ds::encode_append(url, content_type, body.size(), append, request_options) + body);
     if (!appended) return error_result("create", appended.error());
-    auto ack = ds::classify_append(*appended, false);
+    auto ack = ds::classify_append(*appended, std::nullopt);
     if (!ack) return error_result("create", ack.error());
     offset = ack->next_offset;
   }
@@ -334,7 +334,9 @@ Json Adapter::Impl::append(const Json& command) {
   auto response = exchange(ds::encode_append(url, content_type, body.size(), append, request_options) + body);
   if (!response) return error_result("append", response.error());
   const bool sequenced = append.producer.has_value();
-  auto ack = ds::classify_append(*response, sequenced);
+  std::optional<ds::ProducerStamp> sent;
+  if (sequenced) sent = ds::ProducerStamp{append.producer->epoch, append.producer->seq};
+  auto ack = ds::classify_append(*response, sent);
   if (!ack) return error_result("append", ack.error());
   Json r = success("append");
   // A plain append succeeds with 204; like the TypeScript adapter (and the suite's
@@ -460,7 +462,7 @@ Json Adapter::Impl::close(const Json& command) {
     append.close_stream = true;
     auto response = exchange(ds::encode_append(url, content_type, body.size(), append, {}) + body);
     if (!response) return error_result("close", response.error());
-    auto ack = ds::classify_append(*response, false);
+    auto ack = ds::classify_append(*response, std::nullopt);
     if (!ack) return error_result("close", ack.error());
     final_offset = ack->next_offset;
   } else {  // close only: idempotent on the server (204 again)
@@ -472,7 +474,7 @@ Json Adapter::Impl::close(const Json& command) {
     }
     auto response = exchange(ds::encode_close(url, content_type, std::nullopt, {}));
     if (!response) return error_result("close", response.error());
-    auto closed = ds::classify_close(*response, false);
+    auto closed = ds::classify_close(*response, std::nullopt);
     if (!closed) return error_result("close", closed.error());
     final_offset = closed->final_offset;
   }

@@ -18,6 +18,7 @@
 #include "commands.hpp"
 #include "figures.hpp"
 #include "interrupt.hpp"
+#include "numeric_flags.hpp"
 #include "prodsm/asio/producer.hpp"
 #include "prodsm/asio/stream_ops.hpp"
 #include "producer_flags.hpp"
@@ -80,6 +81,9 @@ int run_bench(const BenchOptions& o) {
 
   ::asio::io_context io;
   auto guard = ::asio::make_work_guard(io);
+  set_interrupt_message(
+      "prodsm bench: interrupted: no more records are submitted; waiting until every record already accepted is "
+      "acknowledged (at most --delivery-timeout-ms); interrupt again to abort at once\n");
   route_interrupts_here(true);  // the I/O thread inherits the blocked mask
   std::thread io_thread([&io] { io.run(); });
   route_interrupts_here(false);
@@ -272,30 +276,23 @@ void add_bench_command(CLI::App& app, std::function<int()>& run) {
   CLI::App* cmd = app.add_subcommand(
       "bench", "Load-test a stream: N records of B bytes, throughput and submit-to-ack latency percentiles");
   cmd->add_option("url", o->url, "Stream URL, http://host[:port]/path")->required();
-  cmd->add_option("-n,--records", o->records, "Records to produce, 1..1000000000")
-      ->check(CLI::Range(std::uint64_t{1}, std::uint64_t{1'000'000'000}))
-      ->capture_default_str();
-  cmd->add_option("-s,--record-bytes", o->record_bytes, "Bytes per record, 1..16777216 (and <= --max-batch-bytes)")
-      ->check(CLI::Range(std::uint64_t{1}, std::uint64_t{16ULL << 20}))
-      ->capture_default_str();
-  cmd->add_option("--throughput", o->throughput, "Pace to this many records/s, 0..1e9 (0 = as fast as possible)")
-      ->check(CLI::Validator(
-          [](std::string& v) {
-            try {
-              const double d = std::stod(v);
-              if (std::isfinite(d) && d >= 0 && d <= 1e9) return std::string();
-            } catch (const std::exception&) {
-            }
-            return "--throughput: '" + v + "' is not a number of records/s in 0..1e9";
-          },
-          "RATE"))
-      ->capture_default_str();
+  add_decimal_option(*cmd, "-n,--records", o->records, 1, 1'000'000'000, "Records to produce, 1..1000000000");
+  add_decimal_option(*cmd, "-s,--record-bytes", o->record_bytes, 1, 16ULL << 20,
+                     "Bytes per record, 1..16777216 (and <= --max-batch-bytes)");
+  cmd->add_option_function<std::string>(
+         "--throughput",
+         [o](const std::string& v) {
+           auto rate = parse_decimal_number(v, 1e9);
+           if (!rate) throw CLI::ValidationError("--throughput", rate.error());
+           o->throughput = *rate;
+         },
+         "Pace to this many records/s, 0..1000000000 (0 = as fast as possible)")
+      ->type_name("RATE")
+      ->default_str("0");
   cmd->add_option("--content-type", o->content_type, "Stream content type (bytes mode)")->capture_default_str();
   cmd->add_flag("--create", o->create, "Create the stream first if it does not exist (PUT)");
-  cmd->add_option("--report-interval-ms", o->report_interval_ms,
-                  "Print a progress line to stderr this often (0 = never), 0..3600000")
-      ->check(CLI::Range(std::uint64_t{0}, std::uint64_t{3'600'000}))
-      ->capture_default_str();
+  add_decimal_option(*cmd, "--report-interval-ms", o->report_interval_ms, 0, 3'600'000,
+                     "Print a progress line to stderr this often (0 = never), 0..3600000");
   cmd->add_flag("--json", o->json, "Print the figures as one JSON object");
   add_producer_flags(*cmd, o->producer);
   cmd->footer(

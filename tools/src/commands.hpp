@@ -15,6 +15,7 @@ enum ExitStatus : int {
   kExitFailure = 1,        ///< a check failed (e.g. conformance verdicts, verification)
   kExitBadInput = 2,       ///< bad usage, bad option value, unreadable input, invalid record
   kExitServerError = 3,    ///< the server or the network failed the run
+  kExitOutputFailed = 4,   ///< writing the output failed (-o /dev/full, a closed stdout pipe)
   kExitInterrupted = 130,  ///< SIGINT/SIGTERM: input stopped, what was accepted was flushed
 };
 

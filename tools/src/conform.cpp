@@ -12,7 +12,9 @@
 #include <nlohmann/json.hpp>
 
 #include "commands.hpp"
+#include "numeric_flags.hpp"
 #include "prodsm/conformance/external.hpp"
+#include "prodsm/conformance/json_limits.hpp"
 #include "prodsm/conformance/properties.hpp"
 #include "prodsm/conformance/vectors.hpp"
 
@@ -76,10 +78,9 @@ std::optional<std::string> check_files(const ConformOptions& o, nlohmann::json* 
   namespace fs = std::filesystem;
   std::error_code ec;
   if (!o.expect.empty()) {
-    std::ifstream in(o.expect);
-    if (!in) return "--expect: cannot open '" + o.expect + "'";
-    *expected = nlohmann::json::parse(in, nullptr, false);
-    if (expected->is_discarded()) return "--expect: '" + o.expect + "' is not a JSON file";
+    auto parsed = conformance::read_json_file(o.expect);  // bounded size and nesting (R3)
+    if (!parsed) return "--expect: '" + o.expect + "': " + parsed.error();
+    *expected = std::move(*parsed);
     if (!expected->is_object()) return "--expect: '" + o.expect + "' is not a verdict file (a JSON object)";
     for (const char* part : {"clauses", "vectors"}) {
       if (!expected->contains(part)) continue;
@@ -371,13 +372,9 @@ void add_conform_command(CLI::App& app, std::function<int()>& run) {
       ->capture_default_str();
   cmd->add_option("--vectors", o->vectors, "Directory of scenario vectors (*.json); repeat for more directories")
       ->capture_default_str();
-  cmd->add_option("--tests", o->tests, "Generated sequences per property")
-      ->capture_default_str()
-      ->check(CLI::Range(1, 1000000));
-  cmd->add_option("--max-size", o->max_size, "Largest generated sequence size")
-      ->capture_default_str()
-      ->check(CLI::Range(1, 10000));
-  cmd->add_option("--seed", o->seed, "Generator seed (default: RC_PARAMS or random)");
+  add_decimal_option(*cmd, "--tests", o->tests, 1, 1'000'000, "Generated sequences per property, 1..1000000");
+  add_decimal_option(*cmd, "--max-size", o->max_size, 1, 10'000, "Largest generated sequence size, 1..10000");
+  add_decimal_option(*cmd, "--seed", o->seed, 0, UINT64_MAX, "Generator seed (default: RC_PARAMS or random)");
   cmd->add_option("--save-findings", o->save_findings,
                   "Write each shrunk property failure as a vector under DIR/<target>/");
   cmd->add_flag("--skip-properties", o->skip_properties, "Run only the vectors");

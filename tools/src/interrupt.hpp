@@ -1,8 +1,9 @@
 // SPDX-License-Identifier: Apache-2.0
 #pragma once
-// SIGINT/SIGTERM handling shared by `prodsm produce` and `prodsm bench`: the first
-// signal asks the command to stop its input, flush what was accepted and exit 130; a
-// second one kills at once.
+// SIGINT/SIGTERM handling shared by `prodsm produce`, `prodsm bench` and `prodsm read`:
+// the first signal prints at once (from the handler) what the command now waits for and
+// how to abort, and asks the command to stop its input, flush what was accepted and exit
+// 130; a second one kills at once.
 
 #include <csignal>
 
@@ -10,6 +11,11 @@ namespace prodsm::tools {
 
 /// Set by the first SIGINT/SIGTERM once install_interrupt_handler ran.
 bool interrupted() noexcept;
+
+/// The line the first signal writes to stderr at once (from the handler, with write(2)):
+/// what the command waits for and how to abort. `message` must outlive the handler (a
+/// string literal). Call before route_interrupts_here(true).
+void set_interrupt_message(const char* message) noexcept;
 
 /// Installs the handler (SA_RESETHAND: a second signal kills; no SA_RESTART: a blocked
 /// read returns EINTR). Call with `block` true before any other thread starts (threads

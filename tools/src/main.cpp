@@ -6,7 +6,9 @@
 #include <unistd.h>
 
 #include <cerrno>
+#include <csignal>
 #include <cstdio>
+#include <cstring>
 #include <functional>
 #include <string>
 
@@ -30,6 +32,9 @@ void ensure_standard_descriptors() {
 
 int main(int argc, char** argv) {
   ensure_standard_descriptors();
+  // A closed stdout pipe (`prodsm read URL | head -c1`) is an output failure with its own
+  // exit status and message, not a silent death by SIGPIPE.
+  std::signal(SIGPIPE, SIG_IGN);
   CLI::App app{"prodsm: an exact producer for append-only durable streams"};
   app.require_subcommand(1);
   app.set_version_flag("--version", "prodsm 0.1.0");
@@ -63,5 +68,13 @@ int main(int argc, char** argv) {
     app.exit(e);
     return prodsm::tools::kExitBadInput;
   }
-  return run ? run() : prodsm::tools::kExitBadInput;
+  if (!run) return prodsm::tools::kExitBadInput;
+  const int status = run();
+  // Whatever a command printed to stdout (a summary, a table) must have reached it.
+  if (std::fflush(stdout) != 0 || std::ferror(stdout) != 0) {
+    const int err = errno;
+    std::fprintf(stderr, "prodsm: writing to stdout failed: %s\n", std::strerror(err));
+    if (status == prodsm::tools::kExitOk) return prodsm::tools::kExitOutputFailed;
+  }
+  return status;
 }

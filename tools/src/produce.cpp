@@ -25,11 +25,14 @@
 #include "commands.hpp"
 #include "figures.hpp"
 #include "interrupt.hpp"
+#include "numeric_flags.hpp"
 #include "prodsm/asio/producer.hpp"
 #include "prodsm/asio/stream_ops.hpp"
 #include "producer_flags.hpp"
 #include "record_reader.hpp"
 #include "resume.hpp"
+#include "stream_read.hpp"
+#include "verify.hpp"
 
 namespace prodsm::tools {
 namespace {
@@ -84,6 +87,52 @@ class Progress {
   Clock::time_point start_ = Clock::now();
   Clock::time_point last_{};
 };
+
+/// Reads the stream back (streamed, over a session with `session_options`: the run's TLS
+/// and header provider) and compares it with the input's records: the input
+/// file read again when there is one (`input_path`), else `produced`. Only the first
+/// `records` input records are compared (a file that grew since is not an error).
+std::optional<std::string> verify_stream(const ds::StreamUrl& url, ::asio::io_context& io,
+                                         const asio::SessionOptions& session_options,
+                                         const ds::RequestOptions& request_options, bool json_mode,
+                                         const std::string& input_path, std::uint64_t max_record_bytes,
+                                         std::uint64_t records, const std::vector<std::string>& produced) {
+  std::ifstream again;
+  std::optional<RecordReader> reread;
+  if (!input_path.empty()) {
+    again.open(input_path, std::ios::binary);
+    if (!again) return "cannot open the input '" + input_path + "' again to compare it";
+    reread.emplace(again, json_mode ? RecordReader::Mode::json : RecordReader::Mode::bytes,
+                   json_mode ? max_record_bytes - 1 : max_record_bytes);
+  }
+  std::uint64_t given = 0;
+  std::optional<std::string> input_problem;
+  StreamVerifier verifier(json_mode, [&]() -> std::optional<std::string> {
+    if (given >= records) return std::nullopt;
+    if (!reread) return produced.at(given++);
+    auto next = reread->next();
+    if (!next || !*next) {
+      if (!input_problem) input_problem = "the input '" + input_path + "' changed while it was produced";
+      return std::nullopt;
+    }
+    ++given;
+    return std::string(**next);
+  });
+  auto session = asio::Session::create(io.get_executor(), url, session_options);  // the run's TLS and headers
+  if (!session) return "reading the stream back failed: " + session.error();
+  ds::ReadOptions read;
+  read.json = json_mode;
+  read.request = request_options;
+  read.timeout_ns = std::chrono::hours{1};
+  CliReadResult r = run_cli_read(
+      *session, url, std::move(read), [&verifier](const ds::ReadChunk& c) { return verifier.add(c); }, false);
+  (*session)->close();
+  auto problem = verifier.finish();
+  if (input_problem) return input_problem;
+  if (problem) return problem;
+  if (!r.outcome) return "reading the stream back failed: " + r.outcome.error().describe();
+  return std::nullopt;
+}
 
 int run_produce(const ProduceOptions& o) {
   // ---- configuration --------------------------------------------------------------------
@@ -152,6 +201,10 @@ int run_produce(const ProduceOptions& o) {
   // ---- producer -------------------------------------------------------------------------
   ::asio::io_context io;
   auto guard = ::asio::make_work_guard(io);
+  set_interrupt_message(
+      "prodsm produce: interrupted: input stopped; waiting until every record already accepted is acknowledged "
+      "(at most --delivery-timeout-ms); interrupt again to abort at once (unacknowledged records may then be "
+      "missing from the stream)\n");
   route_interrupts_here(true);  // the I/O thread inherits the blocked mask
   std::thread io_thread([&io] { io.run(); });
   route_interrupts_here(false);
@@ -207,7 +260,11 @@ int run_produce(const ProduceOptions& o) {
   Progress progress(show_progress, total_bytes);
   std::mutex latency_mu;
   std::vector<double> flush_latencies_ms;
-  std::vector<std::string> produced;  // kept only for --verify: every input record, skipped ones included
+  // Kept only for --verify when the input cannot be read again (stdin, a pipe): every
+  // input record, skipped ones included. A regular file is read again instead.
+  std::vector<std::string> produced;
+  const bool keep_produced = o.verify && total_bytes == 0 && !file.is_open();
+  std::uint64_t input_records = 0;  // records read from the input, skipped ones included
   std::uint64_t records = 0;
   std::uint64_t record_bytes = 0;
   std::optional<LineError> bad_line;
@@ -258,7 +315,8 @@ int run_produce(const ProduceOptions& o) {
         break;
       }
       if (*held) {  // the stream holds it already
-        if (o.verify) produced.emplace_back(record);
+        if (keep_produced) produced.emplace_back(record);
+        ++input_records;
         continue;
       }
     }
@@ -275,8 +333,9 @@ int run_produce(const ProduceOptions& o) {
       break;
     }
     ++records;
+    ++input_records;
     record_bytes += record.size();
-    if (o.verify) produced.emplace_back(record);
+    if (keep_produced) produced.emplace_back(record);
     if (o.flush_every > 0 && records % o.flush_every == 0) timed_flush(false);
     if ((records & 1023) == 0) progress.update(records, reader.bytes_read());
   }
@@ -298,36 +357,13 @@ int run_produce(const ProduceOptions& o) {
   // ---- verification -----------------------------------------------------------------------
   std::optional<std::string> verify_problem;
   if (o.verify && !failure && !bad_line && !interrupted && !resume_problem) {
-    auto session = asio::Session::create(io.get_executor(), producer->url(), options.session);
-    auto contents = asio::async_read_stream_all(*session, producer->url(), json_mode, 16ULL << 30, request_options,
-                                                ::asio::use_future)
-                        .get();
-    if (!contents) {
-      verify_problem = "reading the stream back failed: " + contents.error().describe();
-    } else if (!created && o.create && !o.resume) {
+    if (!created && o.create && !o.resume) {
       verify_problem = "the stream existed before this run; --verify needs a new stream (or --resume)";
-    } else if (json_mode) {
-      auto read_back = nlohmann::json::parse(contents->body, nullptr, false);
-      if (!read_back.is_array() || read_back.size() != produced.size()) {
-        verify_problem = "read back " + std::to_string(read_back.is_array() ? read_back.size() : 0) +
-                         " JSON values, produced " + std::to_string(produced.size());
-      } else {
-        for (std::size_t i = 0; i < produced.size(); ++i) {
-          if (read_back[i] != nlohmann::json::parse(produced[i])) {
-            verify_problem = "JSON value " + std::to_string(i) + " differs";
-            break;
-          }
-        }
-      }
     } else {
-      std::string expected;
-      for (const auto& r : produced) expected += r;
-      if (contents->body != expected) {
-        verify_problem = "read back " + std::to_string(contents->body.size()) + " bytes, produced " +
-                         std::to_string(expected.size()) + " bytes; contents differ";
-      }
+      verify_problem =
+          verify_stream(producer->url(), io, options.session, request_options, json_mode,
+                        file.is_open() ? o.input : std::string{}, o.producer.max_batch_bytes, input_records, produced);
     }
-    (*session)->close();
   }
 
   // ---- summary --------------------------------------------------------------------------
@@ -408,6 +444,13 @@ int run_produce(const ProduceOptions& o) {
     return kExitBadInput;
   }
   if (failure) {
+    if (failure->code == ErrorCode::delivery_timeout) {  // name the flag, not the config field
+      const std::string field = "delivery_timeout_ns";
+      if (const auto at = failure->message.find(field); at != std::string::npos) {
+        failure->message.replace(at, field.size(),
+                                 "--delivery-timeout-ms (" + std::to_string(o.producer.delivery_timeout_ms) + " ms)");
+      }
+    }
     std::fprintf(stderr, "prodsm produce: %s\n", failure->describe().c_str());
     if (failure->code == ErrorCode::protocol_error && stats.core.first_attempt_duplicate_records > 0) {
       std::fprintf(stderr, "%s",
@@ -443,8 +486,8 @@ void add_produce_command(CLI::App& app, std::function<int()>& run) {
   cmd->add_flag("--json", o->json, "JSON mode: content type application/json, one JSON value per line");
   cmd->add_flag("--create", o->create, "Create the stream first if it does not exist (PUT)");
   add_producer_flags(*cmd, o->producer);
-  cmd->add_option("--flush-every", o->flush_every, "Flush after every N records (0 = only at the end)")
-      ->check(CLI::NonNegativeNumber);
+  add_decimal_option(*cmd, "--flush-every", o->flush_every, 0, UINT64_MAX,
+                     "Flush after every N records (0 = only at the end)");
   cmd->add_flag("--close-stream", o->close_stream, "Close the stream after the last record");
   cmd->add_option("--progress", o->progress, "auto (when stderr is a terminal), always, never")
       ->check(CLI::IsMember({"auto", "always", "never"}))

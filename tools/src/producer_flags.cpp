@@ -3,10 +3,10 @@
 
 #include <unistd.h>
 
-#include <cmath>
 #include <cstdio>
 #include <random>
-#include <stdexcept>
+
+#include "numeric_flags.hpp"
 
 namespace prodsm::tools {
 
@@ -18,34 +18,27 @@ void add_producer_flags(CLI::App& cmd, ProducerFlags& f) {
                      "records deduplicated away and fences older runs of that id")
           ->check(CLI::Validator(
               [](std::string& v) { return v.empty() ? std::string("must not be empty") : std::string(); }, "NONEMPTY"));
-  auto* epoch = cmd.add_option("--epoch", f.epoch,
-                               "Exactly this producer epoch, 0..2^53-1 (default: a fresh one). An id and epoch "
-                               "used before fail at the first batch, before anything is appended")
-                    ->check(CLI::NonNegativeNumber)
-                    ->capture_default_str();
+  auto* epoch = add_decimal_option(cmd, "--epoch", f.epoch, 0, DurableStreamsPolicy::kMaxSequenceValue,
+                                   "Exactly this producer epoch, 0..2^53-1 (default: a fresh one). An id and epoch "
+                                   "used before fail at the first batch, before anything is appended");
   auto* claim = cmd.add_flag("--auto-claim", f.auto_claim, "On a stale epoch, claim server epoch + 1 (S5)");
   cmd.add_flag("--no-producer-id", f.no_producer_id, "Plain appends without producer headers (no deduplication)")
       ->excludes(id)
       ->excludes(epoch)
       ->excludes(claim);
   cmd.add_option("--linger-ms", f.linger, "Linger in ms (0 = no delay, 'off' = no timer)")->capture_default_str();
-  cmd.add_option("--max-batch-bytes", f.max_batch_bytes, "Most bytes per batch")
-      ->check(CLI::NonNegativeNumber)
-      ->capture_default_str();
-  cmd.add_option("--max-in-flight", f.max_in_flight, "Most batches in flight")
-      ->check(CLI::NonNegativeNumber)
-      ->capture_default_str();
+  add_decimal_option(cmd, "--max-batch-bytes", f.max_batch_bytes, DurableStreamsPolicy::kMinBatchBytes,
+                     DurableStreamsPolicy::kMaxBatchBytesCap, "Most bytes per batch, 3..67108864");
+  add_decimal_option(cmd, "--max-in-flight", f.max_in_flight, 1, Bounds::kMaxInFlightCap,
+                     "Most batches in flight, 1..64");
   cmd.add_option("-H,--header", f.headers, "Extra request header 'Name: value' (repeatable)");
   cmd.add_option("--connection-mode", f.connection_mode,
                  "pipelined (one connection) or pool (one request per connection)")
       ->check(CLI::IsMember({"pool", "pipelined"}))
       ->capture_default_str();
-  cmd.add_option("--request-timeout-ms", f.request_timeout_ms, "Per-request timeout, 1..600000")
-      ->check(CLI::Range(std::uint64_t{1}, std::uint64_t{600'000}))
-      ->capture_default_str();
-  cmd.add_option("--delivery-timeout-ms", f.delivery_timeout_ms, "Per-record delivery deadline, 1..86400000")
-      ->check(CLI::Range(std::uint64_t{1}, std::uint64_t{86'400'000}))
-      ->capture_default_str();
+  add_decimal_option(cmd, "--request-timeout-ms", f.request_timeout_ms, 1, 600'000, "Per-request timeout, 1..600000");
+  add_decimal_option(cmd, "--delivery-timeout-ms", f.delivery_timeout_ms, 1, 86'400'000,
+                     "Per-record delivery deadline, 1..86400000 (above --linger-ms)");
   add_connection_flags(cmd, f.connection);
 }
 
@@ -59,19 +52,14 @@ std::optional<std::string> apply_producer_flags(const ProducerFlags& f, asio::Pr
   if (f.linger == "off" || f.linger == "disabled") {
     core.linger = Linger::disabled();
   } else {
-    try {
-      std::size_t used = 0;
-      const double ms = std::stod(f.linger, &used);
-      if (used != f.linger.size()) throw std::invalid_argument("trailing characters");
-      // Range-checked before converting: a float outside int64 has no defined conversion.
-      const double max_ms = std::chrono::duration<double, std::milli>(Linger::kMaxLinger).count();
-      if (!std::isfinite(ms) || ms < 0 || ms > max_ms) throw std::out_of_range("linger");
-      core.linger = Linger::after(std::chrono::nanoseconds{static_cast<std::int64_t>(ms * 1e6)});
-    } catch (const std::exception&) {
-      return "--linger-ms: '" + f.linger + "' is not a number of milliseconds in 0.." +
-             std::to_string(std::chrono::duration_cast<std::chrono::milliseconds>(Linger::kMaxLinger).count()) +
-             " or 'off'";
-    }
+    const auto max_ms =
+        static_cast<std::uint64_t>(std::chrono::duration_cast<std::chrono::milliseconds>(Linger::kMaxLinger).count());
+    auto ns = parse_decimal_ms(f.linger, max_ms);
+    if (!ns) return "--linger-ms: " + ns.error() + ", or 'off'";
+    core.linger = Linger::after(std::chrono::nanoseconds{static_cast<std::int64_t>(*ns)});
+  }
+  if (!core.linger.is_disabled() && std::chrono::milliseconds{f.delivery_timeout_ms} <= core.linger.duration_ns()) {
+    return "--delivery-timeout-ms: must be above --linger-ms (" + f.linger + " ms)";
   }
   core.max_batch_bytes = f.max_batch_bytes;
   core.max_unacked_bytes = std::max<std::uint64_t>(core.max_unacked_bytes, f.max_batch_bytes);

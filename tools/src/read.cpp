@@ -1,16 +1,18 @@
 // SPDX-License-Identifier: Apache-2.0
-// `prodsm read URL`: a catch-up read of the whole stream to stdout (or a file).
+// `prodsm read URL`: a catch-up read of a stream to stdout (or a file), written as it
+// arrives (ds::StreamReader through asio::read_stream), in bounded memory.
 #include <asio/io_context.hpp>
-#include <asio/use_future.hpp>
 
+#include <cerrno>
 #include <cstdio>
-#include <fstream>
-#include <iostream>
+#include <cstring>
 #include <thread>
 
 #include "commands.hpp"
-#include "prodsm/asio/stream_ops.hpp"
+#include "interrupt.hpp"
+#include "numeric_flags.hpp"
 #include "producer_flags.hpp"
+#include "stream_read.hpp"
 
 namespace prodsm::tools {
 namespace {
@@ -19,9 +21,64 @@ struct ReadOptions {
   std::string url;
   std::string output = "-";
   bool json = false;
-  std::uint64_t max_bytes = 1ULL << 32;
+  std::string offset = "-1";
+  std::uint64_t max_bytes = 1ULL << 40;
+  std::uint64_t timeout_ms = 600'000;
+  std::uint64_t request_timeout_ms = 30'000;
   std::vector<std::string> headers;
   ConnectionFlags connection;
+};
+
+/// The output: stdout or a file, written through stdio's buffer; the first failure is
+/// kept (errno text) and ends the read.
+class Output {
+ public:
+  explicit Output(const std::string& path) : path_{path} {
+    if (path == "-") {
+      file_ = stdout;
+    } else {
+      file_ = std::fopen(path.c_str(), "wb");
+      if (file_ == nullptr) error_ = std::strerror(errno);
+    }
+    if (file_ != nullptr) std::setvbuf(file_, nullptr, _IOFBF, 1 << 20);
+  }
+  ~Output() {
+    if (file_ != nullptr && file_ != stdout) std::fclose(file_);
+  }
+  Output(const Output&) = delete;
+  Output& operator=(const Output&) = delete;
+
+  bool write(std::string_view bytes) {
+    if (!error_.empty()) return false;
+    if (std::fwrite(bytes.data(), 1, bytes.size(), file_) != bytes.size()) {
+      error_ = std::strerror(errno);
+      return false;
+    }
+    written_ += bytes.size();
+    return true;
+  }
+  /// Flushes (and closes a file); false when anything failed.
+  bool finish() {
+    if (!error_.empty()) return false;
+    const bool flushed = std::fflush(file_) == 0;
+    if (!flushed) error_ = std::strerror(errno);
+    if (file_ != stdout) {
+      const bool closed = std::fclose(file_) == 0;
+      file_ = nullptr;
+      if (!closed && error_.empty()) error_ = std::strerror(errno);
+    }
+    return error_.empty();
+  }
+  [[nodiscard]] bool failed() const { return !error_.empty(); }
+  [[nodiscard]] const std::string& error() const { return error_; }
+  [[nodiscard]] std::string name() const { return path_ == "-" ? "stdout" : "'" + path_ + "'"; }
+  [[nodiscard]] std::uint64_t written() const { return written_; }
+
+ private:
+  std::string path_;
+  std::FILE* file_ = nullptr;
+  std::string error_;
+  std::uint64_t written_ = 0;
 };
 
 int run_read(const ReadOptions& o) {
@@ -30,25 +87,40 @@ int run_read(const ReadOptions& o) {
     std::fprintf(stderr, "prodsm read: url: %s\n", url.error().c_str());
     return kExitBadInput;
   }
-  ds::RequestOptions request_options;
+  ds::ReadOptions read;
+  read.offset = o.offset;
+  read.json = o.json;
+  read.max_bytes = o.max_bytes;
+  read.timeout_ns = std::chrono::milliseconds{o.timeout_ms};
   for (const auto& h : o.headers) {
     auto header = parse_header_flag(h);
     if (!header) {
       std::fprintf(stderr, "prodsm read: --header: %s\n", header.error().c_str());
       return kExitBadInput;
     }
-    request_options.extra_headers.push_back(std::move(*header));
+    read.request.extra_headers.push_back(std::move(*header));
   }
   asio::SessionOptions session_options;
   std::vector<std::string> fixed;
-  for (const auto& h : request_options.extra_headers) fixed.push_back(h.name);
+  for (const auto& h : read.request.extra_headers) fixed.push_back(h.name);
   if (auto why = apply_connection_flags(o.connection, session_options, session_options.header_provider, fixed)) {
     std::fprintf(stderr, "prodsm read: %s\n", why->c_str());
     return kExitBadInput;
   }
+  Output out(o.output);
+  if (out.failed()) {
+    std::fprintf(stderr, "prodsm read: cannot open %s for writing: %s\n", out.name().c_str(), out.error().c_str());
+    return kExitOutputFailed;
+  }
+
+  set_interrupt_message(
+      "prodsm read: interrupted: stopping the read and flushing what arrived; interrupt again to abort at once\n");
   ::asio::io_context io;
   auto guard = ::asio::make_work_guard(io);
+  route_interrupts_here(true);  // the I/O thread inherits the blocked mask
   std::thread io_thread([&io] { io.run(); });
+  route_interrupts_here(false);
+  session_options.request_timeout_ns = std::chrono::milliseconds{o.request_timeout_ms};
   auto session = asio::Session::create(io.get_executor(), *url, session_options);
   if (!session) {
     guard.reset();
@@ -56,36 +128,55 @@ int run_read(const ReadOptions& o) {
     std::fprintf(stderr, "prodsm read: %s\n", session.error().c_str());
     return kExitBadInput;
   }
-  auto contents =
-      asio::async_read_stream_all(*session, *url, o.json, o.max_bytes, request_options, ::asio::use_future).get();
+  // JSON streams print one JSON array, written element by element as they arrive, each
+  // element exactly as the server sent it, and a newline at the end like any text tool.
+  // Bytes streams write exactly the stream's bytes.
+  bool first = true;
+  auto on_data = [&](const ds::ReadChunk& chunk) {
+    if (chunk.next_offset) return true;
+    if (o.json && !out.write(first ? "[" : ",")) return false;
+    first = false;
+    return out.write(chunk.data);
+  };
+  CliReadResult r = run_cli_read(*session, *url, std::move(read), on_data, true);
   (*session)->close();
   guard.reset();
   io_thread.join();
-  if (!contents) {
-    std::fprintf(stderr, "prodsm read: %s\n", contents.error().describe().c_str());
+  // Only a complete read closes the JSON array: a cut-off one must not look complete.
+  if (o.json && r.outcome && !r.interrupted) out.write(first ? "[]\n" : "]\n");
+  const bool output_ok = out.finish();
+  if (!output_ok) {
+    std::fprintf(stderr, "prodsm read: writing to %s failed after %llu bytes: %s\n", out.name().c_str(),
+                 static_cast<unsigned long long>(out.written()), out.error().c_str());
+    return kExitOutputFailed;
+  }
+  if (r.interrupted) {
+    std::fprintf(stderr, "prodsm read: interrupted after %llu bytes (written and flushed)\n",
+                 static_cast<unsigned long long>(out.written()));
+    return kExitInterrupted;
+  }
+  if (!r.outcome) {
+    const Error& e = r.outcome.error();
+    std::fprintf(stderr, "prodsm read: %s\n", e.describe().c_str());
+    if (e.code == ErrorCode::cancelled && e.message.find("timeout_ns") != std::string::npos) {
+      std::fprintf(stderr, "prodsm read: the read did not finish within --timeout-ms (%llu ms)\n",
+                   static_cast<unsigned long long>(o.timeout_ms));
+    } else if (e.message.find("(max_bytes)") != std::string::npos) {
+      std::fprintf(stderr, "prodsm read: the stream holds more than --max-bytes (%llu bytes)\n",
+                   static_cast<unsigned long long>(o.max_bytes));
+    }
+    if (out.written() > 0) {
+      std::fprintf(stderr, "prodsm read: the %llu bytes written before the failure are the stream's, in order\n",
+                   static_cast<unsigned long long>(out.written()));
+    }
     return kExitServerError;
   }
-  // JSON mode prints one JSON text; end it with a newline like any text tool. Bytes
-  // mode writes exactly the stream's bytes.
-  if (o.json) contents->body.push_back('\n');
-  if (o.output == "-") {
-    const std::size_t written = std::fwrite(contents->body.data(), 1, contents->body.size(), stdout);
-    if (written != contents->body.size() || std::fflush(stdout) != 0) {
-      std::fprintf(stderr, "prodsm read: writing to stdout failed after %zu of %zu bytes\n", written,
-                   contents->body.size());
-      return kExitBadInput;
-    }
-  } else {
-    std::ofstream out(o.output, std::ios::binary);
-    out.write(contents->body.data(), static_cast<std::streamsize>(contents->body.size()));
-    out.close();
-    if (!out) {
-      std::fprintf(stderr, "prodsm read: cannot write '%s'\n", o.output.c_str());
-      return kExitBadInput;
-    }
-  }
-  std::fprintf(stderr, "read %zu bytes in %zu requests; next offset %s%s\n", contents->body.size(), contents->reads,
-               contents->next_offset.c_str(), contents->closed ? " (stream closed)" : "");
+  const ds::ReadSummary& s = *r.outcome;
+  std::fprintf(stderr, "read %llu bytes%s in %llu requests (%llu retries); next offset %s%s\n",
+               static_cast<unsigned long long>(s.bytes),
+               o.json ? (" (" + std::to_string(s.elements) + " JSON values)").c_str() : "",
+               static_cast<unsigned long long>(s.requests), static_cast<unsigned long long>(s.retries),
+               s.next_offset.c_str(), s.closed ? " (stream closed)" : "");
   return kExitOk;
 }
 
@@ -93,13 +184,25 @@ int run_read(const ReadOptions& o) {
 
 void add_read_command(CLI::App& app, std::function<int()>& run) {
   auto o = std::make_shared<ReadOptions>();
-  CLI::App* cmd = app.add_subcommand("read", "Read a whole stream (catch-up read) to stdout or a file");
+  CLI::App* cmd = app.add_subcommand("read", "Read a stream (catch-up read) to stdout or a file, as it arrives");
   cmd->add_option("url", o->url, "Stream URL")->required();
   cmd->add_option("-o,--output", o->output, "Output file ('-' = stdout)")->capture_default_str();
-  cmd->add_flag("--json", o->json, "JSON stream: print one JSON array of every value (and a newline)");
-  cmd->add_option("--max-bytes", o->max_bytes, "Fail past this many bytes")->capture_default_str();
+  cmd->add_flag("--json", o->json,
+                "JSON stream: print one JSON array of every value, written value by value (and a newline)");
+  cmd->add_option("--offset", o->offset, "Start at this offset (as a read returned it; -1 = the beginning)")
+      ->capture_default_str();
+  add_decimal_option(*cmd, "--max-bytes", o->max_bytes, 0, 1ULL << 62, "Fail past this many bytes of data");
+  add_decimal_option(*cmd, "--timeout-ms", o->timeout_ms, 1, 86'400'000,
+                     "Fail when the whole read takes longer, 1..86400000");
+  add_decimal_option(*cmd, "--request-timeout-ms", o->request_timeout_ms, 1, 600'000,
+                     "Per request: no response, or a body that stops arriving, for this long, 1..600000");
   cmd->add_option("-H,--header", o->headers, "Extra request header 'Name: value' (repeatable)");
   add_connection_flags(*cmd, o->connection);
+  cmd->footer(
+      "Exit status: 0 success; 2 bad input (usage, bad flag value); 3 server or network failure (what was "
+      "written before it is the stream's, in order); 4 writing the output failed; 130 interrupted (SIGINT or "
+      "SIGTERM: what arrived is flushed; a second signal kills at once). 429, 5xx and lost connections are "
+      "retried; 4xx are not.");
   cmd->callback([o, &run] { run = [o] { return run_read(*o); }; });
 }
 

@@ -1,5 +1,5 @@
 // SPDX-License-Identifier: Apache-2.0
-// Stream administration requests over a Session: one request each (read: a loop).
+// Stream administration requests over a Session: one request each (reads: read_stream.cpp).
 #include "prodsm/asio/stream_ops.hpp"
 
 namespace prodsm::asio {
@@ -34,34 +34,8 @@ void close_stream(const std::shared_ptr<Session>& session, const ds::StreamUrl& 
   session->exchange(ds::encode_close(url, content_type, std::nullopt, options), false,
                     [done = std::move(done)](ExchangeResult r) {
                       if (!r) return done(tl::unexpected(r.error()));
-                      done(ds::classify_close(*r, false));
+                      done(ds::classify_close(*r, std::nullopt));
                     });
-}
-
-namespace {
-
-/// The catch-up read loop (ds::CatchUpReader) over exchanges.
-struct ReadLoop : std::enable_shared_from_this<ReadLoop> {
-  ReadLoop(std::shared_ptr<Session> s, ds::CatchUpReader r, std::function<void(ReadStreamResult)> d)
-      : session{std::move(s)}, reader{std::move(r)}, done{std::move(d)} {}
-  std::shared_ptr<Session> session;
-  ds::CatchUpReader reader;
-  std::function<void(ReadStreamResult)> done;
-
-  void next() {
-    session->exchange(reader.next_request(), [self = shared_from_this()](ExchangeResult r) {
-      if (auto result = self->reader.handle(std::move(r))) return self->done(std::move(*result));
-      self->next();
-    });
-  }
-};
-
-}  // namespace
-
-void read_stream_all(const std::shared_ptr<Session>& session, const ds::StreamUrl& url, bool json,
-                     std::size_t max_bytes, ds::RequestOptions options, std::function<void(ReadStreamResult)> done) {
-  std::make_shared<ReadLoop>(session, ds::CatchUpReader(url, json, max_bytes, std::move(options)), std::move(done))
-      ->next();
 }
 
 }  // namespace prodsm::asio

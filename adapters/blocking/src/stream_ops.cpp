@@ -1,5 +1,6 @@
 // SPDX-License-Identifier: Apache-2.0
-// Stream administration over a blocking Session: encode, exchange and wait, classify.
+// Stream administration over a blocking Session: encode, exchange and wait, classify
+// (reads: read_stream.cpp).
 #include "prodsm/blocking/stream_ops.hpp"
 
 namespace prodsm::blocking {
@@ -40,16 +41,8 @@ DeleteStreamResult delete_stream(Session& session, const ds::StreamUrl& url, con
 
 CloseStreamResult close_stream(Session& session, const ds::StreamUrl& url, const std::string& content_type,
                                const ds::RequestOptions& options, std::optional<Duration> timeout_ns) {
-  return run<CloseStreamResult>(session, ds::encode_close(url, content_type, std::nullopt, options), false,
-                                timeout_ns, [](const ds::Response& r) { return ds::classify_close(r, false); });
-}
-
-ReadStreamResult read_stream_all(Session& session, const ds::StreamUrl& url, bool json, std::size_t max_bytes,
-                                 const ds::RequestOptions& options) {
-  ds::CatchUpReader reader(url, json, max_bytes, options);
-  while (true) {
-    if (auto result = reader.handle(session.exchange_and_wait(reader.next_request()))) return std::move(*result);
-  }
+  return run<CloseStreamResult>(session, ds::encode_close(url, content_type, std::nullopt, options), false, timeout_ns,
+                                [](const ds::Response& r) { return ds::classify_close(r, std::nullopt); });
 }
 
 }  // namespace prodsm::blocking

@@ -207,6 +207,39 @@ Error producer_error(const Response& r, Operation op) {
   return status_error(r, op);
 }
 
+/// How a Producer-Seq echo must relate to the seq sent.
+enum class SeqEcho : std::uint8_t { equal, at_least };
+
+/// The echo of a sequenced 200/204 (Producer-Epoch, Producer-Seq) checked against what
+/// was sent; an absent header is not checked.
+std::optional<Error> echo_error(const Response& r, Operation op, const ProducerStamp& sent, SeqEcho rule) {
+  if (const auto text = header(r, "Producer-Epoch")) {
+    const auto epoch = parse_protocol_number(*text);
+    if (!epoch) return bad_number(r, op, "Producer-Epoch", *text);
+    if (*epoch != sent.epoch) {
+      std::string what = "the acknowledgement's Producer-Epoch ";
+      detail::append_decimal(what, *epoch);
+      what += " is not the request's epoch ";
+      detail::append_decimal(what, sent.epoch);
+      return protocol_error(r, op, what);
+    }
+  }
+  if (const auto text = header(r, "Producer-Seq")) {
+    const auto seq = parse_protocol_number(*text);
+    if (!seq) return bad_number(r, op, "Producer-Seq", *text);
+    if (rule == SeqEcho::equal ? *seq != sent.seq : *seq < sent.seq) {
+      std::string what = "the acknowledgement's Producer-Seq ";
+      detail::append_decimal(what, *seq);
+      what += rule == SeqEcho::equal ? " is not the request's seq " : " is below the request's seq ";
+      detail::append_decimal(what, sent.seq);
+      what += rule == SeqEcho::equal ? " (an append was acknowledged as another)"
+                                     : " (a duplicate of a seq the server never accepted)";
+      return protocol_error(r, op, what);
+    }
+  }
+  return std::nullopt;
+}
+
 /// Runs a classifier; an allocation failure gives an internal error without text (D4).
 template <typename T, typename Classify>
 tl::expected<T, Error> guarded(Classify&& classify) noexcept {
@@ -222,17 +255,21 @@ tl::expected<T, Error> guarded(Classify&& classify) noexcept {
 
 }  // namespace
 
-tl::expected<Ack, Error> classify_append(const Response& response, bool sequenced) {
+tl::expected<Ack, Error> classify_append(const Response& response, const std::optional<ProducerStamp>& sent) {
   return guarded<Ack>([&]() -> tl::expected<Ack, Error> {
     constexpr auto op = Operation::append;
     switch (response.status) {
       case 200: {  // appended (a producer append; a plain one on older servers)
         auto offset = required(response, op, "Stream-Next-Offset");
         if (!offset) return Fail{std::move(offset).error()};
+        if (sent) {
+          if (auto e = echo_error(response, op, *sent, SeqEcho::equal)) return Fail{std::move(*e)};
+        }
         return Ack{std::move(*offset), false};
       }
       case 204: {
-        if (sequenced) {  // S3: duplicate; the offset is sent only on a closed stream
+        if (sent) {  // S3: duplicate; the offset is sent only on a closed stream
+          if (auto e = echo_error(response, op, *sent, SeqEcho::at_least)) return Fail{std::move(*e)};
           return Ack{optional_value(response, "Stream-Next-Offset"), true};
         }
         auto offset = required(response, op, "Stream-Next-Offset");
@@ -253,10 +290,13 @@ tl::expected<CreateResult, Error> classify_create(const Response& response) {
   });
 }
 
-tl::expected<CloseResult, Error> classify_close(const Response& response, bool sequenced) {
-  (void)sequenced;  // 200/204 both close; the error cases do not depend on it
+tl::expected<CloseResult, Error> classify_close(const Response& response, const std::optional<ProducerStamp>& sent) {
   return guarded<CloseResult>([&]() -> tl::expected<CloseResult, Error> {
     if (response.status == 204 || response.status == 200) {
+      // 200/204 both close, new or repeated: the seq echo is at least the one sent.
+      if (sent) {
+        if (auto e = echo_error(response, Operation::close, *sent, SeqEcho::at_least)) return Fail{std::move(*e)};
+      }
       return CloseResult{optional_value(response, "Stream-Next-Offset")};
     }
     return Fail{producer_error(response, Operation::close)};

@@ -41,8 +41,7 @@ std::optional<std::string> validate(const ProducerOptions& o) {
   }
   if (auto why = o.session.validate()) return "session." + *why;
   if (auto e = DurableStreamsProducer::validate(o.producer)) return "producer." + e->message();
-  if (!o.producer.protocol.idempotent && o.session.mode == http::ConnectionMode::pool &&
-      o.producer.max_in_flight > 1) {
+  if (!o.producer.protocol.idempotent && o.session.mode == http::ConnectionMode::pool && o.producer.max_in_flight > 1) {
     // Requests on different connections race at the server: plain appends would land
     // out of order (measured). Sequenced appends are reordered by S4 instead.
     return "producer.max_in_flight: plain appends (no idempotent producer) over pooled connections can land out of "
@@ -109,10 +108,9 @@ tl::expected<Ticket, Rejection> ProducerClient::submit(Instant now, std::string_
 
 SubmitManyResult ProducerClient::submit_many(Instant now, std::span<const std::string_view> records) {
   const std::uint64_t room =
-      core_.state() == ProducerState::open ? options_.max_pending_records - std::min<std::uint64_t>(
-                                                                               accepted_ - delivered_,
-                                                                               options_.max_pending_records)
-                                           : records.size();
+      core_.state() == ProducerState::open
+          ? options_.max_pending_records - std::min<std::uint64_t>(accepted_ - delivered_, options_.max_pending_records)
+          : records.size();
   const auto take = static_cast<std::size_t>(std::min<std::uint64_t>(room, records.size()));
   SubmitManyResult r = core_.submit_many(now, records.first(take));
   accepted_ += r.accepted;
@@ -214,22 +212,25 @@ void ProducerClient::drive(Instant now) {
             // The body is copied here, while the core still owns it (S2: byte-identical on
             // every attempt; the copy outlives the core's buffer recycling).
             http::Request request;
-            request.bytes = encode_batch(url_, options_.content_type, a.body.size(), a.stamp, producer_id_,
-                                         request_options_);
+            request.bytes =
+                encode_batch(url_, options_.content_type, a.body.size(), a.stamp, producer_id_, request_options_);
             request.bytes.append(reinterpret_cast<const char*>(a.body.data()), a.body.size());
             request.retry_safe = a.stamp.sequenced;  // a resend is deduplicated by (id, epoch, seq)
-            push_request(std::move(request), Outstanding{true, a.batch, a.attempt, a.stamp.sequenced, 0});
+            push_request(std::move(request), Outstanding{true, a.batch, a.attempt, a.stamp.sequenced, 0,
+                                                         ProducerStamp{a.stamp.epoch, a.stamp.seq}});
           } else if constexpr (std::is_same_v<T, TicketsCompleted<DurableStreamsPolicy>>) {
             RecordsCompleted done{a.first, a.last, tl::unexpected(Error{})};
             if (a.result) {
               done.result = std::make_shared<const DurableStreamsPolicy::Ack>(std::move(*a.result));
             } else {
+              annotate(a.result.error());
               done.result = tl::unexpected(std::move(a.result.error()));
             }
             events_.emplace_back(std::move(done));
           } else if constexpr (std::is_same_v<T, BarrierCompleted>) {
             auto it = std::find_if(stream_closes_.begin(), stream_closes_.end(),
                                    [&](const StreamClose& c) { return c.barrier == a.barrier.value; });
+            if (!a.result) annotate(a.result.error());
             if (it == stream_closes_.end()) {
               events_.emplace_back(std::move(a));
             } else if (!a.result) {
@@ -238,6 +239,7 @@ void ProducerClient::drive(Instant now) {
               send_stream_close(*it);  // every covered record is durable: close the stream
             }
           } else if constexpr (std::is_same_v<T, Closed>) {
+            if (!a.result) annotate(a.result.error());
             events_.emplace_back(a);
             if (final_requested_) {
               if (StreamClose* c = find_stream_close(final_op_)) {
@@ -293,7 +295,8 @@ void ProducerClient::send_stream_close(StreamClose& c) {
 }
 
 void ProducerClient::finish_stream_close(std::uint64_t op, CloseStreamResult result) {
-  auto it = std::find_if(stream_closes_.begin(), stream_closes_.end(), [&](const StreamClose& c) { return c.op == op; });
+  auto it =
+      std::find_if(stream_closes_.begin(), stream_closes_.end(), [&](const StreamClose& c) { return c.op == op; });
   if (it == stream_closes_.end()) return;
   if (it->final) final_result_ = result;
   stream_closes_.erase(it);
@@ -305,11 +308,12 @@ void ProducerClient::on_stream_close_outcome(Instant now, std::uint64_t op,
   StreamClose* c = find_stream_close(op);
   if (c == nullptr) return;
   const bool sequenced = c->final && options_.producer.protocol.idempotent.has_value();
+  const auto sent = sequenced ? std::optional<ProducerStamp>(ProducerStamp{c->epoch, c->seq}) : std::nullopt;
   CloseStreamResult outcome{CloseResult{}};
   if (!result) {
     outcome = tl::unexpected(std::move(result.error()));
   } else if (c->final && final_body_) {  // append + close: classified as an append (S3, S6, S7)
-    auto ack = classify_append(*result, sequenced);
+    auto ack = classify_append(*result, sent);
     if (ack) {
       outcome->final_offset = ack->next_offset;
       if (outcome->final_offset.empty()) {  // a duplicate carries the offset only sometimes
@@ -319,7 +323,7 @@ void ProducerClient::on_stream_close_outcome(Instant now, std::uint64_t op,
       outcome = tl::unexpected(std::move(ack.error()));
     }
   } else {
-    outcome = classify_close(*result, sequenced);
+    outcome = classify_close(*result, sent);
   }
   if (!outcome) {
     const Error& e = outcome.error();
@@ -351,15 +355,25 @@ std::optional<ClientRequest> ProducerClient::poll_request() {
 
 void ProducerClient::on_batch_outcome(Instant now, const Outstanding& o, tl::expected<http::Response, Error> result) {
   if (!result) {
+    last_failure_ = result.error();
     core_.handle_failure(now, o.batch_id, o.attempt, std::move(result.error()));
     return;
   }
-  auto ack = classify_append(*result, o.sequenced);  // S7: status and headers
+  // S7: status and headers; the echo of a sequenced append is checked against it.
+  auto ack = classify_append(*result, o.sequenced ? std::optional<ProducerStamp>(o.stamp) : std::nullopt);
   if (ack) {
     core_.handle_ack(now, o.batch_id, o.attempt, std::move(*ack));
   } else {
+    last_failure_ = ack.error();
     core_.handle_failure(now, o.batch_id, o.attempt, std::move(ack.error()));
   }
+}
+
+/// A delivery timeout (E6) keeps the cause: the last failed attempt, if any.
+void ProducerClient::annotate(Error& error) const {
+  if (error.code != ErrorCode::delivery_timeout || !last_failure_) return;
+  if (error.message.find("; the last failed attempt: ") != std::string::npos) return;
+  error.message += "; the last failed attempt: " + last_failure_->describe();
 }
 
 void ProducerClient::handle_outcome(Instant now, std::uint64_t tag, tl::expected<http::Response, Error> result) {

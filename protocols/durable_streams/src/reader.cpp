@@ -1,79 +1,340 @@
 // SPDX-License-Identifier: Apache-2.0
-// ds::CatchUpReader: GET from offset -1 until up to date, joining JSON arrays.
+// ds::StreamReader: the catch-up read loop (GETs until up to date), streamed, retried,
+// bounded. See reader.hpp for the rules.
 #include "prodsm/ds/reader.hpp"
 
+#include <algorithm>
 #include <utility>
 
 namespace prodsm::ds {
 namespace {
 
-constexpr bool is_space(char c) noexcept {
-  return c == ' ' || c == '\n' || c == '\r' || c == '\t';
+constexpr std::uint64_t kFnvOffset = 0xcbf29ce484222325ULL;
+constexpr std::uint64_t kFnvPrime = 0x100000001b3ULL;
+
+/// FNV-1a over `bytes`, continuing from `h`: the same value however the bytes are split.
+std::uint64_t fnv(std::uint64_t h, std::string_view bytes) noexcept {
+  for (const char c : bytes) {
+    h ^= static_cast<unsigned char>(c);
+    h *= kFnvPrime;
+  }
+  return h;
 }
 
-/// Appends the elements of the JSON array text `chunk` to the array being built in
-/// `out` (which holds "[" plus elements so far). The server answers a JSON read with one
-/// array; its brackets are stripped, the elements kept verbatim.
-bool append_json_elements(std::string& out, std::string_view chunk) {
-  while (!chunk.empty() && is_space(chunk.front())) chunk.remove_prefix(1);
-  while (!chunk.empty() && is_space(chunk.back())) chunk.remove_suffix(1);
-  if (chunk.size() < 2 || chunk.front() != '[' || chunk.back() != ']') return false;
-  const std::string_view inner = chunk.substr(1, chunk.size() - 2);
-  bool blank = true;
-  for (const char c : inner) blank = blank && is_space(c);
-  if (blank) return true;
-  if (out.size() > 1) out += ',';
-  out.append(inner);
-  return true;
+std::string ms_text(Duration d) {
+  return std::to_string(std::chrono::duration_cast<std::chrono::milliseconds>(d).count()) + " ms";
 }
 
-Error read_error(std::string message) {
-  return make_error(ErrorCode::protocol_error, Certainty::definite, false, std::move(message));
+std::optional<std::string> out_of_range(std::string_view field, std::uint64_t lo, std::uint64_t hi, std::uint64_t got) {
+  if (got >= lo && got <= hi) return std::nullopt;
+  return std::string(field) + ": must be in " + std::to_string(lo) + ".." + std::to_string(hi) + " (got " +
+         std::to_string(got) + ")";
 }
 
 }  // namespace
 
-CatchUpReader::CatchUpReader(StreamUrl url, bool json, std::size_t max_bytes, RequestOptions options)
-    : url_{std::move(url)}, json_{json}, max_bytes_{max_bytes}, options_{std::move(options)} {
-  if (json_) contents_.body = "[";
+std::optional<std::string> ReadOptions::validate() const {
+  if (offset.empty()) return "offset: must not be empty (\"-1\" reads from the start)";
+  if (auto why = out_of_range("max_bytes", 0, 1ULL << 62, max_bytes)) return why;
+  if (auto why = out_of_range("max_element_bytes", 1, 1ULL << 30, max_element_bytes)) return why;
+  if (auto why = out_of_range("max_requests", 1, 1ULL << 32, max_requests)) return why;
+  if (auto why = out_of_range("max_empty_responses", 0, 1'000'000, max_empty_responses)) return why;
+  if (timeout_ns < std::chrono::milliseconds{1} || timeout_ns > std::chrono::hours{24}) {
+    return "timeout_ns: must be in 1 ms..24 h (got " + std::to_string(timeout_ns.count()) + " ns)";
+  }
+  if (auto why = out_of_range("retry.max_attempts", 1, Bounds::kMaxAttemptsCap, retry.max_attempts)) return why;
+  if (retry.backoff_max_ns.count() < 0 || retry.backoff_max_ns > Bounds::kMaxBackoff) {
+    return "retry.backoff_max_ns: must be in 0..10 min";
+  }
+  if (retry.backoff_initial_ns.count() < 0 || retry.backoff_initial_ns > retry.backoff_max_ns) {
+    return "retry.backoff_initial_ns: must be in 0..retry.backoff_max_ns";
+  }
+  for (const auto& h : request.extra_headers) {
+    if (auto why = check_extra_header(h)) return "request.extra_headers: " + *why;
+  }
+  return std::nullopt;
 }
 
-http::Request CatchUpReader::next_request() {
-  ++contents_.reads;
+tl::expected<StreamReader, std::string> StreamReader::create(StreamUrl url, ReadOptions options, Instant now) {
+  if (auto why = options.validate()) return tl::unexpected(std::move(*why));
+  return StreamReader(std::move(url), std::move(options), now);
+}
+
+StreamReader::StreamReader(StreamUrl url, ReadOptions options, Instant now)
+    : url_{std::move(url)},
+      options_{std::move(options)},
+      offset_{options_.offset},
+      deadline_{saturating_add(now, options_.timeout_ns)},
+      rng_{options_.retry.jitter_seed ^ 0x72656164ULL},
+      splitter_{options_.max_element_bytes},
+      hash_delivered_{kFnvOffset},
+      hash_resent_{kFnvOffset},
+      hash_resent_commit_{kFnvOffset} {
+  summary_.next_offset = offset_;
+}
+
+StreamReader::StreamReader(StreamReader&&) noexcept = default;
+StreamReader& StreamReader::operator=(StreamReader&&) noexcept = default;
+StreamReader::~StreamReader() = default;
+
+// ---- ReadCollector -------------------------------------------------------------------------
+
+bool ReadCollector::add(const ReadChunk& chunk) {
+  if (chunk.next_offset) return true;
+  if (json_) body_ += first_ ? '[' : ',';
+  first_ = false;
+  body_ += chunk.data;
+  return true;
+}
+
+StreamContents ReadCollector::finish(const ReadSummary& summary) {
+  StreamContents c;
+  if (json_) body_ += first_ ? "[]" : "]";
+  c.body = std::move(body_);
+  c.next_offset = summary.next_offset;
+  c.closed = summary.closed;
+  c.reads = summary.requests;
+  return c;
+}
+
+// ---- errors --------------------------------------------------------------------------------
+
+/// Names the stream in every message: "read /path: HTTP 404 Not Found: ...".
+Error StreamReader::in_context(Error error) const {
+  constexpr std::string_view kClassified = "read: ";
+  std::string prefix = "read " + url_.path + ": ";
+  if (error.message.compare(0, kClassified.size(), kClassified) == 0) {
+    error.message = prefix + error.message.substr(kClassified.size());
+  } else {
+    error.message = prefix + error.message;
+  }
+  return error;
+}
+
+Error StreamReader::protocol_error(std::string what) const {
+  Error e = make_error(ErrorCode::protocol_error, Certainty::definite, false, std::move(what));
+  return in_context(std::move(e));
+}
+
+void StreamReader::fail(Error error) {
+  if (result_) return;
+  result_ = tl::unexpected(std::move(error));
+}
+
+void StreamReader::finish_ok() {
+  if (result_) return;
+  result_ = summary_;
+}
+
+void StreamReader::stop(Error error) {
+  fail(std::move(error));
+}
+
+// ---- requests ------------------------------------------------------------------------------
+
+std::optional<http::Request> StreamReader::poll_request(Instant now) {
+  if (result_ || outstanding_) return std::nullopt;
+  if (now >= deadline_) {
+    handle_timeout(now);
+    return std::nullopt;
+  }
+  if (retry_at_) {
+    if (now < *retry_at_) return std::nullopt;
+    retry_at_.reset();
+  }
+  if (summary_.requests >= options_.max_requests) {
+    fail(protocol_error("not finished after max_requests (" + std::to_string(options_.max_requests) + ") requests"));
+    return std::nullopt;
+  }
+  outstanding_ = true;
+  ++summary_.requests;
+  if (attempts_ > 0) ++summary_.retries;
+  seen_ = 0;
+  streaming_ = false;
+  head_same_offset_ = false;
+  splitter_.reset();
   http::Request r;
-  r.bytes = encode_read(url_, offset_, options_);
-  r.retry_safe = true;
+  r.bytes = encode_read(url_, offset_, options_.request);
+  r.retry_safe = true;  // a read changes nothing
   return r;
 }
 
-std::optional<ReadStreamResult> CatchUpReader::handle(tl::expected<http::Response, Error> outcome) {
-  if (!outcome) return tl::unexpected(std::move(outcome.error()));
-  auto read = classify_read(*outcome);
-  if (!read) return tl::unexpected(std::move(read.error()));
-  const std::size_t size_before = contents_.body.size();
-  if (json_) {
-    if (!append_json_elements(contents_.body, read->body)) return tl::unexpected(read_error("JSON read did not return a JSON array"));
-  } else {
-    contents_.body += read->body;
+std::optional<Instant> StreamReader::next_deadline() const {
+  if (result_) return std::nullopt;
+  if (retry_at_) return std::min(*retry_at_, deadline_);
+  return deadline_;
+}
+
+void StreamReader::handle_timeout(Instant now) {
+  if (result_ || now < deadline_) return;
+  timed_out_ = true;
+  fail(in_context(make_error(ErrorCode::cancelled, Certainty::definite, false,
+                             "not finished within timeout_ns (" + ms_text(options_.timeout_ns) + ")")));
+}
+
+// ---- the streamed body ---------------------------------------------------------------------
+
+void StreamReader::begin_input() {
+  output_.clear();
+  splitter_.clear_elements();
+}
+
+bool StreamReader::on_head(const http::Response& head) {
+  if (result_) return true;  // streamed into on_body, which abandons it
+  if (head.status != 200) return false;
+  auto read = classify_read(head);
+  if (!read) return false;  // collected; on_outcome reports why
+  streaming_ = true;
+  head_same_offset_ = read->next_offset == offset_;
+  return true;
+}
+
+bool StreamReader::on_body(std::span<const char> bytes) {
+  begin_input();
+  if (result_ || !streaming_) return false;
+  if (!options_.json) return on_data_bytes(bytes);
+  auto failure = splitter_.feed(bytes);
+  for (const std::string_view element : splitter_.elements()) {
+    if (!take_unit(element, false)) return false;
   }
-  if (contents_.body.size() > max_bytes_) {
-    return tl::unexpected(read_error("stream larger than the read limit of " + std::to_string(max_bytes_) + " bytes"));
+  if (failure) {
+    fail(protocol_error(std::move(*failure)));
+    return false;
   }
+  return true;
+}
+
+/// One JSON element (bytes_mode false) or a run of bytes (bytes_mode true) at the
+/// current position: handed on, or — when it was handed on before a retry — checked.
+bool StreamReader::take_unit(std::string_view unit, bool bytes_mode) {
+  if (head_same_offset_) {
+    fail(protocol_error("the server returned data without advancing Stream-Next-Offset (" + offset_ +
+                        "); it would be read twice"));
+    return false;
+  }
+  const std::uint64_t units = bytes_mode ? unit.size() : 1;
+  const std::uint64_t at = committed_units_ + seen_;
+  if (at < delivered_) {  // read again after a retry: already handed on
+    hash_resent_ = fnv(hash_resent_, unit);
+    if (!bytes_mode) hash_resent_ = fnv(hash_resent_, "\xff");
+    seen_ += units;
+    if (at + units == delivered_ && hash_resent_ != hash_delivered_) {
+      fail(protocol_error("the server returned different data at offset " + offset_ +
+                          " when it was read again (a stream never changes what it holds)"));
+      return false;
+    }
+    return true;
+  }
+  if (unit.size() > options_.max_bytes - std::min(summary_.bytes, options_.max_bytes)) {
+    fail(protocol_error("the stream holds more than the read limit of " + std::to_string(options_.max_bytes) +
+                        " bytes (max_bytes)"));
+    return false;
+  }
+  output_.push_back(unit);
+  hash_delivered_ = fnv(hash_delivered_, unit);
+  if (!bytes_mode) {
+    hash_delivered_ = fnv(hash_delivered_, "\xff");
+    ++summary_.elements;
+  }
+  delivered_ += units;
+  seen_ += units;
+  summary_.bytes += unit.size();
+  return true;
+}
+
+bool StreamReader::on_data_bytes(std::span<const char> bytes) {
+  std::string_view rest(bytes.data(), bytes.size());
+  if (rest.empty()) return true;
+  const std::uint64_t at = committed_units_ + seen_;
+  if (at < delivered_) {  // the part already handed on before a retry
+    const auto again = static_cast<std::size_t>(std::min<std::uint64_t>(rest.size(), delivered_ - at));
+    if (!take_unit(rest.substr(0, again), true)) return false;
+    rest.remove_prefix(again);
+  }
+  return rest.empty() || take_unit(rest, true);
+}
+
+// ---- outcomes ------------------------------------------------------------------------------
+
+void StreamReader::on_outcome(Instant now, tl::expected<http::Response, Error> outcome) {
+  begin_input();
+  if (result_ || !outstanding_) return;  // a late outcome after the read ended
+  outstanding_ = false;
+  if (!outcome) {
+    on_failed_attempt(now, std::move(outcome.error()));
+    return;
+  }
+  on_response(now, *outcome);
+}
+
+void StreamReader::on_response(Instant now, const http::Response& response) {
+  auto read = classify_read(response);
+  if (!read) {
+    on_failed_attempt(now, std::move(read.error()));
+    return;
+  }
+  if (!response.body_streamed) {  // no sink took it (a caller without one): the same path
+    streaming_ = true;
+    head_same_offset_ = read->next_offset == offset_;
+    collected_body_ = response.body;
+    const auto body = std::span<const char>(collected_body_.data(), collected_body_.size());
+    const bool ok = on_body(body);
+    if (!ok) return;
+  }
+  if (options_.json) {
+    if (auto why = splitter_.finish()) {
+      fail(protocol_error(std::move(*why)));
+      return;
+    }
+  }
+  (void)now;
+  const bool had_data = seen_ > 0;
   const bool progressed = read->next_offset != offset_;
-  if (!progressed && contents_.body.size() != size_before) {
-    // Data that does not move the offset would be read twice: the contents would come
-    // out duplicated.
-    return tl::unexpected(
-        read_error("the server returned data without advancing Stream-Next-Offset (" + offset_ + ")"));
-  }
+  ++summary_.responses;
+  committed_units_ += seen_;
+  seen_ = 0;
+  attempts_ = 0;
   offset_ = read->next_offset;
-  contents_.next_offset = read->next_offset;
-  contents_.closed = read->closed;
-  if (read->up_to_date || read->closed || !progressed || offset_.empty()) {
-    if (json_) contents_.body += ']';
-    return std::move(contents_);
+  summary_.next_offset = offset_;
+  summary_.up_to_date = read->up_to_date;
+  summary_.closed = read->closed;
+  const bool rereading = committed_units_ < delivered_;
+  if (rereading) {
+    hash_resent_commit_ = hash_resent_;
+  } else {  // everything handed on is behind offset_: a later retry starts after it
+    hash_delivered_ = hash_resent_ = hash_resent_commit_ = kFnvOffset;
   }
-  return std::nullopt;
+  const bool ends = read->up_to_date || read->closed || (!had_data && !progressed);
+  if (ends) {
+    if (rereading) {
+      fail(protocol_error("the stream holds less data than an earlier, interrupted response returned"));
+      return;
+    }
+    finish_ok();
+    return;
+  }
+  if (had_data) {
+    empty_run_ = 0;
+  } else if (++empty_run_ > options_.max_empty_responses) {
+    fail(protocol_error(std::to_string(empty_run_) +
+                        " responses in a row carried no data and advanced the offset without saying "
+                        "Stream-Up-To-Date (max_empty_responses)"));
+  }
+}
+
+void StreamReader::on_failed_attempt(Instant now, Error error) {
+  error = in_context(std::move(error));
+  ++attempts_;
+  const bool retryable =
+      error.retryable && (error.code == ErrorCode::unavailable || error.code == ErrorCode::connection_lost);
+  if (!retryable || attempts_ >= options_.retry.max_attempts) {
+    if (retryable) error.message += " (after " + std::to_string(attempts_) + " attempts)";
+    fail(std::move(error));
+    return;
+  }
+  seen_ = 0;
+  hash_resent_ = hash_resent_commit_;
+  retry_at_ = saturating_add(now, prodsm::detail::backoff_delay(options_.retry, attempts_, error, rng_));
 }
 
 }  // namespace prodsm::ds

@@ -29,6 +29,7 @@
 #include <cstddef>
 #include <cstdint>
 #include <deque>
+#include <memory>
 #include <optional>
 #include <span>
 #include <string>
@@ -59,6 +60,12 @@ struct Request {
   /// §9.2.2, or a sequenced producer append): the connection may then give up on a
   /// response that stalls (stall detection) instead of waiting for the request timeout.
   bool retry_safe = false;
+  /// Streamed-body mode (message.hpp, BodySink): the response's body goes to this sink as
+  /// it is decoded instead of into Response::body, without the max_body_bytes bound, and
+  /// the request timeout of a streamed body counts from the last byte received rather
+  /// than from the request's first byte (a long body that keeps arriving is not cut off;
+  /// one that stops is). Null (the default): the body is collected whole.
+  std::shared_ptr<BodySink> body_sink;
 };
 
 /// The outcome of one request: its response, or a classified transport failure.
@@ -87,7 +94,8 @@ struct ConnectionOptions {
   /// From creation to on_connected (ns); then the queued requests fail `unavailable`.
   Duration connect_timeout_ns = std::chrono::seconds{10};
   /// From a request's first byte handed to a write to the last byte of its response (ns);
-  /// also the longest a write may stay in progress.
+  /// also the longest a write may stay in progress. A streamed body (Request::body_sink)
+  /// may take longer as long as no gap between its bytes reaches this.
   Duration request_timeout_ns = std::chrono::seconds{30};
   /// Bounds on each response (R3).
   ResponseLimits response_limits{};
@@ -212,6 +220,7 @@ class Connection {
   [[nodiscard]] Entry* head_entry() noexcept;
   [[nodiscard]] const Entry* head_entry() const noexcept;
   [[nodiscard]] std::optional<Instant> head_due() const noexcept;
+  [[nodiscard]] Instant request_deadline(const Entry& head) const noexcept;
 
   ConnectionOptions options_;
   State state_ = State::connecting;

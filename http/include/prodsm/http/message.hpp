@@ -8,6 +8,7 @@
 #include <cstddef>
 #include <cstdint>
 #include <optional>
+#include <span>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -35,10 +36,36 @@ struct ResponseLimits {
 struct Response {
   int status = 0;          ///< HTTP status code, 100..999
   Headers headers;         ///< in arrival order, names as received
-  std::string body;        ///< decoded (chunked framing removed)
+  std::string body;        ///< decoded (chunked framing removed); empty when body_streamed
   bool keep_alive = true;  ///< the connection may carry another request (RFC 9112 §9.3)
+  /// The body went to the request's BodySink as it arrived, not into `body`.
+  bool body_streamed = false;
   /// The first header named `name` (ASCII case-insensitive), if any.
   [[nodiscard]] std::optional<std::string_view> header(std::string_view name) const;
+};
+
+/// Streamed-body mode: receives a response body as it is decoded instead of collecting
+/// it in Response::body, so a body of any size passes through bounded memory. A request
+/// carries one in Request::body_sink (connection.hpp); without one a response is collected
+/// whole, bounded by ResponseLimits::max_body_bytes (what producers use).
+///
+/// The connection calls the sink synchronously while it parses bytes (from
+/// Connection::on_bytes / on_eof, on whatever thread drives the connection): this is
+/// the one piece of code outside the http library it calls. The sink decides what to keep;
+/// while it runs, nothing else is read from the connection (TCP flow control is the
+/// back-pressure). An exception from it abandons the response, like returning false.
+class BodySink {
+ public:
+  virtual ~BodySink() = default;
+  /// The final (non-1xx) response's status line and headers arrived and a body may follow
+  /// (not for HEAD, 204 or 304). True: its body goes to on_body as it is decoded
+  /// (Response::body stays empty, body_streamed is set, max_body_bytes does not apply);
+  /// false: it is collected in Response::body as usual (e.g. an error response's text).
+  virtual bool on_head(const Response& head) = 0;
+  /// Decoded body bytes (chunked framing removed), in order; valid only during the call.
+  /// False abandons the response: its request fails with `cancelled` (not retryable) and
+  /// the connection closes without reading the rest.
+  virtual bool on_body(std::span<const char> bytes) = 0;
 };
 
 /// The standard reason phrase of `status` ("Service Unavailable"), or "<unknown>"

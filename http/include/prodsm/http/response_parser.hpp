@@ -32,13 +32,18 @@ class ResponseParser {
   ResponseParser& operator=(const ResponseParser&) = delete;
 
   /// Starts a new response; `head_request` = the request was HEAD (no body follows).
-  void reset(bool head_request = false);
+  /// `sink`: streamed-body mode for this response (message.hpp, BodySink): the sink is
+  /// asked at the end of the header block whether to take the body; it must stay alive
+  /// until the next reset. Null: the body is collected in Response::body.
+  void reset(bool head_request = false, BodySink* sink = nullptr);
   /// Feeds bytes; returns how many were consumed (fewer than given only once the
   /// response is complete or failed).
   std::size_t feed(std::span<const char> bytes);
   /// The peer closed the connection: completes an EOF-delimited body, or fails a
   /// truncated response ("connection closed before the response completed").
   void finish_eof();
+  /// True while the current response's body goes to its sink (the sink took the head).
+  [[nodiscard]] bool streaming_body() const noexcept;
   /// incomplete until a whole response was fed; then complete or failed until reset().
   [[nodiscard]] State state() const noexcept;
   /// Bytes of the current response consumed so far (0: nothing of it arrived yet).
@@ -47,8 +52,9 @@ class ResponseParser {
   [[nodiscard]] const Response& response() const noexcept;
   /// Takes the response out (state stays complete until reset).
   Response take_response();
-  /// Why parsing failed (code protocol_error, indefinite; internal when memory ran out
-  /// or the parser was moved from); meaningful once failed.
+  /// Why parsing failed (code protocol_error, indefinite; `cancelled` when the body sink
+  /// abandoned the response; internal when memory ran out or the parser was moved from);
+  /// meaningful once failed.
   [[nodiscard]] const Error& error() const noexcept;
 
  private:

@@ -3,7 +3,9 @@
 /// @file stream_ops.hpp
 /// Stream administration over a Session, as Asio operations: create (PUT), head, catch-up
 /// read (GET until up to date), delete, and close the stream (POST Stream-Closed: true).
-/// These are single requests, not retried; errors are classified values (S7).
+/// Create, head, delete and close are single requests, not retried; reads run the shared
+/// ds::StreamReader (streamed, retried, bounded: ds/reader.hpp). Errors are classified
+/// values (S7).
 /// Source: PROTOCOL.md of durable-streams/durable-streams.
 
 #include <functional>
@@ -26,6 +28,13 @@ using DeleteStreamResult = ds::DeleteStreamResult;
 using StreamContents = ds::StreamContents;
 /// Outcome of read_stream_all: everything read, or the error that stopped the read.
 using ReadStreamResult = ds::ReadStreamResult;
+/// Outcome of read_stream: where the read ended, or the error that stopped it.
+using ReadOutcome = ds::ReadOutcome;
+/// Receives a streamed read's data (ds::ReadChunk) on the session's strand, synchronously
+/// while the response is parsed: while it runs the session reads nothing (that is the
+/// back-pressure), so it may block — every other request on the session waits meanwhile.
+/// Return false to stop the read (it ends with `cancelled`).
+using ReadHandler = std::function<bool(const ds::ReadChunk&)>;
 
 // Callback versions: `done` runs once, on the session's strand. Error statuses not listed
 // are classified as for an append (S7: 404/410 not_found, other 4xx rejected, 429/503 and
@@ -46,9 +55,18 @@ void delete_stream(const std::shared_ptr<Session>& session, const ds::StreamUrl&
 /// headers. Success on 200/204; 409 with Stream-Closed: stream_closed (S6); other 409: conflict.
 void close_stream(const std::shared_ptr<Session>& session, const ds::StreamUrl& url, std::string content_type,
                   ds::RequestOptions options, std::function<void(CloseStreamResult)> done);
-/// Reads from offset "-1" until the server says up to date; `json` = the stream is a
-/// JSON stream (responses are arrays to join). Stops with protocol_error after
-/// `max_bytes` bytes (R3).
+/// A streamed catch-up read (ds::StreamReader): from options.offset until the server says
+/// up to date or closed, handing each piece of data to `on_data` as it arrives (bytes
+/// runs, or JSON elements); `done` runs once, on the strand, with where the read ended or
+/// the error (404: not_found naming the path; a JSON body that does not parse:
+/// protocol_error; 429/5xx/lost connections retried within options.retry; the bounds of
+/// ds::ReadOptions; `cancelled` when on_data stopped it or options.timeout_ns passed).
+/// Invalid options: `done` gets `rejected` naming the field.
+void read_stream(const std::shared_ptr<Session>& session, const ds::StreamUrl& url, ds::ReadOptions options,
+                 ReadHandler on_data, std::function<void(ReadOutcome)> done);
+/// Reads from offset "-1" until the server says up to date, collecting everything
+/// (read_stream with default options otherwise); `json` = a JSON stream (the elements
+/// are joined into one array text). Stops with protocol_error after `max_bytes` bytes (R3).
 void read_stream_all(const std::shared_ptr<Session>& session, const ds::StreamUrl& url, bool json,
                      std::size_t max_bytes, ds::RequestOptions options, std::function<void(ReadStreamResult)> done);
 
@@ -106,6 +124,17 @@ auto async_close_stream(std::shared_ptr<Session> s, ds::StreamUrl url, std::stri
       std::forward<Token>(token),
       [s, url = std::move(url), ct = std::move(content_type), options = std::move(options)](auto done) mutable {
         close_stream(s, url, std::move(ct), std::move(options), std::move(done));
+      });
+}
+/// read_stream as an Asio operation: signature void(ReadOutcome); `on_data` runs on the
+/// session's strand as data arrives (see ReadHandler).
+template <class Token>
+auto async_read_stream(std::shared_ptr<Session> s, ds::StreamUrl url, ds::ReadOptions options, ReadHandler on_data,
+                       Token&& token) {
+  return detail::initiate_stream_op<ReadOutcome>(
+      std::forward<Token>(token),
+      [s, url = std::move(url), options = std::move(options), on_data = std::move(on_data)](auto done) mutable {
+        read_stream(s, url, std::move(options), std::move(on_data), std::move(done));
       });
 }
 /// read_stream_all as an Asio operation: GETs from offset "-1" until up to date, at most

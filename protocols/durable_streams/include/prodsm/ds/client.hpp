@@ -117,8 +117,8 @@ struct ClientRequest {
 /// Records [first, last] (one batch) completed with one result (P2, P3, P4): the batch's
 /// acknowledgement, shared by its records, or the error with this range's certainty.
 struct RecordsCompleted {
-  Ticket first;  ///< first ticket (inclusive)
-  Ticket last;   ///< last ticket (inclusive), >= first
+  Ticket first;                                                                  ///< first ticket (inclusive)
+  Ticket last;                                                                   ///< last ticket (inclusive), >= first
   tl::expected<std::shared_ptr<const DurableStreamsPolicy::Ack>, Error> result;  ///< ack (never null) or error
   /// The outcome of `ticket` (first <= ticket <= last), as the adapters report it (P4).
   [[nodiscard]] RecordResult record(Ticket ticket) const;
@@ -216,14 +216,15 @@ class ProducerClient {
     BatchId batch_id{};
     std::uint32_t attempt = 0;
     bool sequenced = false;
-    std::uint64_t op = 0;  ///< the stream close
+    std::uint64_t op = 0;   ///< the stream close
+    ProducerStamp stamp{};  ///< a sequenced batch's epoch and seq (its ack's echo is checked)
   };
   /// A close_stream / close_with_stream in progress.
   struct StreamClose {
     std::uint64_t op = 0;
-    bool final = false;                   ///< close_with_stream (sequenced, after Closed)
+    bool final = false;                    ///< close_with_stream (sequenced, after Closed)
     std::optional<std::uint64_t> barrier;  ///< close_stream: waits for this flush
-    bool started = false;                 ///< its request was built at least once
+    bool started = false;                  ///< its request was built at least once
     std::uint32_t attempts = 0;
     std::optional<Instant> retry_at;
     bool claimed = false;  ///< S5: the one epoch claim was made
@@ -255,11 +256,15 @@ class ProducerClient {
   std::deque<ClientEvent> events_;
   std::deque<StreamClose> stream_closes_;
   std::uint64_t next_op_ = 1;
-  std::optional<std::string> final_body_;      ///< close_with_stream's framed final record
+  std::optional<std::string> final_body_;  ///< close_with_stream's framed final record
   bool final_requested_ = false;
   std::uint64_t final_op_ = 0;
   std::optional<CloseStreamResult> final_result_;
   detail::SplitMix64 rng_;
+  /// The last failure of a batch attempt: a delivery timeout's message names it (the
+  /// timeout alone does not say why nothing was acknowledged).
+  std::optional<Error> last_failure_;
+  void annotate(Error& error) const;
 };
 
 }  // namespace prodsm::ds

@@ -124,11 +124,26 @@ using ResponseParser = http::ResponseParser;
 
 // ---- classification (S3–S7) ----------------------------------------------------------
 
+/// What a sequenced request sent (S2): the producer epoch and seq its acknowledgement
+/// echoes (PROTOCOL.md 5.2.1, response headers: Producer-Epoch is echoed on 200/204;
+/// Producer-Seq is the highest seq the server accepted for the producer and epoch).
+struct ProducerStamp {
+  std::uint64_t epoch = 0;  ///< Producer-Epoch sent
+  std::uint64_t seq = 0;    ///< Producer-Seq sent
+};
+
 /// Classifies the response to an append (or to a close with a final body) by status and
-/// headers (S7):
+/// headers (S7); `sent`: the producer epoch and seq of a sequenced append, nullopt for a
+/// plain one:
 ///  - 200 with Stream-Next-Offset: appended (sequenced);
 ///  - 204: sequenced -> duplicate (S3; no offset needed); plain -> appended, needs
 ///    Stream-Next-Offset;
+///  - a sequenced 200/204 whose echo contradicts the request is protocol_error,
+///    indefinite (the server acknowledged something else: nothing here can be trusted):
+///    a Producer-Epoch other than the one sent, or a Producer-Seq other than the one sent
+///    (200: this seq was just accepted, so it is the highest) or below it (204: a duplicate
+///    of a seq the server says it never accepted). An echo header that is absent is not
+///    checked (older servers send none);
 ///  - 403 with Producer-Epoch: stale_epoch{server_epoch} (S5); other 403: rejected;
 ///  - 409 with Stream-Closed: true: stream_closed{final_offset} (S6), checked first;
 ///  - 409 with Producer-Expected-Seq: sequence_gap{expected, received} (S4);
@@ -138,7 +153,8 @@ using ResponseParser = http::ResponseParser;
 ///  - 500/502/504 and other 5xx: unavailable, indefinite, retryable;
 ///  - anything else, or a required header missing or malformed (numbers must be plain
 ///    decimal 0..2^53-1): protocol_error, indefinite.
-tl::expected<DurableStreamsPolicy::Ack, Error> classify_append(const Response& response, bool sequenced);
+tl::expected<DurableStreamsPolicy::Ack, Error> classify_append(const Response& response,
+                                                               const std::optional<ProducerStamp>& sent);
 
 /// Result of PUT.
 struct CreateResult {
@@ -154,8 +170,10 @@ struct CloseResult {
   std::string final_offset;  ///< Stream-Next-Offset when sent
 };
 /// 204/200 -> CloseResult; 409 with producer headers -> sequence_gap; otherwise as
-/// classify_append's error cases.
-tl::expected<CloseResult, Error> classify_close(const Response& response, bool sequenced);
+/// classify_append's error cases. `sent`: a sequenced close's epoch and seq, checked
+/// against the echo as for a duplicate (an epoch other than the one sent, or a
+/// Producer-Seq below it, is protocol_error).
+tl::expected<CloseResult, Error> classify_close(const Response& response, const std::optional<ProducerStamp>& sent);
 
 /// Result of HEAD.
 struct HeadResult {

@@ -1,60 +1,223 @@
 // SPDX-License-Identifier: Apache-2.0
 #pragma once
 /// @file reader.hpp
-/// A catch-up read of a whole Durable Streams stream as a sans-IO loop: the reader gives
-/// the next GET, the caller sends it and hands back the outcome, until the server says up
-/// to date (or closed). Both adapters' read operations run this one loop.
+/// A catch-up read of a Durable Streams stream as a sans-IO state machine that both
+/// adapters (and the CLI through them) run: the reader gives the next GET, the adapter
+/// sends it with the reader's body sink attached (streamed-body mode, http/message.hpp),
+/// forwards the body as it arrives and hands back the outcome, until the server says up
+/// to date or closed. Data is handed on as it arrives, so memory stays bounded whatever
+/// the stream's size: bytes streams pass through as they are; JSON streams are cut into
+/// their elements, each validated (simdjson) before it is handed on (detail/json_elements.hpp).
+///
+/// Faults: a GET is idempotent, so 429, 5xx and lost connections are retried with the
+/// jittered backoff of a RetryPolicy (Retry-After honoured, E4); 4xx, a malformed
+/// response and a JSON body that does not parse are not. A response that broke off after
+/// some of its data was handed on is read again from the same offset and the part
+/// already handed on is skipped — after checking that it is the same data (an
+/// append-only stream never changes what it holds; a server that does is refused).
+/// Everything is bounded (R3): output bytes, JSON element size, requests, responses that
+/// carry no data, attempts per offset, and the whole read's duration.
 /// Source: PROTOCOL.md of durable-streams/durable-streams, "Reading" (catch-up reads,
 /// Stream-Next-Offset, Stream-Up-To-Date, Stream-Closed; JSON mode returns arrays).
 
 #include <cstddef>
+#include <cstdint>
+#include <memory>
 #include <optional>
+#include <span>
 #include <string>
+#include <string_view>
+#include <vector>
 
 #include <tl/expected.hpp>
 
+#include "prodsm/config.hpp"
+#include "prodsm/detail/backoff.hpp"
+#include "prodsm/ds/detail/json_elements.hpp"
 #include "prodsm/ds/http_codec.hpp"
 #include "prodsm/error.hpp"
 #include "prodsm/http/connection.hpp"
+#include "prodsm/time.hpp"
 
 namespace prodsm::ds {
 
-/// Everything read from a stream by a catch-up read.
+/// What a read may do (every field bounded; validate() names the first bad one).
+struct ReadOptions {
+  /// Where the read starts: "-1" = the beginning, or an offset a read returned (opaque).
+  std::string offset = "-1";
+  /// A JSON stream: data is handed on element by element (each one JSON value).
+  bool json = false;
+  /// Most data bytes handed on (JSON: element bytes), 0..2^62; past it the read fails
+  /// with protocol_error naming the limit (R3). Default 4 GiB.
+  std::uint64_t max_bytes = 4ULL << 30;
+  /// JSON streams: the largest element held while it is validated (bytes), 1..1 GiB.
+  /// Default 64 MiB.
+  std::size_t max_element_bytes = 64U << 20;
+  /// Most GET requests, retries included, 1..2^32. Default 1,000,000.
+  std::uint64_t max_requests = 1'000'000;
+  /// Responses in a row that carry no data yet advance the offset without saying up to
+  /// date, 0..1,000,000; one more fails the read (a server that never ends it). An empty
+  /// response that does not advance the offset ends the read. Default 16.
+  std::uint32_t max_empty_responses = 16;
+  /// The whole read (ns), 1 ms..24 h; then it fails with `cancelled`. Default 10 min.
+  Duration timeout_ns = std::chrono::minutes{10};
+  /// Retries of a failed GET at one offset: max_attempts, backoff (E4).
+  RetryPolicy retry{};
+  /// Headers every request carries.
+  RequestOptions request{};
+
+  /// The first invalid field as "<field>: <reason>", or nullopt.
+  [[nodiscard]] std::optional<std::string> validate() const;
+};
+
+/// Where a read ended.
+struct ReadSummary {
+  std::string next_offset;      ///< where a later read would start (opaque)
+  bool up_to_date = false;      ///< the server said Stream-Up-To-Date
+  bool closed = false;          ///< the stream is closed and this is all of it
+  std::uint64_t bytes = 0;      ///< data bytes handed on (JSON: element bytes)
+  std::uint64_t elements = 0;   ///< JSON streams: elements handed on
+  std::uint64_t requests = 0;   ///< GET requests made
+  std::uint64_t retries = 0;    ///< of them, retries of a failed one
+  std::uint64_t responses = 0;  ///< complete 200 responses
+};
+/// A read's outcome: where it ended, or the error that stopped it.
+using ReadOutcome = tl::expected<ReadSummary, Error>;
+
+/// What a streamed read hands to its consumer (the adapters' read_stream), in order.
+struct ReadChunk {
+  /// Data in stream order: bytes streams, a run of bytes; JSON streams, exactly one
+  /// element (its JSON text). Valid only during the call. Empty when next_offset is set.
+  std::string_view data;
+  /// Set (and data empty) when a response completed: the offset after everything handed
+  /// on so far — where a later read would continue.
+  std::optional<std::string_view> next_offset;
+};
+
+/// Everything read from a stream by a collecting read (the adapters' read_stream_all).
 struct StreamContents {
-  /// Bytes streams: the bytes, concatenated. JSON streams: the elements of every
-  /// response's array, joined as one JSON array text `[e0,e1,...]`.
+  /// Bytes streams: the bytes, concatenated. JSON streams: the elements, as one JSON
+  /// array text `[e0,e1,...]`.
   std::string body;
   std::string next_offset;  ///< where a later read would start
   bool closed = false;      ///< the stream is closed and this is all of it
   std::size_t reads = 0;    ///< GET requests made
 };
-/// Outcome of a catch-up read: everything read, or the error that stopped it.
+/// Outcome of a collecting read: everything read, or the error that stopped it.
 using ReadStreamResult = tl::expected<StreamContents, Error>;
 
-/// The catch-up read loop (see the file comment). Not thread-safe; movable.
-class CatchUpReader {
+/// Collects a streamed read's chunks into StreamContents (a collecting read): bytes
+/// concatenated, or JSON elements joined into one array text.
+class ReadCollector {
  public:
-  /// A read of `url` from the start (offset "-1"); `json`: the stream is a JSON stream
-  /// (responses are arrays to join); at most `max_bytes` bytes (R3: more is a
-  /// protocol_error naming the limit).
-  CatchUpReader(StreamUrl url, bool json, std::size_t max_bytes, RequestOptions options = {});
-
-  /// The next GET (retry_safe: a read changes nothing).
-  [[nodiscard]] http::Request next_request();
-  /// Consumes the outcome of the last next_request(): nullopt to go on with the next
-  /// request, or the read's result. Errors: the transport's or the response's
-  /// classified error (404 not_found, ...); protocol_error for a JSON read that is not an
-  /// array, data that does not advance Stream-Next-Offset (it would be read twice), or
-  /// more than max_bytes.
-  std::optional<ReadStreamResult> handle(tl::expected<http::Response, Error> outcome);
+  /// `json`: join elements as `[e0,e1,...]`.
+  explicit ReadCollector(bool json) : json_{json} {}
+  /// Takes one chunk; always true (the read's max_bytes bounds what arrives).
+  bool add(const ReadChunk& chunk);
+  /// The contents, with where the read ended.
+  StreamContents finish(const ReadSummary& summary);
 
  private:
-  StreamUrl url_;
   bool json_;
-  std::size_t max_bytes_;
-  RequestOptions options_;
-  StreamContents contents_;
-  std::string offset_ = "-1";
+  bool first_ = true;
+  std::string body_;
+};
+
+/// The catch-up read (see the file comment). Not thread-safe; one driver owns it.
+///
+/// Drive rule: after every input (on_head/on_body from the adapter's body sink,
+/// on_outcome, handle_timeout) hand on output() — also when the input reported a failure:
+/// it is the data before it — then send poll_request() if any (with an http::BodySink
+/// that forwards to on_head/on_body), arm one timer at next_deadline(); stop once
+/// finished().
+class StreamReader {
+ public:
+  /// A read of `url` from options.offset, starting at `now` (the timeout runs from it).
+  /// Error: the invalid option ("max_requests: ...").
+  static tl::expected<StreamReader, std::string> create(StreamUrl url, ReadOptions options, Instant now);
+
+  StreamReader(StreamReader&&) noexcept;             ///< movable
+  StreamReader& operator=(StreamReader&&) noexcept;  ///< movable
+  StreamReader(const StreamReader&) = delete;
+  StreamReader& operator=(const StreamReader&) = delete;
+  ~StreamReader();
+
+  // ---- requests -----------------------------------------------------------------------
+  /// The next GET, once (retry_safe; the adapter sets its body_sink); nullopt while one
+  /// is outstanding, while a retry waits for next_deadline(), or once finished.
+  std::optional<http::Request> poll_request(Instant now);
+  /// The outcome of the request poll_request gave (a response whose body went to the sink,
+  /// or a transport failure): the read goes on, retries, or finishes.
+  void on_outcome(Instant now, tl::expected<http::Response, Error> outcome);
+  /// The earliest instant handle_timeout has work: a retry's backoff or the read's timeout.
+  [[nodiscard]] std::optional<Instant> next_deadline() const;
+  /// Processes what is due at `now` (never early, D3): a retry, or the timeout.
+  void handle_timeout(Instant now);
+  /// Ends the read with `error` (the consumer's reason: its output failed, an
+  /// interrupt). Idempotent; the first end wins.
+  void stop(Error error);
+
+  // ---- the streamed body (the adapter's http::BodySink forwards to these) --------------
+  /// The response head arrived: true to stream its body (a 200 that classifies as a read
+  /// result), false to let it be collected (an error response: its text goes into the
+  /// error message).
+  bool on_head(const http::Response& head);
+  /// Body bytes; then hand on output(). False: the read finished with an error (the
+  /// response is abandoned).
+  bool on_body(std::span<const char> bytes);
+
+  // ---- outputs --------------------------------------------------------------------------
+  /// Data to hand on, in stream order: bytes streams, runs of bytes; JSON streams, one
+  /// element each (its JSON text as the server sent it). Valid until the next input
+  /// (which forgets it: it counts as handed on).
+  [[nodiscard]] std::span<const std::string_view> output() const noexcept { return output_; }
+  /// True once the read ended (result() is set).
+  [[nodiscard]] bool finished() const noexcept { return result_.has_value(); }
+  /// The outcome once finished.
+  [[nodiscard]] const std::optional<ReadOutcome>& result() const noexcept { return result_; }
+  /// True when the read ended because timeout_ns elapsed.
+  [[nodiscard]] bool timed_out() const noexcept { return timed_out_; }
+  /// The offset the next request reads from (after the last complete response).
+  [[nodiscard]] const std::string& offset() const noexcept { return offset_; }
+  /// Progress so far (final once finished).
+  [[nodiscard]] const ReadSummary& summary() const noexcept { return summary_; }
+
+ private:
+  StreamReader(StreamUrl url, ReadOptions options, Instant now);
+  void finish_ok();
+  void fail(Error error);
+  Error in_context(Error error) const;
+  Error protocol_error(std::string what) const;
+  bool take_unit(std::string_view unit, bool bytes_mode);
+  bool on_data_bytes(std::span<const char> bytes);
+  void on_response(Instant now, const http::Response& response);
+  void on_failed_attempt(Instant now, Error error);
+  void begin_input();
+
+  StreamUrl url_;
+  ReadOptions options_;
+  std::string offset_;
+  Instant deadline_;
+  std::optional<Instant> retry_at_;
+  bool outstanding_ = false;
+  bool streaming_ = false;         ///< the current response's body goes through on_body
+  bool head_same_offset_ = false;  ///< its Stream-Next-Offset is the offset it was read from
+  std::uint32_t attempts_ = 0;     ///< failed attempts at the current offset
+  std::uint32_t empty_run_ = 0;    ///< responses in a row without data
+  prodsm::detail::SplitMix64 rng_;
+  detail::JsonArraySplitter splitter_;
+  // Units are bytes (bytes streams) or elements (JSON streams), counted from the start.
+  std::uint64_t committed_units_ = 0;     ///< units before offset_
+  std::uint64_t seen_ = 0;                ///< units of the current attempt's response so far
+  std::uint64_t delivered_ = 0;           ///< units handed on
+  std::uint64_t hash_delivered_ = 0;      ///< FNV-1a of the units handed on since the anchor
+  std::uint64_t hash_resent_ = 0;         ///< FNV-1a of the units read again since the anchor
+  std::uint64_t hash_resent_commit_ = 0;  ///< hash_resent_ at offset_
+  std::vector<std::string_view> output_;
+  std::string collected_body_;  ///< a 200's body that was collected, not streamed
+  ReadSummary summary_;
+  std::optional<ReadOutcome> result_;
+  bool timed_out_ = false;
 };
 
 }  // namespace prodsm::ds

@@ -1,0 +1,77 @@
+// SPDX-License-Identifier: Apache-2.0
+#pragma once
+/// @file json_elements.hpp
+/// Internal: the elements of a JSON array text that arrives in pieces — a JSON stream's
+/// read response (PROTOCOL.md, JSON mode: a read returns one array of the messages) —
+/// so a read can hand them on one by one in bounded memory. Not part of the public API.
+///
+/// Two jobs, kept apart: a byte scanner that only finds where each top-level element
+/// ends (it tracks string/escape state and bracket depth, nothing else), and simdjson,
+/// which parses every element it cut out. The scanner accepts nothing by itself: an
+/// element is handed on only once simdjson validated it (syntax, UTF-8, nesting depth up
+/// to 1024), and the array's own framing (`[`, commas, `]`, nothing after it but
+/// whitespace) is checked.
+
+#include <cstddef>
+#include <cstdint>
+#include <memory>
+#include <optional>
+#include <span>
+#include <string>
+#include <string_view>
+#include <vector>
+
+namespace prodsm::ds::detail {
+
+/// Splits one streamed JSON array into validated elements (see the file comment).
+class JsonArraySplitter {
+ public:
+  /// `max_element_bytes`: the largest element held (R3); a longer one is an error.
+  explicit JsonArraySplitter(std::size_t max_element_bytes);
+  ~JsonArraySplitter();
+  JsonArraySplitter(JsonArraySplitter&&) noexcept;             ///< movable
+  JsonArraySplitter& operator=(JsonArraySplitter&&) noexcept;  ///< movable
+  JsonArraySplitter(const JsonArraySplitter&) = delete;
+  JsonArraySplitter& operator=(const JsonArraySplitter&) = delete;
+
+  /// Starts a new array (a new response body).
+  void reset();
+  /// Feeds the next bytes of the body. Every element they complete is validated and
+  /// appended to elements(). Error (the text of a parse error, naming what is wrong and
+  /// the element's index): the body is not a JSON array of valid elements; nothing of
+  /// the failing element is in elements().
+  std::optional<std::string> feed(std::span<const char> bytes);
+  /// The body ended: error when the array is incomplete (truncated) — unless nothing
+  /// but whitespace arrived at all (an empty body holds no elements).
+  [[nodiscard]] std::optional<std::string> finish() const;
+
+  /// The elements completed since the last clear_elements(), each exactly as the
+  /// server sent it (surrounding whitespace removed). Views into the splitter: valid
+  /// until the next feed() or clear_elements().
+  [[nodiscard]] const std::vector<std::string_view>& elements() const noexcept { return views_; }
+  /// Forgets elements() (the caller handed them on).
+  void clear_elements() noexcept;
+  /// Elements completed in this array so far.
+  [[nodiscard]] std::uint64_t count() const noexcept { return count_; }
+
+ private:
+  enum class Where : std::uint8_t { before_array, first, next, inside, after_array };
+  std::optional<std::string> complete_element();
+  std::optional<std::string> validate(std::string_view element);
+
+  struct Validator;
+  std::unique_ptr<Validator> validator_;
+  std::size_t max_element_bytes_;
+  Where where_ = Where::before_array;
+  bool seen_bytes_ = false;  ///< a non-whitespace byte arrived
+  bool in_string_ = false;
+  bool escape_ = false;
+  std::uint32_t depth_ = 0;  ///< brackets and braces open inside the current element
+  std::string current_;      ///< the element being scanned
+  std::string done_;         ///< completed elements, back to back
+  std::vector<std::size_t> ends_;
+  std::vector<std::string_view> views_;
+  std::uint64_t count_ = 0;
+};
+
+}  // namespace prodsm::ds::detail

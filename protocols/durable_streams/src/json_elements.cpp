@@ -1,0 +1,161 @@
+// SPDX-License-Identifier: Apache-2.0
+// detail::JsonArraySplitter: element boundaries by a byte scanner, validity by simdjson.
+#include "prodsm/ds/detail/json_elements.hpp"
+
+#include <simdjson.h>
+
+#include <cstring>
+
+namespace prodsm::ds::detail {
+namespace {
+
+constexpr bool is_space(char c) noexcept {
+  return c == ' ' || c == '\n' || c == '\r' || c == '\t';
+}
+
+std::string element_error(std::uint64_t index, std::string_view what) {
+  std::string m = "the body is not a JSON array of valid JSON values: element ";
+  m += std::to_string(index);
+  m += ": ";
+  m += what;
+  return m;
+}
+
+}  // namespace
+
+// simdjson's DOM parser validates one whole value (syntax, UTF-8, depth up to
+// simdjson::DEFAULT_MAX_DEPTH = 1024) and keeps its buffers between calls; it reads
+// SIMDJSON_PADDING bytes past the input, so each element is copied into a padded buffer.
+struct JsonArraySplitter::Validator {
+  simdjson::dom::parser parser;
+  std::vector<char> padded;
+};
+
+JsonArraySplitter::JsonArraySplitter(std::size_t max_element_bytes)
+    : validator_{std::make_unique<Validator>()}, max_element_bytes_{max_element_bytes} {}
+JsonArraySplitter::~JsonArraySplitter() = default;
+JsonArraySplitter::JsonArraySplitter(JsonArraySplitter&&) noexcept = default;
+JsonArraySplitter& JsonArraySplitter::operator=(JsonArraySplitter&&) noexcept = default;
+
+void JsonArraySplitter::reset() {
+  where_ = Where::before_array;
+  seen_bytes_ = false;
+  in_string_ = false;
+  escape_ = false;
+  depth_ = 0;
+  current_.clear();
+  clear_elements();
+  count_ = 0;
+}
+
+void JsonArraySplitter::clear_elements() noexcept {
+  done_.clear();
+  ends_.clear();
+  views_.clear();
+}
+
+std::optional<std::string> JsonArraySplitter::validate(std::string_view element) {
+  Validator& v = *validator_;
+  const std::size_t needed = element.size() + simdjson::SIMDJSON_PADDING;
+  if (v.padded.size() < needed) v.padded.resize(needed);
+  std::memcpy(v.padded.data(), element.data(), element.size());
+  std::memset(v.padded.data() + element.size(), 0, simdjson::SIMDJSON_PADDING);
+  const auto parsed = v.parser.parse(v.padded.data(), element.size(), false);
+  if (parsed.error() == simdjson::SUCCESS) return std::nullopt;
+  return element_error(count_, simdjson::error_message(parsed.error()));
+}
+
+std::optional<std::string> JsonArraySplitter::complete_element() {
+  while (!current_.empty() && is_space(current_.back())) current_.pop_back();
+  if (current_.empty()) return element_error(count_, "missing (two delimiters in a row)");
+  if (auto why = validate(current_)) return why;
+  done_ += current_;
+  ends_.push_back(done_.size());
+  current_.clear();
+  ++count_;
+  return std::nullopt;
+}
+
+std::optional<std::string> JsonArraySplitter::feed(std::span<const char> bytes) {
+  const char* p = bytes.data();
+  const char* const end = p + bytes.size();
+  std::optional<std::string> failure;
+  while (p < end && !failure) {
+    if (where_ != Where::inside) {
+      const char c = *p++;
+      if (is_space(c)) continue;
+      seen_bytes_ = true;
+      switch (where_) {
+        case Where::before_array:
+          if (c != '[') failure = "the body is not a JSON array (it does not start with '[')";
+          where_ = Where::first;
+          break;
+        case Where::first:
+        case Where::next:
+          if (c == ']') {
+            if (where_ == Where::next) failure = element_error(count_, "missing before the closing ']'");
+            where_ = Where::after_array;
+          } else {
+            where_ = Where::inside;
+            --p;  // the element's first byte is scanned below
+          }
+          break;
+        case Where::after_array: failure = "the body has data after the JSON array's closing ']'"; break;
+        case Where::inside: break;
+      }
+      continue;
+    }
+    // Inside an element: scan a run of its bytes, then copy the run at once.
+    const char* run = p;
+    bool ended = false;
+    bool array_ended = false;
+    while (p < end) {
+      const char c = *p;
+      if (in_string_) {
+        if (escape_) {
+          escape_ = false;
+        } else if (c == '\\') {
+          escape_ = true;
+        } else if (c == '"') {
+          in_string_ = false;
+        }
+      } else if (c == '"') {
+        in_string_ = true;
+      } else if (c == '[' || c == '{') {
+        ++depth_;
+      } else if ((c == ']' || c == '}') && depth_ > 0) {
+        --depth_;
+      } else if (depth_ == 0 && (c == ',' || c == ']')) {
+        ended = true;
+        array_ended = c == ']';
+        break;
+      }
+      ++p;
+    }
+    const auto run_bytes = static_cast<std::size_t>(p - run);
+    if (current_.size() + run_bytes > max_element_bytes_) {
+      failure = element_error(count_, "larger than the limit of " + std::to_string(max_element_bytes_) + " bytes");
+      break;
+    }
+    current_.append(run, run_bytes);
+    if (ended) {
+      ++p;  // the delimiter
+      failure = complete_element();
+      where_ = array_ended ? Where::after_array : Where::next;
+    }
+  }
+  views_.clear();
+  std::size_t begin = 0;
+  for (const std::size_t e : ends_) {
+    views_.emplace_back(done_.data() + begin, e - begin);
+    begin = e;
+  }
+  return failure;
+}
+
+std::optional<std::string> JsonArraySplitter::finish() const {
+  if (where_ == Where::after_array || !seen_bytes_) return std::nullopt;
+  return "the JSON array ends early (truncated after " + std::to_string(count_) + " elements)";
+}
+
+}  // namespace prodsm::ds::detail

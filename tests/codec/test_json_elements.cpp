@@ -1,0 +1,103 @@
+// SPDX-License-Identifier: Apache-2.0
+// Issue 22 (streaming reads), issue 15 (a JSON body that does not parse is a parse
+// error): the elements of a streamed JSON array, whatever the piece boundaries, each
+// validated before it is handed on; framing, truncation, corruption, depth and size limits.
+#include <gtest/gtest.h>
+
+#include <string>
+#include <vector>
+
+#include "prodsm/ds/detail/json_elements.hpp"
+
+namespace prodsm::ds::test {
+namespace {
+
+using detail::JsonArraySplitter;
+
+struct Split {
+  std::vector<std::string> elements;
+  std::optional<std::string> error;
+};
+
+/// Feeds `body` in pieces of `piece` bytes (0: whole), then finishes.
+Split split(std::string_view body, std::size_t piece = 0, std::size_t max_element = 1 << 20) {
+  JsonArraySplitter s(max_element);
+  Split out;
+  const std::size_t step = piece == 0 ? std::max<std::size_t>(body.size(), 1) : piece;
+  for (std::size_t at = 0; at < body.size() && !out.error; at += step) {
+    out.error = s.feed(std::span<const char>(body.data() + at, std::min(step, body.size() - at)));
+    for (auto e : s.elements()) out.elements.emplace_back(e);
+    s.clear_elements();
+  }
+  if (!out.error) out.error = s.finish();
+  return out;
+}
+
+TEST(JsonArraySplitter, ElementsComeOutVerbatimWhateverThePieces) {
+  const std::string body = R"( [ 1 , "a,]\"[" , {"k":[1,{"x":"}"}]} ,null, [ ] ,-2.5e3] )";
+  const std::vector<std::string> want{"1", R"("a,]\"[")", R"({"k":[1,{"x":"}"}]})", "null", "[ ]", "-2.5e3"};
+  for (const std::size_t piece : {0, 1, 2, 3, 7, 64}) {
+    SCOPED_TRACE(piece);
+    const Split s = split(body, piece);
+    EXPECT_FALSE(s.error) << *s.error;
+    EXPECT_EQ(s.elements, want);
+  }
+}
+
+TEST(JsonArraySplitter, EmptyArrayAndEmptyBodyHoldNoElements) {
+  for (const char* body : {"[]", " [ ] \n", "", "  \r\n"}) {
+    const Split s = split(body, 1);
+    EXPECT_FALSE(s.error) << body << ": " << *s.error;
+    EXPECT_TRUE(s.elements.empty()) << body;
+  }
+}
+
+TEST(JsonArraySplitter, TruncatedBodiesAreErrors) {
+  // The conformance suite's truncateBodyBytes cases: the body ends inside the array.
+  for (const char* body : {"[", R"([{"key":"some)", R"([{"item":1},{"it)", "[1,", "[1"}) {
+    const Split s = split(body, 3);
+    ASSERT_TRUE(s.error) << body;
+    EXPECT_NE(s.error->find("truncated"), std::string::npos) << *s.error;
+  }
+}
+
+TEST(JsonArraySplitter, CorruptedAndMisframedBodiesAreErrors) {
+  struct Case {
+    const char* body;
+    const char* gist;
+  };
+  for (const Case& c :
+       {Case{"XY\"valid\": \"json\"}]", "does not start with '['"}, Case{"[1,,2]", "element 1: missing"},
+        Case{"[1,]", "missing before the closing ']'"}, Case{"[1] x", "after the JSON array"},
+        Case{"[1][2]", "after the JSON array"}, Case{R"([{"a":ZZ}])", "element 0"}, Case{"[1 2]", "element 0"},
+        Case{"[tru]", "element 0"}, Case{"[\"\xff\"]", "element 0"}, Case{"{\"a\":1}", "does not start with '['"}}) {
+    SCOPED_TRACE(c.body);
+    const Split s = split(c.body);
+    ASSERT_TRUE(s.error);
+    EXPECT_NE(s.error->find(c.gist), std::string::npos) << *s.error;
+  }
+}
+
+TEST(JsonArraySplitter, ElementsBeforeABadOneAreKeptAndTheBadOneIsNot) {
+  const Split s = split(R"([1,"two",{bad}])");
+  ASSERT_TRUE(s.error);
+  EXPECT_EQ(s.elements, (std::vector<std::string>{"1", R"("two")"}));
+}
+
+TEST(JsonArraySplitter, R3_DeepNestingIsAnErrorNotACrash) {
+  const std::string deep = "[" + std::string(100'000, '[') + std::string(100'000, ']') + "]";
+  const Split s = split(deep, 4096, 1 << 20);
+  ASSERT_TRUE(s.error);
+  EXPECT_NE(s.error->find("element 0"), std::string::npos) << *s.error;
+}
+
+TEST(JsonArraySplitter, R3_AnElementLargerThanTheLimitIsAnError) {
+  const std::string body = "[\"" + std::string(1000, 'x') + "\"]";
+  const Split s = split(body, 100, 500);
+  ASSERT_TRUE(s.error);
+  EXPECT_NE(s.error->find("larger than the limit of 500 bytes"), std::string::npos) << *s.error;
+  EXPECT_FALSE(split(body, 100, 1002).error);
+}
+
+}  // namespace
+}  // namespace prodsm::ds::test

@@ -1,0 +1,369 @@
+// SPDX-License-Identifier: Apache-2.0
+// ds::StreamReader on hand-built responses and virtual time (no network, D1-style):
+// streamed data handed on as it arrives (issue 22), retries of a GET within the retry
+// policy with Retry-After honoured and 4xx not retried (issue 15, E4), a re-read after a
+// broken response that skips what was handed on and refuses changed data, and every
+// bound (R3): bytes, empty responses, requests, the whole read's timeout.
+#include "codec_support.hpp"
+#include "prodsm/ds/reader.hpp"
+
+namespace prodsm::ds::test {
+namespace {
+
+using namespace std::chrono_literals;
+
+const Instant kT0 = Instant{} + 1s;
+
+/// Drives a StreamReader as an adapter would: responses come through the body sink
+/// (on_head, on_body in pieces) and then as the outcome.
+struct Drive {
+  explicit Drive(ReadOptions o = {}, std::string path = "/s")
+      : reader{StreamReader::create(StreamUrl{"h", 80, std::move(path), false}, std::move(o), kT0).value()} {}
+
+  StreamReader reader;
+  Instant now = kT0;
+  std::string out;  // bytes handed on (JSON: elements joined by '|')
+  std::vector<std::string> requested_offsets;
+
+  void take_output() {
+    for (auto d : reader.output()) {
+      if (options_json && !out.empty()) out += '|';
+      out += d;
+    }
+  }
+  bool options_json = false;
+
+  /// The next request must come now; returns its target's offset.
+  std::string request() {
+    auto r = reader.poll_request(now);
+    EXPECT_TRUE(r.has_value()) << "no request at t=" << (now - kT0).count();
+    if (!r) return {};
+    EXPECT_TRUE(r->retry_safe);
+    const auto at = r->bytes.find("offset=");
+    const auto end = r->bytes.find(' ', at);
+    std::string offset = r->bytes.substr(at + 7, end - at - 7);
+    requested_offsets.push_back(offset);
+    return offset;
+  }
+
+  static Response head(int status, Headers h) {
+    Response r;
+    r.status = status;
+    r.headers = std::move(h);
+    return r;
+  }
+
+  /// A complete response, its body streamed in `pieces`.
+  void respond(int status, Headers h, std::vector<std::string> pieces) {
+    Response r = head(status, std::move(h));
+    if (reader.on_head(r)) {
+      r.body_streamed = true;
+      for (const auto& p : pieces) {
+        const bool ok = reader.on_body(std::span<const char>(p.data(), p.size()));
+        take_output();
+        if (!ok) break;
+      }
+    } else {
+      for (const auto& p : pieces) r.body += p;
+    }
+    reader.on_outcome(now, std::move(r));
+    take_output();
+  }
+  /// 200 with the body in one piece.
+  void ok(std::string next, std::string body, bool up_to_date = true) {
+    Headers h{{"Stream-Next-Offset", std::move(next)}};
+    if (up_to_date) h.push_back({"Stream-Up-To-Date", "true"});
+    respond(200, std::move(h), {std::move(body)});
+  }
+  /// A response that breaks off after `pieces` were streamed.
+  void broken(std::string next, std::vector<std::string> pieces, Error e) {
+    Response r = head(200, {{"Stream-Next-Offset", std::move(next)}});
+    ASSERT_TRUE(reader.on_head(r));
+    for (const auto& p : pieces) {
+      reader.on_body(std::span<const char>(p.data(), p.size()));
+      take_output();
+    }
+    reader.on_outcome(now, tl::unexpected(std::move(e)));
+  }
+  void transport(Error e) { reader.on_outcome(now, tl::unexpected(std::move(e))); }
+  const Error& error() const { return reader.result()->error(); }
+};
+
+Error lost() {
+  return make_error(ErrorCode::connection_lost, Certainty::indefinite, true, "reset");
+}
+
+TEST(StreamReader, BytesAreHandedOnAsTheyArriveAcrossResponses) {
+  Drive d;
+  EXPECT_EQ(d.request(), "-1");
+  d.respond(200, {{"Stream-Next-Offset", "o1"}}, {"ab", "c"});
+  EXPECT_EQ(d.out, "abc");
+  EXPECT_FALSE(d.reader.finished());
+  EXPECT_EQ(d.request(), "o1");
+  d.ok("o2", "de");
+  ASSERT_TRUE(d.reader.finished());
+  ASSERT_TRUE(d.reader.result()->has_value()) << d.error().describe();
+  EXPECT_EQ(d.out, "abcde");
+  const ReadSummary& s = **d.reader.result();
+  EXPECT_EQ(s.next_offset, "o2");
+  EXPECT_TRUE(s.up_to_date);
+  EXPECT_EQ(s.bytes, 5u);
+  EXPECT_EQ(s.requests, 2u);
+  EXPECT_EQ(s.retries, 0u);
+}
+
+TEST(StreamReader, JsonStreamsAreHandedOnElementByElement) {
+  ReadOptions o;
+  o.json = true;
+  Drive d(o);
+  d.options_json = true;
+  d.request();
+  d.respond(200, {{"Stream-Next-Offset", "o1"}, {"Stream-Closed", "true"}}, {"[{\"a\"", ":1}, 2", ", \"x\"]"});
+  ASSERT_TRUE(d.reader.result()->has_value()) << d.error().describe();
+  EXPECT_EQ(d.out, "{\"a\":1}|2|\"x\"");
+  EXPECT_EQ((*d.reader.result())->elements, 3u);
+  EXPECT_TRUE((*d.reader.result())->closed);
+}
+
+TEST(StreamReader, Issue15_AJsonBodyThatDoesNotParseIsAProtocolErrorAndNotRetried) {
+  ReadOptions o;
+  o.json = true;
+  Drive d(o, "/j");
+  d.request();
+  d.ok("o1", R"([{"data":"va)");  // truncated (truncateBodyBytes)
+  ASSERT_TRUE(d.reader.finished());
+  EXPECT_EQ(d.error().code, ErrorCode::protocol_error);
+  EXPECT_NE(d.error().message.find("read /j: "), std::string::npos) << d.error().message;
+  EXPECT_NE(d.error().message.find("truncated"), std::string::npos) << d.error().message;
+  EXPECT_EQ(d.reader.summary().requests, 1u);
+}
+
+TEST(StreamReader, Issue15_E4_5xxAnd429AreRetriedWithBackoffAndRetryAfter) {
+  Drive d;
+  d.request();
+  d.respond(503, {{"Retry-After", "2"}}, {"busy"});
+  EXPECT_FALSE(d.reader.finished());
+  ASSERT_TRUE(d.reader.next_deadline());
+  EXPECT_GE(*d.reader.next_deadline(), d.now + 2s) << "Retry-After is honoured";
+  EXPECT_FALSE(d.reader.poll_request(d.now + 1s).has_value()) << "no retry before its backoff";
+  d.now = *d.reader.next_deadline();
+  d.reader.handle_timeout(d.now);
+  EXPECT_EQ(d.request(), "-1");
+  d.respond(500, {}, {});
+  d.now = *d.reader.next_deadline();
+  d.reader.handle_timeout(d.now);
+  d.request();
+  d.ok("o1", "data");
+  ASSERT_TRUE(d.reader.result()->has_value()) << d.error().describe();
+  EXPECT_EQ(d.out, "data");
+  EXPECT_EQ((*d.reader.result())->retries, 2u);
+}
+
+TEST(StreamReader, E4_ALostConnectionIsRetriedAtOnce) {
+  Drive d;
+  d.request();
+  d.transport(lost());
+  EXPECT_EQ(d.request(), "-1") << "the first retry after a lost connection goes out at once";
+  d.ok("o1", "x");
+  EXPECT_TRUE(d.reader.result()->has_value());
+}
+
+TEST(StreamReader, Issue15_404And400AreNotRetriedAndNameThePath) {
+  for (const int status : {404, 400}) {
+    Drive d({}, "/missing/stream");
+    d.request();
+    d.respond(status, {}, {"nope"});
+    ASSERT_TRUE(d.reader.finished()) << status;
+    EXPECT_EQ(d.error().code, status == 404 ? ErrorCode::not_found : ErrorCode::rejected);
+    EXPECT_EQ(d.error().http_status, status);
+    EXPECT_NE(d.error().message.find("read /missing/stream: HTTP " + std::to_string(status)), std::string::npos)
+        << d.error().message;
+    EXPECT_EQ(d.reader.summary().requests, 1u);
+  }
+}
+
+TEST(StreamReader, E4_RetriesEndAfterMaxAttempts) {
+  ReadOptions o;
+  o.retry.max_attempts = 3;
+  Drive d(o);
+  for (int i = 0; i < 3; ++i) {
+    if (auto when = d.reader.next_deadline(); when && i > 0) d.now = std::min(*when, d.now + 1h);
+    d.request();
+    d.respond(500, {}, {});
+  }
+  ASSERT_TRUE(d.reader.finished());
+  EXPECT_EQ(d.error().code, ErrorCode::unavailable);
+  EXPECT_NE(d.error().message.find("after 3 attempts"), std::string::npos) << d.error().message;
+}
+
+TEST(StreamReader, ABrokenResponseIsReadAgainAndWhatWasHandedOnIsSkipped) {
+  Drive d;
+  d.request();
+  d.broken("o1", {"hello ", "wor"}, lost());
+  EXPECT_EQ(d.out, "hello wor");
+  EXPECT_EQ(d.request(), "-1") << "read again from the same offset";
+  d.respond(200, {{"Stream-Next-Offset", "o1"}, {"Stream-Up-To-Date", "true"}}, {"hel", "lo world"});
+  ASSERT_TRUE(d.reader.result()->has_value()) << d.error().describe();
+  EXPECT_EQ(d.out, "hello world") << "nothing twice, nothing lost";
+  EXPECT_EQ((*d.reader.result())->bytes, 11u);
+}
+
+TEST(StreamReader, AReReadShorterThanWhatWasHandedOnContinuesIntoTheNextResponse) {
+  Drive d;
+  d.request();
+  d.broken("o2", {"abcdef"}, lost());
+  d.request();
+  d.respond(200, {{"Stream-Next-Offset", "o1"}}, {"abc"});  // the server now answers in smaller chunks
+  EXPECT_EQ(d.request(), "o1");
+  d.ok("o2", "defgh");
+  ASSERT_TRUE(d.reader.result()->has_value()) << d.error().describe();
+  EXPECT_EQ(d.out, "abcdefgh");
+}
+
+TEST(StreamReader, JsonElementsHandedOnBeforeABreakAreSkippedOnTheReRead) {
+  ReadOptions o;
+  o.json = true;
+  Drive d(o);
+  d.options_json = true;
+  d.request();
+  d.broken("o1", {"[1,2,", "3"}, lost());  // "3" is not complete yet: not handed on
+  EXPECT_EQ(d.out, "1|2");
+  d.request();
+  d.ok("o1", "[1,2,3,4]");
+  ASSERT_TRUE(d.reader.result()->has_value()) << d.error().describe();
+  EXPECT_EQ(d.out, "1|2|3|4");
+}
+
+TEST(StreamReader, Issue22_DataThatChangesOnAReReadIsRefused) {
+  Drive d;
+  d.request();
+  d.broken("o1", {"hello"}, lost());
+  d.request();
+  d.ok("o1", "HELLO world");
+  ASSERT_TRUE(d.reader.finished());
+  EXPECT_EQ(d.error().code, ErrorCode::protocol_error);
+  EXPECT_NE(d.error().message.find("different data"), std::string::npos) << d.error().message;
+  EXPECT_EQ(d.out, "hello") << "nothing of the changed data is handed on";
+}
+
+TEST(StreamReader, DataWithoutAdvancingTheOffsetIsRefusedBeforeItIsHandedOn) {
+  Drive d;
+  d.request();
+  d.respond(200, {{"Stream-Next-Offset", "o1"}}, {"a"});
+  d.request();
+  d.respond(200, {{"Stream-Next-Offset", "o1"}}, {"again"});
+  ASSERT_TRUE(d.reader.finished());
+  EXPECT_EQ(d.error().code, ErrorCode::protocol_error);
+  EXPECT_NE(d.error().message.find("without advancing Stream-Next-Offset"), std::string::npos);
+  EXPECT_EQ(d.out, "a");
+}
+
+TEST(StreamReader, Issue22_AnEmptyResponseThatDoesNotAdvanceEndsTheRead) {
+  Drive d;
+  d.request();
+  d.respond(200, {{"Stream-Next-Offset", "o1"}}, {"a"});
+  d.request();
+  d.respond(200, {{"Stream-Next-Offset", "o1"}}, {});
+  ASSERT_TRUE(d.reader.finished());
+  EXPECT_TRUE(d.reader.result()->has_value());
+  EXPECT_EQ(d.out, "a");
+}
+
+TEST(StreamReader, Issue22_R3_EmptyResponsesThatKeepAdvancingEndTheRead) {
+  ReadOptions o;
+  o.max_empty_responses = 4;
+  Drive d(o);
+  for (int i = 0; i < 5; ++i) {
+    ASSERT_FALSE(d.reader.finished());
+    d.request();
+    d.respond(200, {{"Stream-Next-Offset", "o" + std::to_string(i)}}, {});
+  }
+  ASSERT_TRUE(d.reader.finished());
+  EXPECT_EQ(d.error().code, ErrorCode::protocol_error);
+  EXPECT_NE(d.error().message.find("5 responses in a row carried no data"), std::string::npos) << d.error().message;
+  EXPECT_EQ(d.reader.summary().requests, 5u);
+}
+
+TEST(StreamReader, R3_MoreThanMaxBytesIsAnError) {
+  ReadOptions o;
+  o.max_bytes = 4;
+  Drive d(o);
+  d.request();
+  d.respond(200, {{"Stream-Next-Offset", "o1"}}, {"abc", "de"});
+  ASSERT_TRUE(d.reader.finished());
+  EXPECT_NE(d.error().message.find("read limit of 4 bytes (max_bytes)"), std::string::npos) << d.error().message;
+  EXPECT_EQ(d.out, "abc");
+}
+
+TEST(StreamReader, R3_D3_TheWholeReadHasATimeout) {
+  ReadOptions o;
+  o.timeout_ns = 10s;
+  Drive d(o);
+  d.request();
+  ASSERT_TRUE(d.reader.next_deadline());
+  EXPECT_EQ(*d.reader.next_deadline(), kT0 + 10s);
+  d.reader.handle_timeout(kT0 + 9s);
+  EXPECT_FALSE(d.reader.finished()) << "never early (D3)";
+  d.reader.handle_timeout(kT0 + 10s);
+  ASSERT_TRUE(d.reader.finished());
+  EXPECT_TRUE(d.reader.timed_out());
+  EXPECT_EQ(d.error().code, ErrorCode::cancelled);
+  // The late outcome and body of the request in flight change nothing; the body is abandoned.
+  Response late = Drive::head(200, {{"Stream-Next-Offset", "o1"}});
+  EXPECT_TRUE(d.reader.on_head(late));
+  EXPECT_FALSE(d.reader.on_body(std::span<const char>("x", 1)));
+  d.ok("o1", "x");
+  EXPECT_EQ(d.out, "");
+}
+
+TEST(StreamReader, R3_MaxRequestsBoundsTheRead) {
+  ReadOptions o;
+  o.max_requests = 2;
+  Drive d(o);
+  d.request();
+  d.respond(200, {{"Stream-Next-Offset", "o1"}}, {"a"});
+  d.request();
+  d.respond(200, {{"Stream-Next-Offset", "o2"}}, {"b"});
+  EXPECT_FALSE(d.reader.poll_request(d.now).has_value());
+  ASSERT_TRUE(d.reader.finished());
+  EXPECT_NE(d.error().message.find("max_requests (2)"), std::string::npos) << d.error().message;
+}
+
+TEST(StreamReader, ACollectedBodyTakesTheSamePath) {
+  Drive d;
+  d.request();
+  Response r = Drive::head(200, {{"Stream-Next-Offset", "o1"}, {"Stream-Up-To-Date", "true"}});
+  r.body = "whole";
+  d.reader.on_outcome(d.now, std::move(r));
+  d.take_output();
+  EXPECT_EQ(d.out, "whole");
+  EXPECT_TRUE(d.reader.result()->has_value());
+}
+
+TEST(StreamReader, AStopByTheConsumerEndsTheRead) {
+  Drive d;
+  d.request();
+  d.reader.stop(make_error(ErrorCode::cancelled, Certainty::definite, false, "output failed"));
+  ASSERT_TRUE(d.reader.finished());
+  EXPECT_EQ(d.error().message, "output failed");
+  EXPECT_FALSE(d.reader.poll_request(d.now).has_value());
+}
+
+TEST(StreamReader, B3_InvalidOptionsAreRefusedNamingTheField) {
+  const StreamUrl url{"h", 80, "/s", false};
+  ReadOptions o;
+  o.max_requests = 0;
+  EXPECT_EQ(StreamReader::create(url, o, kT0).error(), "max_requests: must be in 1..4294967296 (got 0)");
+  o = {};
+  o.timeout_ns = 0ns;
+  EXPECT_NE(StreamReader::create(url, o, kT0).error().find("timeout_ns"), std::string::npos);
+  o = {};
+  o.offset = "";
+  EXPECT_NE(StreamReader::create(url, o, kT0).error().find("offset"), std::string::npos);
+  o = {};
+  o.retry.max_attempts = 0;
+  EXPECT_NE(StreamReader::create(url, o, kT0).error().find("retry.max_attempts"), std::string::npos);
+}
+
+}  // namespace
+}  // namespace prodsm::ds::test

@@ -1,0 +1,29 @@
+// SPDX-License-Identifier: Apache-2.0
+#include "stream_read.hpp"
+
+#include <asio/use_future.hpp>
+
+#include <chrono>
+
+#include "interrupt.hpp"
+
+namespace prodsm::tools {
+
+CliReadResult run_cli_read(const std::shared_ptr<asio::Session>& session, const ds::StreamUrl& url,
+                           ds::ReadOptions options, asio::ReadHandler on_data, bool watch_interrupts) {
+  auto future = asio::async_read_stream(session, url, std::move(options), std::move(on_data), ::asio::use_future);
+  CliReadResult r{tl::unexpected(Error{}), false};
+  // Waiting in slices only to notice an interrupt (a flag set by the signal handler);
+  // the read's own bounds end it otherwise.
+  while (future.wait_for(std::chrono::milliseconds{50}) != std::future_status::ready) {
+    if (watch_interrupts && interrupted() && !r.interrupted) {
+      r.interrupted = true;
+      session->close();  // the request in flight fails, and the read ends with it
+    }
+  }
+  r.outcome = future.get();
+  if (watch_interrupts && interrupted()) r.interrupted = true;
+  return r;
+}
+
+}  // namespace prodsm::tools

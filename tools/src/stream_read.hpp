@@ -1,0 +1,25 @@
+// SPDX-License-Identifier: Apache-2.0
+#pragma once
+// The streamed catch-up read as `prodsm read` and `prodsm produce --verify` run it: the
+// shared ds::StreamReader over an Asio session (asio::read_stream), data handed on as it
+// arrives, the first SIGINT/SIGTERM stopping it at once.
+
+#include <memory>
+
+#include "prodsm/asio/stream_ops.hpp"
+
+namespace prodsm::tools {
+
+/// How a CLI read ended.
+struct CliReadResult {
+  ds::ReadOutcome outcome;   ///< where the read ended, or why it failed
+  bool interrupted = false;  ///< a SIGINT/SIGTERM stopped it (the session was closed)
+};
+
+/// Runs asio::read_stream on `session` to its end; `on_data` runs on the session's I/O
+/// thread as data arrives. With `watch_interrupts`, the first interrupt (interrupt.hpp)
+/// closes the session, which ends the read at once.
+CliReadResult run_cli_read(const std::shared_ptr<asio::Session>& session, const ds::StreamUrl& url,
+                           ds::ReadOptions options, asio::ReadHandler on_data, bool watch_interrupts);
+
+}  // namespace prodsm::tools

@@ -1,0 +1,50 @@
+// SPDX-License-Identifier: Apache-2.0
+#pragma once
+// `prodsm produce --verify`: the stream read back (streamed, as it arrives) compared
+// with the records produced, record by record, without holding the stream: bytes streams
+// byte for byte against the records' concatenation; JSON streams value by value (equal
+// as JSON values: the server may re-serialize them).
+
+#include <cstdint>
+#include <functional>
+#include <optional>
+#include <string>
+#include <string_view>
+
+#include "prodsm/ds/reader.hpp"
+
+namespace prodsm::tools {
+
+/// Compares a streamed read with the expected records, pulled one by one from `next`.
+class StreamVerifier {
+ public:
+  /// The next expected record (the input's records, in order, skipped ones included),
+  /// or nullopt after the last one.
+  using NextRecord = std::function<std::optional<std::string>()>;
+
+  /// `json`: compare JSON values; else bytes.
+  StreamVerifier(bool json, NextRecord next) : json_{json}, next_{std::move(next)} {}
+
+  /// One chunk of the read (asio::ReadHandler): false once a difference is found (the
+  /// read can stop there).
+  bool add(const ds::ReadChunk& chunk);
+  /// After the read: why the stream is not exactly the records, or nullopt.
+  std::optional<std::string> finish();
+  /// Records matched so far.
+  [[nodiscard]] std::uint64_t matched() const noexcept { return matched_; }
+
+ private:
+  bool fail(std::string why);
+  bool pull();
+
+  bool json_;
+  NextRecord next_;
+  std::optional<std::string> problem_;
+  std::string current_;       ///< bytes mode: the record being compared
+  std::size_t position_ = 0;  ///< bytes of current_ matched
+  bool have_current_ = false;
+  std::uint64_t matched_ = 0;  ///< records matched completely
+  std::uint64_t stream_bytes_ = 0;
+};
+
+}  // namespace prodsm::tools
