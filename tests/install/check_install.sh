@@ -1,14 +1,65 @@
 #!/usr/bin/env bash
-# Installs the build tree into a scratch prefix and builds a consumer project with
-# find_package(prodsm) against it, then runs it.
+# The installed package works for a downstream project, and is relocatable:
+#  1. the build tree's `library` component installed into a scratch prefix; a consumer
+#     project built with find_package(prodsm) against it, and run;
+#  2. the same consumer built with pkg-config (prodsm.pc, static libraries), and run;
+#  3. no installed CMake or pkg-config file names an absolute path outside the prefix;
+#  4. a library-only build (tools, conformance, tests, bench, examples off; RapidCheck,
+#     CLI11, nlohmann_json, GoogleTest and Google Benchmark made unfindable) of shared
+#     libraries configures, builds and installs; its prefix is moved elsewhere, and the
+#     consumer built against the moved prefix runs.
 # usage: check_install.sh <build dir> <source dir>
 set -euo pipefail
 build="$1"
 source="$2"
 scratch="$build/install-check"
 rm -rf "$scratch"
-cmake --install "$build" --prefix "$scratch/prefix" >/dev/null
+mkdir -p "$scratch"
+cxx=g++-12
+
+# 1. find_package from the build tree's install.
+cmake --install "$build" --prefix "$scratch/prefix" --component library >/dev/null
 cmake -S "$source/tests/install/consumer" -B "$scratch/consumer" -G Ninja \
-  -DCMAKE_CXX_COMPILER=g++-12 -DCMAKE_PREFIX_PATH="$scratch/prefix" >/dev/null
+  -DCMAKE_CXX_COMPILER=$cxx -DCMAKE_PREFIX_PATH="$scratch/prefix" >/dev/null
 cmake --build "$scratch/consumer" >/dev/null
 "$scratch/consumer/consumer"
+
+# 2. pkg-config.
+export PKG_CONFIG_PATH="$scratch/prefix/lib/pkgconfig"
+flags=$(pkg-config --cflags --libs --static prodsm)
+# shellcheck disable=SC2086  # flags are words
+$cxx -o "$scratch/consumer-pc" "$source/tests/install/consumer/main.cpp" $flags
+"$scratch/consumer-pc"
+
+# 3. No absolute path outside the prefix in the installed package files.
+check_paths() {
+  local prefix="$1"
+  local bad
+  bad=$(grep -HnoE '(^|[ ";=(])/[A-Za-z0-9_.+-]+(/[A-Za-z0-9_.+-]+)*' \
+          "$prefix"/lib/cmake/prodsm/*.cmake "$prefix"/lib/pkgconfig/prodsm.pc |
+        grep -v -F "$prefix" || true)
+  if [ -n "$bad" ]; then
+    echo "check_install: absolute paths outside $prefix in the installed package:" >&2
+    echo "$bad" >&2
+    exit 1
+  fi
+}
+check_paths "$scratch/prefix"
+
+# 4. Library-only, shared, relocated.
+cmake -S "$source" -B "$scratch/libonly" -G Ninja -DCMAKE_CXX_COMPILER=$cxx -DCMAKE_BUILD_TYPE=Release \
+  -DBUILD_SHARED_LIBS=ON -DPRODSM_BUILD_TESTS=OFF -DPRODSM_BUILD_BENCH=OFF -DPRODSM_BUILD_TOOLS=OFF \
+  -DPRODSM_BUILD_CONFORMANCE=OFF -DPRODSM_BUILD_EXAMPLES=OFF \
+  -DCMAKE_DISABLE_FIND_PACKAGE_rapidcheck=ON -DCMAKE_DISABLE_FIND_PACKAGE_CLI11=ON \
+  -DCMAKE_DISABLE_FIND_PACKAGE_nlohmann_json=ON -DCMAKE_DISABLE_FIND_PACKAGE_GTest=ON \
+  -DCMAKE_DISABLE_FIND_PACKAGE_benchmark=ON --no-warn-unused-cli >/dev/null
+cmake --build "$scratch/libonly" -j2 >/dev/null
+cmake --install "$scratch/libonly" --prefix "$scratch/shared-prefix" >/dev/null
+ls "$scratch"/shared-prefix/lib/libprodsm_http.so.* >/dev/null
+mv "$scratch/shared-prefix" "$scratch/moved-prefix"
+check_paths "$scratch/moved-prefix"
+cmake -S "$source/tests/install/consumer" -B "$scratch/consumer-shared" -G Ninja \
+  -DCMAKE_CXX_COMPILER=$cxx -DCMAKE_PREFIX_PATH="$scratch/moved-prefix" >/dev/null
+cmake --build "$scratch/consumer-shared" >/dev/null
+LD_LIBRARY_PATH="$scratch/moved-prefix/lib" "$scratch/consumer-shared/consumer"
+echo "check_install: ok"

@@ -1,10 +1,14 @@
 // Builds and runs against an installed prodsm: the core accepts a record; the Asio
-// and blocking producers reject a bad URL with a named error.
+// and blocking producers reject a bad URL with a named error; the version header is
+// the project's.
 #include <asio/io_context.hpp>
 #include <cstdio>
 #include <prodsm/asio/producer.hpp>
 #include <prodsm/blocking/producer.hpp>
 #include <prodsm/durable_streams.hpp>
+#include <prodsm/version.hpp>
+
+static_assert(PRODSM_VERSION == PRODSM_VERSION_MAJOR * 10000 + PRODSM_VERSION_MINOR * 100 + PRODSM_VERSION_PATCH);
 
 int main() {
   auto core = prodsm::DurableStreamsProducer::create({});
@@ -18,6 +22,6 @@ int main() {
   blocking_options.url = "ftp://nope";
   auto b = prodsm::blocking::Producer::create(blocking_options);
   if (b || b.error().rfind("url:", 0) != 0) return 1;
-  std::puts("consumer ok");
+  std::printf("consumer ok (prodsm %s)\n", PRODSM_VERSION_STRING);
   return 0;
 }
