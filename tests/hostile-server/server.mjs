@@ -133,6 +133,27 @@ const readHead = (version, s, end, upToDate, extra) =>
   (upToDate ? "Stream-Up-To-Date: true\r\n" : "") +
   extra
 
+/// An endless body of `fill` bytes, written as fast as the client takes it.
+function endless(res, fill) {
+  const filler = Buffer.alloc(64 * 1024, fill)
+  const pump = () => {
+    while (!res.destroyed && res.write(filler));
+    if (!res.destroyed) res.once("drain", pump)
+  }
+  pump()
+}
+
+/// Raw `bytes`, one per TRICKLE_MS, on a connection kept open afterwards.
+function trickle(res, bytes) {
+  res.persist()
+  if (!res.socket) return setTimeout(() => trickle(res, bytes), 1)
+  let i = 0
+  const timer = setInterval(() => {
+    if (res.socket.destroyed || i >= bytes.length) return clearInterval(timer)
+    res.socket.write(bytes.subarray(i, ++i))
+  }, TRICKLE_MS)
+}
+
 // ---- modes -----------------------------------------------------------------------------------
 
 const MODES = new Set([
@@ -155,6 +176,10 @@ const MODES = new Set([
   "append-http10",
   // POST: acknowledged as appended (200, honest headers) but not stored.
   "append-lost",
+  // POST: stored; the acknowledgement's head trickled one byte per TRICKLE_MS.
+  "append-trickle",
+  // POST: stored; an honest acknowledgement head, then a body that never ends.
+  "append-endless",
   // GET: raw garbage / an HTML page (200) / 1 MiB of headers.
   "read-garbage",
   "read-html",
@@ -179,6 +204,9 @@ const MODES = new Set([
   "read-empty-forever",
   // GET: data, with Stream-Next-Offset equal to the offset asked for.
   "read-stuck",
+  // GET: honest pages without Stream-Up-To-Date (a proxy that drops it); at the end an
+  // empty page that does not advance.
+  "read-no-up-to-date",
   // GET: the whole rest of the stream in one response (as the reference server does).
   "read-one-response",
 ])
@@ -324,6 +352,12 @@ function handlePost(req, res, mode, s, body) {
       break
     case "append-http10":
       return raw(res, `HTTP/1.0 ${status} OK\r\n${headLines}Content-Length: 0\r\n\r\n`)
+    case "append-trickle":
+      return trickle(res, Buffer.from(`HTTP/1.1 ${status} OK\r\n${headLines}Content-Length: 0\r\n\r\n`))
+    case "append-endless": {
+      res.writeHead(status, h)
+      return endless(res, "x")
+    }
   }
   reply(res, status, h)
 }
@@ -354,13 +388,8 @@ function handleGet(req, res, mode, s, url) {
       return raw(res, readHead("1.1", s, end, upToDate, `${bigHeaders()}Content-Length: ${data.length}\r\n\r\n`))
     case "read-endless": {
       res.writeHead(200, { ...h, "Stream-Up-To-Date": "true" })
-      const filler = Buffer.alloc(64 * 1024, s.json ? " " : "x")
-      const pump = () => {
-        while (!res.destroyed && res.write(filler));
-        if (!res.destroyed) res.once("drain", pump)
-      }
       if (s.json) res.write("[")
-      return pump()
+      return endless(res, s.json ? " " : "x")
     }
     case "read-trickle":
     case "read-trickle-forever": {
@@ -410,6 +439,9 @@ function handleGet(req, res, mode, s, url) {
       break
     case "read-http10":
       return raw(res, Buffer.concat([Buffer.from(readHead("1.0", s, end, upToDate, "\r\n")), data]))
+    case "read-no-up-to-date":
+      delete h["Stream-Up-To-Date"]
+      break
     case "read-stuck":
       delete h["Stream-Up-To-Date"]
       h["Stream-Next-Offset"] = url.searchParams.get("offset") ?? "-1" // the offset asked for, as sent

@@ -49,7 +49,7 @@ TEST_F(CliHostileAppend, HonestServerStoresExactlyTheInput) {
 TEST_F(CliHostileAppend, EveryAppendAnsweredAsADuplicateIsRefused) {
   const std::string u = server().stream("append-dup", "gen-id");
   const CliRun r = produce(u, kFast, lines(10));
-  EXPECT_EQ(r.status, 3) << r.err;
+  EXPECT_EQ(r.status, 3) << r.err << r.out;
   EXPECT_NE(r.err.find("protocol_error"), std::string::npos) << r.err;
   EXPECT_NE(r.err.find("answered a fresh producer epoch as a duplicate"), std::string::npos) << r.err;
   EXPECT_EQ(server().stored(u), "");
@@ -60,7 +60,7 @@ TEST_F(CliHostileAppend, EveryAppendAnsweredAsADuplicateIsRefused) {
 TEST_F(CliHostileAppend, EveryAppendAnsweredAsADuplicateIsRefusedUnderAGivenId) {
   const std::string u = server().stream("append-dup", "given-id");
   const CliRun r = produce(u, kFast + " --producer-id hostile-1", lines(10));
-  EXPECT_EQ(r.status, 3) << r.err;
+  EXPECT_EQ(r.status, 3) << r.err << r.out;
   EXPECT_NE(r.err.find("protocol_error"), std::string::npos) << r.err;
   EXPECT_EQ(server().stored(u), "");
 }
@@ -69,7 +69,7 @@ TEST_F(CliHostileAppend, EveryAppendAnsweredAsADuplicateIsRefusedUnderAGivenId) 
 // request's is a protocol error naming the header.
 TEST_F(CliHostileAppend, AWrongProducerEpochEchoIsAProtocolError) {
   const CliRun r = produce(server().stream("append-bad-epoch", "e"), kFast, lines(5));
-  EXPECT_EQ(r.status, 3) << r.err;
+  EXPECT_EQ(r.status, 3) << r.err << r.out;
   EXPECT_NE(r.err.find("Producer-Epoch"), std::string::npos) << r.err;
   EXPECT_NE(r.err.find("protocol_error"), std::string::npos) << r.err;
 }
@@ -77,7 +77,7 @@ TEST_F(CliHostileAppend, AWrongProducerEpochEchoIsAProtocolError) {
 // S7: a 200 acknowledging another seq than the one sent (Producer-Seq) is refused.
 TEST_F(CliHostileAppend, AWrongProducerSeqEchoIsAProtocolError) {
   const CliRun r = produce(server().stream("append-bad-seq", "s"), kFast, lines(5));
-  EXPECT_EQ(r.status, 3) << r.err;
+  EXPECT_EQ(r.status, 3) << r.err << r.out;
   EXPECT_NE(r.err.find("Producer-Seq"), std::string::npos) << r.err;
   EXPECT_NE(r.err.find("acknowledged as another"), std::string::npos) << r.err;
 }
@@ -87,7 +87,7 @@ TEST_F(CliHostileAppend, AWrongProducerSeqEchoIsAProtocolError) {
 TEST_F(CliHostileAppend, GarbageInsteadOfAResponseFailsTheRun) {
   const std::string u = server().stream("append-garbage", "g");
   const CliRun r = produce(u, kFast, lines(5));
-  EXPECT_EQ(r.status, 3) << r.err;
+  EXPECT_EQ(r.status, 3) << r.err << r.out;
   EXPECT_NE(r.err.find("malformed HTTP response"), std::string::npos) << r.err;
   EXPECT_EQ(server().stored(u), "");
 }
@@ -96,7 +96,7 @@ TEST_F(CliHostileAppend, GarbageInsteadOfAResponseFailsTheRun) {
 TEST_F(CliHostileAppend, AnHtmlPageWith200IsNoAcknowledgement) {
   const std::string u = server().stream("append-html", "h");
   const CliRun r = produce(u, kFast, lines(5));
-  EXPECT_EQ(r.status, 3) << r.err;
+  EXPECT_EQ(r.status, 3) << r.err << r.out;
   EXPECT_NE(r.err.find("protocol_error"), std::string::npos) << r.err;
   EXPECT_EQ(server().stored(u), "");
 }
@@ -105,7 +105,7 @@ TEST_F(CliHostileAppend, AnHtmlPageWith200IsNoAcknowledgement) {
 TEST_F(CliHostileAppend, OversizedResponseHeadersAreRefused) {
   const std::string u = server().stream("append-bigheaders", "b");
   const CliRun r = produce(u, kFast, lines(5));
-  EXPECT_EQ(r.status, 3) << r.err;
+  EXPECT_EQ(r.status, 3) << r.err << r.out;
   EXPECT_NE(r.err.find("response header block exceeds 16384 bytes"), std::string::npos) << r.err;
   EXPECT_EQ(server().stored(u), "");
 }
@@ -147,6 +147,23 @@ TEST_F(CliHostileAppend, Http10Responses) {
   const CliRun r = produce(u, kBatches, lines(40));
   ASSERT_EQ(r.status, 0) << r.err;
   EXPECT_TRUE(same_bytes(lines(40), server().stored(u)));
+}
+
+// A response head trickled one byte at a time is slow, not wrong; if the wait for it is
+// taken for a stall, the resend is a true duplicate (S3): the stream holds the input once.
+TEST_F(CliHostileAppend, ATrickledAcknowledgementIsSlowNotWrong) {
+  const std::string u = server().stream("append-trickle", "t");
+  const CliRun r = produce(u, kBatches, lines(20));
+  ASSERT_EQ(r.status, 0) << r.err;
+  EXPECT_TRUE(same_bytes(lines(20), server().stored(u)));
+}
+
+// R3: an acknowledgement whose body never ends is cut off at the response body limit
+// (64 MiB) and ends the run (exit 3), never held without bound.
+TEST_F(CliHostileAppend, AnEndlessAcknowledgementBodyIsCutOffAtTheLimit) {
+  const CliRun r = produce(server().stream("append-endless", "e"), kFast, lines(5));
+  EXPECT_EQ(r.status, 3) << r.err << r.out;
+  EXPECT_NE(r.err.find("exceeds the limit of 67108864 bytes"), std::string::npos) << r.err;
 }
 
 // `--verify` catches a server that acknowledges appends it never stored (exit 1), where
