@@ -1,6 +1,7 @@
 #!/usr/bin/env node
 // A hostile Durable Streams server for the CLI's hostile-server tests
-// (tests/integration/test_cli_hostile.cpp). Test-only; node:http, no packages.
+// (tests/integration/test_cli_hostile_*.cpp). Test-only; node:http, no packages. The
+// honest part (streams, offsets, pages, producer rules, the mirror) is in store.mjs.
 //
 // Usage: node tests/hostile-server/server.mjs --store-dir DIR
 //
@@ -13,13 +14,14 @@
 // "honest" misbehaves in no way. "append-*" modes misbehave on POST only, "read-*"
 // modes on GET only, so a test seeds a read-* stream with an honest produce.
 //
-// What it really stored is written after every request to DIR/<path with "/" as "~">
+// What it really stored is written before each answer to DIR/<path with "/" as "~">
 // (bytes streams: the bytes; JSON streams: one array text), with DIR/<name>.stats
 // ({"get": n, "post": n, "put": n, "head": n}), so tests read it back independently of
 // the client under test. GET /_stored/<path> returns the same bytes.
 import http from "node:http"
 import fs from "node:fs"
-import path from "node:path"
+
+import { append, isJson, offsetText, page, parseOffset, persist, producerCheck, storedBytes } from "./store.mjs"
 
 const args = process.argv.slice(2)
 let storeDir = null
@@ -41,68 +43,6 @@ const TRICKLE_MS = 2 // read-trickle: one byte per TRICKLE_MS
 const HUGE_HEADERS = 1 << 20 // *-bigheaders: bytes of header lines
 
 const streams = new Map() // path -> {contentType, json, messages: [Buffer], size, closed, producers, stats}
-
-const offsetText = (n) => `${"0".repeat(16)}_${String(n).padStart(16, "0")}`
-const parseOffset = (text) => {
-  if (text === undefined || text === "-1") return 0
-  const m = /^0{16}_(\d{16})$/.exec(text)
-  return m ? Number(m[1]) : null
-}
-const isJson = (ct) => /^application\/json\s*(;|$)/i.test(ct ?? "")
-const fileOf = (p) => path.join(storeDir, p.slice(1).replaceAll("/", "~"))
-
-function storedBytes(s) {
-  if (!s.json) return Buffer.concat(s.messages)
-  return Buffer.from(`[${s.messages.map((m) => m.toString("utf8").slice(0, -1)).join(",")}]`)
-}
-/// Mirrors the store to DIR after a request: bytes streams by appending what is new.
-function persist(p, s) {
-  if (s.json) fs.writeFileSync(fileOf(p), storedBytes(s))
-  else if (s.persisted === 0) fs.writeFileSync(fileOf(p), storedBytes(s))
-  else if (s.persisted < s.messages.length) fs.appendFileSync(fileOf(p), Buffer.concat(s.messages.slice(s.persisted)))
-  s.persisted = s.messages.length
-  fs.writeFileSync(`${fileOf(p)}.stats`, JSON.stringify(s.stats))
-}
-
-function append(s, body) {
-  if (!s.json) {
-    s.messages.push(body)
-    s.size += body.length
-    return true
-  }
-  let value
-  try {
-    value = JSON.parse(body.toString("utf8"))
-  } catch {
-    return false
-  }
-  const items = Array.isArray(value) ? value : [value]
-  if (items.length === 0) return false
-  for (const item of items) {
-    const m = Buffer.from(JSON.stringify(item) + ",")
-    s.messages.push(m)
-    s.size += m.length
-  }
-  return true
-}
-
-/// The messages from byte position `at`: up to `limit` bytes (at least one message).
-function page(s, at, limit) {
-  let pos = 0
-  const out = []
-  let bytes = 0
-  for (const m of s.messages) {
-    if (pos >= at) {
-      if (out.length > 0 && bytes + m.length > limit) break
-      out.push(m)
-      bytes += m.length
-    }
-    pos += m.length
-  }
-  const end = at + bytes
-  const data = s.json ? Buffer.from(`[${out.map((m) => m.toString("utf8").slice(0, -1)).join(",")}]`) : Buffer.concat(out)
-  return { data, end, upToDate: end >= s.size }
-}
 
 const reply = (res, status, headers, body) => {
   res.writeHead(status, headers)
@@ -230,7 +170,7 @@ function onRequest(req, res) {
     // its answer finds the mirror up to date.
     res.persist = () => {
       const now = streams.get(p)
-      if (now) persist(p, now)
+      if (now) persist(storeDir, p, now)
     }
     const writeHead = res.writeHead.bind(res)
     res.writeHead = (...a) => {
@@ -263,19 +203,6 @@ function handleHead(res, s) {
   const h = { "content-type": s.contentType, "Stream-Next-Offset": offsetText(s.size), "cache-control": "no-store" }
   if (s.closed) h["Stream-Closed"] = "true"
   reply(res, 200, h)
-}
-
-/// The idempotent producer's rules (PROTOCOL.md): what an honest server answers.
-function producerCheck(s, id, epoch, seq) {
-  const state = s.producers.get(id)
-  if (state && epoch < state.epoch) return { status: "stale", epoch: state.epoch }
-  if (!state || epoch > state.epoch) {
-    if (seq !== 0) return { status: "bad-epoch-seq" }
-    return { status: "accept", commit: () => s.producers.set(id, { epoch, lastSeq: 0 }) }
-  }
-  if (seq <= state.lastSeq) return { status: "duplicate", lastSeq: state.lastSeq }
-  if (seq !== state.lastSeq + 1) return { status: "gap", expected: state.lastSeq + 1 }
-  return { status: "accept", commit: () => (state.lastSeq = seq) }
 }
 
 function handlePost(req, res, mode, s, body) {
