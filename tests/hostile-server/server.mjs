@@ -109,6 +109,8 @@ const MODES = new Set([
   "append-bigheaders",
   // POST: the first one is stored and its connection reset before any response.
   "append-reset-once",
+  // POST: the first one is stored, half its acknowledgement's head sent, then reset.
+  "append-reset-mid-once",
   // POST: the first one is stored and never answered (the connection stays open).
   "append-stall-once",
   // POST: Connection: close after every response / every response in HTTP/1.0.
@@ -269,6 +271,14 @@ function handlePost(req, res, mode, s, body) {
       if (first) {
         res.persist()
         return res.req.socket.destroy()
+      }
+      break
+    case "append-reset-mid-once":
+      if (first) {
+        const head = `HTTP/1.1 ${status} OK\r\n${headLines}`
+        res.persist()
+        res.req.socket.write(head.slice(0, Math.floor(head.length / 2)))
+        return setTimeout(() => res.req.socket.destroy(), 20)
       }
       break
     case "append-stall-once":

@@ -122,6 +122,16 @@ TEST_F(CliHostileAppend, AResetAfterStoringIsRetriedWithoutDuplicating) {
   EXPECT_EQ(r.out.find(" 0 retries"), std::string::npos) << r.out;  // the reset was met
 }
 
+// E4, S3: the first append is stored and its acknowledgement reset halfway through its
+// head: the same as no answer — resent, a true duplicate, nothing doubled.
+TEST_F(CliHostileAppend, AResetMidAcknowledgementIsRetriedWithoutDuplicating) {
+  const std::string u = server().stream("append-reset-mid-once", "rm");
+  const CliRun r = produce(u, kBatches, lines(30));
+  ASSERT_EQ(r.status, 0) << r.err;
+  EXPECT_TRUE(same_bytes(lines(30), server().stored(u)));
+  EXPECT_EQ(r.out.find(" 0 retries"), std::string::npos) << r.out;  // the reset was met
+}
+
 // E4, E6: the first append is stored and never answered (the connection stays open):
 // the request timeout notices it, the resend is a duplicate, nothing is doubled.
 TEST_F(CliHostileAppend, AnUnansweredAppendIsResentAfterTheRequestTimeout) {
