@@ -215,7 +215,15 @@ void ProducerClient::drive(Instant now) {
             request.bytes =
                 encode_batch(url_, options_.content_type, a.body.size(), a.stamp, producer_id_, request_options_);
             request.bytes.append(reinterpret_cast<const char*>(a.body.data()), a.body.size());
-            request.retry_safe = a.stamp.sequenced;  // a resend is deduplicated by (id, epoch, seq)
+            // A resend is deduplicated by (id, epoch, seq), so a sequenced append is
+            // retry_safe — except the first attempt of the epoch's first batch when a
+            // first-attempt duplicate fails the producer: a stall-hedged resend would turn
+            // a lying 204 into a believable one (issue 22 item 7), so only the request
+            // timeout may end that attempt.
+            const auto& id = options_.producer.protocol.idempotent;
+            const bool probe = id && id->first_attempt_duplicates == FirstAttemptDuplicates::fail && a.attempt == 1 &&
+                               a.stamp.seq == 0;
+            request.retry_safe = a.stamp.sequenced && !probe;
             push_request(std::move(request), Outstanding{true, a.batch, a.attempt, a.stamp.sequenced, 0,
                                                          ProducerStamp{a.stamp.epoch, a.stamp.seq}});
           } else if constexpr (std::is_same_v<T, TicketsCompleted<DurableStreamsPolicy>>) {

@@ -1,0 +1,61 @@
+// SPDX-License-Identifier: Apache-2.0
+// ds::ProducerClient's requests, no network (issue 22 item 7, S3): when a duplicate
+// answering a first attempt fails the producer, the first attempt of the epoch's first
+// batch is not retry_safe, so stall detection never resends it early — a resend would
+// make a lying 204 look like the duplicate of an attempt the server applied. Every later
+// sequenced append, and every append of a resumed producer, stays retry_safe.
+#include <gtest/gtest.h>
+
+#include "prodsm/ds/client.hpp"
+
+namespace prodsm::ds::test {
+namespace {
+
+using namespace std::chrono_literals;
+
+const Instant kT0 = Instant{} + 1s;
+
+ProducerClient client(ProducerStart start) {
+  ProducerOptions o;
+  o.url = "http://127.0.0.1:4437/s";
+  o.producer.protocol.idempotent = {{"p", 7, false}};
+  o.start = start;
+  // Wall-clock time 0: a fresh epoch is the configured one, 7.
+  return ProducerClient::create(o, std::chrono::system_clock::time_point{}).value();
+}
+
+/// Submits `record`, flushes and returns the batch's request.
+ClientRequest send(ProducerClient& c, const std::string& record) {
+  EXPECT_TRUE(c.submit(kT0, record).has_value());
+  EXPECT_TRUE(c.flush(kT0).has_value());
+  auto r = c.poll_request();
+  EXPECT_TRUE(r.has_value());
+  return r.value_or(ClientRequest{});
+}
+
+http::Response appended(std::uint64_t seq) {
+  http::Response r;
+  r.status = 200;
+  r.headers = {
+      {"Stream-Next-Offset", std::to_string(seq + 1)}, {"Producer-Epoch", "7"}, {"Producer-Seq", std::to_string(seq)}};
+  return r;
+}
+
+TEST(S3, TheFirstAttemptOfAFreshEpochsFirstBatchIsNotHedged) {
+  for (const auto start : {ProducerStart::fresh_epoch, ProducerStart::given_epoch}) {
+    ProducerClient c = client(start);
+    const ClientRequest first = send(c, "a");
+    EXPECT_FALSE(first.request.retry_safe);
+    c.handle_outcome(kT0, first.tag, appended(0));
+    const ClientRequest second = send(c, "b");
+    EXPECT_TRUE(second.request.retry_safe);  // seq 1: stall detection applies again
+  }
+}
+
+TEST(S3, AResumedProducersFirstBatchIsRetrySafe) {
+  ProducerClient c = client(ProducerStart::resume);
+  EXPECT_TRUE(send(c, "a").request.retry_safe);  // its duplicates are accepted anyway
+}
+
+}  // namespace
+}  // namespace prodsm::ds::test
