@@ -19,6 +19,12 @@ S2Config default_producer_config() {
   return config;
 }
 
+http::TransportOptions default_transport_options() {
+  http::TransportOptions options;
+  options.stall.enabled = false;  // a raced resend of an applied append fails its condition
+  return options;
+}
+
 RecordResult RecordsCompleted::record(Ticket ticket) const {
   if (!result) return tl::unexpected(result.error());
   return RecordAck{ticket, ticket.value - first.value, *result};

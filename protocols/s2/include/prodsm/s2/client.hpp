@@ -61,6 +61,13 @@ namespace prodsm::s2 {
 /// batch in flight (unary appends; see the file comment).
 [[nodiscard]] S2Config default_producer_config();
 
+/// The transport options an S2 producer's session starts from: the defaults without
+/// stall detection. A stalled append replaced on a new connection is resent; with S2 that
+/// resend is safe only with match_seq_num and, when the first attempt was in fact
+/// appended, it fails its condition (E3, indefinite) instead of succeeding — so a slow
+/// answer is waited for (up to the request timeout) rather than raced.
+[[nodiscard]] http::TransportOptions default_transport_options();
+
 /// Configuration of an S2 producer, shared by both adapters (each adds its executor).
 struct ProducerOptions {
   /// Where the basin is: Endpoint::cloud(basin) or Endpoint::custom(url, basin).
@@ -74,7 +81,8 @@ struct ProducerOptions {
   /// fencing token, record format (S1). Default: one batch in flight.
   S2Config producer = default_producer_config();
   /// Connection settings of the session the producer creates (ignored when attached).
-  http::TransportOptions session{};
+  /// Default: default_transport_options() (no stall detection).
+  http::TransportOptions session = default_transport_options();
   /// Extra headers on every request (check_extra_header: e.g. `s2-encryption-key`).
   http::Headers extra_headers{};
   /// How long a submit waits for capacity before it is refused with would_block (ns),
