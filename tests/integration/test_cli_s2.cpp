@@ -8,6 +8,7 @@
 #include <asio/use_future.hpp>
 
 #include <cstdlib>
+#include <nlohmann/json.hpp>
 
 #include "cli_support.hpp"
 #include "io_thread.hpp"
@@ -148,6 +149,22 @@ TEST_F(CliS2, ANoSideEffectFaultIsRetried) {  // E2
   EXPECT_EQ(r.status, 0) << r.err;
   EXPECT_NE(r.out.find("resends      1 retries"), std::string::npos) << r.out;
   EXPECT_EQ(bodies(stream), (std::vector<std::string>{"a", "b"}));
+}
+
+TEST_F(CliS2, BenchProducesToAnS2StreamAndReportsFigures) {  // P2
+  std::string stream;
+  const CliRun r = prodsm("bench " + target("bench", stream) + " --create -n 300 -s 20 --json");
+  ASSERT_EQ(r.status, 0) << r.err;
+  const auto figures = nlohmann::json::parse(r.out, nullptr, false);
+  ASSERT_FALSE(figures.is_discarded()) << r.out;
+  EXPECT_EQ(figures["records_acknowledged"], 300);
+  EXPECT_EQ(figures["records_failed"], 0);
+  const auto held = bodies(stream);
+  ASSERT_EQ(held.size(), 300U);
+  EXPECT_EQ(held[0].size(), 20U);
+  const CliRun bad = prodsm("bench " + target("bench", stream) + " --content-type text/plain -n 1");
+  EXPECT_EQ(bad.status, 2);
+  EXPECT_NE(bad.err.find("--content-type is not supported for s2:// targets"), std::string::npos) << bad.err;
 }
 
 TEST_F(CliS2, BadTargetsAndFlagsAreBadInput) {  // B3

@@ -229,12 +229,18 @@ tl::expected<Ticket, Rejection> S2Producer::submit_with(std::string_view record,
 }
 
 tl::expected<Ticket, Rejection> S2Producer::submit_blocking(std::string_view record, Duration timeout_ns) {
+  return submit_blocking_with(record, timeout_ns, nullptr);
+}
+
+tl::expected<Ticket, Rejection> S2Producer::submit_blocking_with(
+    std::string_view record, Duration timeout_ns, std::unique_ptr<detail::Completion<S2RecordResult>> c) {
   std::unique_lock lock(impl_->mu);
   const auto give_up = std::chrono::steady_clock::now() + timeout_ns;
   bool waited = false;
   while (true) {
     const Instant now = steady_now();
     auto r = impl_->client.submit(now, record);
+    if (r && c) impl_->records.put(*r, std::move(c));  // A4: registered only when accepted
     impl_->drive(now);
     if (r || r.error().reason != RejectReason::would_block) return r;
     if (!waited) ++impl_->capacity_waits;

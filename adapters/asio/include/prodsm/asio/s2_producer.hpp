@@ -80,6 +80,14 @@ class S2Producer {
   /// Submits a record, blocking the calling thread while the producer is full (R1), up
   /// to `timeout_ns` (then would_block). Never call it on the producer's executor.
   tl::expected<Ticket, Rejection> submit_blocking(std::string_view record, Duration timeout_ns);
+  /// Same, and `on_complete(S2RecordResult)` runs exactly once unless the submit is
+  /// refused (A4).
+  template <class F>
+  tl::expected<Ticket, Rejection> submit_blocking(std::string_view record, Duration timeout_ns, F&& on_complete) {
+    return submit_blocking_with(
+        record, timeout_ns,
+        std::make_unique<detail::CallbackCompletion<S2RecordResult, std::decay_t<F>>>(std::forward<F>(on_complete)));
+  }
 
   /// Submits a record as an Asio operation; signature void(S2RecordResult). A refusal
   /// (would_block included: no capacity wait) completes at once with the error.
@@ -127,6 +135,8 @@ class S2Producer {
   explicit S2Producer(std::shared_ptr<Impl> impl);
   tl::expected<Ticket, Rejection> submit_with(std::string_view record,
                                               std::unique_ptr<detail::Completion<S2RecordResult>> c);
+  tl::expected<Ticket, Rejection> submit_blocking_with(std::string_view record, Duration timeout_ns,
+                                                       std::unique_ptr<detail::Completion<S2RecordResult>> c);
   void initiate_submit(std::string_view record, std::unique_ptr<detail::Completion<S2RecordResult>> c);
   void initiate_flush(std::unique_ptr<detail::Completion<VoidResult>> c);
   void initiate_close(std::unique_ptr<detail::Completion<VoidResult>> c);
