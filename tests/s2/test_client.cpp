@@ -324,4 +324,12 @@ TEST(R3, MaxPendingRecordsRefusesUntilTheAdapterDelivers) {
   EXPECT_TRUE(c.submit(Instant{}, std::string_view{"b"}));
 }
 
+TEST(E4, S2SessionsStartWithoutStallDetection) {
+  // A stall replacement resends the append; with S2 a resend of an applied append fails
+  // its condition instead of succeeding, so the default waits for a slow answer.
+  EXPECT_FALSE(s2::ProducerOptions{}.session.stall.enabled);
+  EXPECT_FALSE(s2::default_transport_options().stall.enabled);
+  EXPECT_EQ(s2::ProducerOptions{}.producer.max_in_flight, 1U);  // unary appends: one in flight
+}
+
 }  // namespace
