@@ -6,6 +6,9 @@
 //                                   [--port N] [--host H] [--client-ca FILE] [--ignore-stdin]
 //                                   [--header-check NAME:FILE]
 //   --client-ca FILE         require a client certificate signed by this CA (mutual TLS)
+//   --plaintext              no TLS: the same piping over plain TCP (prints http://...), so a
+//                            benchmark can tell the cost of TLS from the cost of the proxy;
+//                            --cert and --key are not needed
 //   --header-check NAME:FILE every request must carry header NAME with a value currently
 //                            in FILE, one accepted value per line (re-read per request: a
 //                            token that rotates, old and new both accepted while a rotation
@@ -30,13 +33,14 @@ for (let i = 0; i < args.length; i++) {
   else if (a === "--client-ca") opt.clientCa = args[++i]
   else if (a === "--header-check") opt.headerCheck = args[++i]
   else if (a === "--ignore-stdin") opt.watchStdin = false
+  else if (a === "--plaintext") opt.plaintext = true
   else {
     console.error(`tls-proxy: unknown argument ${a}`)
     process.exit(2)
   }
 }
-if (!opt.cert || !opt.key || !opt.target) {
-  console.error("tls-proxy: --cert, --key and --target are required")
+if ((!opt.plaintext && (!opt.cert || !opt.key)) || !opt.target) {
+  console.error("tls-proxy: --cert, --key and --target are required (--target only with --plaintext)")
   process.exit(2)
 }
 const [targetHost, targetPort] = [opt.target.slice(0, opt.target.lastIndexOf(":")), Number(opt.target.slice(opt.target.lastIndexOf(":") + 1))]
@@ -90,26 +94,29 @@ function checkedPipe(client, upstream) {
   client.on("end", () => upstream.end())
 }
 
-const server = tls.createServer(
-  {
-    cert: readFileSync(opt.cert),
-    key: readFileSync(opt.key),
-    ...(opt.clientCa ? { ca: readFileSync(opt.clientCa), requestCert: true, rejectUnauthorized: true } : {}),
-  },
-  (client) => {
-    const upstream = net.connect(targetPort, targetHost)
-    if (check) checkedPipe(client, upstream)
-    else client.pipe(upstream)
-    upstream.pipe(client)
-    const close = () => {
-      client.destroy()
-      upstream.destroy()
-    }
-    client.on("error", close)
-    upstream.on("error", close)
-    upstream.on("close", () => client.end())
-  },
-)
+const onClient = (client) => {
+  const upstream = net.connect(targetPort, targetHost)
+  if (check) checkedPipe(client, upstream)
+  else client.pipe(upstream)
+  upstream.pipe(client)
+  const close = () => {
+    client.destroy()
+    upstream.destroy()
+  }
+  client.on("error", close)
+  upstream.on("error", close)
+  upstream.on("close", () => client.end())
+}
+const server = opt.plaintext
+  ? net.createServer(onClient)
+  : tls.createServer(
+      {
+        cert: readFileSync(opt.cert),
+        key: readFileSync(opt.key),
+        ...(opt.clientCa ? { ca: readFileSync(opt.clientCa), requestCert: true, rejectUnauthorized: true } : {}),
+      },
+      onClient,
+    )
 server.on("tlsClientError", () => {}) // a refused handshake is the client's business
 const stop = () => {
   server.close()
@@ -124,5 +131,5 @@ if (opt.watchStdin) {
   process.stdin.resume()
 }
 server.listen(opt.port, opt.host, () => {
-  process.stdout.write(`https://${opt.host}:${server.address().port}\n`)
+  process.stdout.write(`${opt.plaintext ? "http" : "https"}://${opt.host}:${server.address().port}\n`)
 })

@@ -12,7 +12,12 @@
 //                      "adapterArgs": ["..."],       // optional
 //                      "steps": [ { "send": {command} | "sendRaw": "line",
 //                                   "noReply": true,  // optional: expect no result
-//                                   "expect": {...} } ] } ] }
+//                                   "expect": {...} }
+//                               | { "inject": {fault} }  // POST /_test/inject-error
+//                               | { "clearErrors": true } ] } ] }
+// ("inject" takes the reference server's fault fields: path, method, status, count,
+// retryAfter, dropConnection, truncateBodyBytes, corruptBody, ...; injected faults are
+// cleared when the scenario ends.)
 // In "send" (and in expected strings) "${name}" is replaced: names starting with
 // "stream" become a fresh stream path on first use, ${serverUrl} is the reference
 // server, other names are variables stored by "$store"; {"$repeat": ["X", 10000]}
@@ -39,6 +44,7 @@
 #include "adapter_process.hpp"
 #include "prodsm/base64.hpp"
 #include "reference_server.hpp"
+#include "test_client.hpp"
 
 namespace prodsm::test {
 namespace {
@@ -119,6 +125,16 @@ class ScenarioRun {
     std::size_t index = 0;
     for (const Json& step : spec["steps"]) {
       SCOPED_TRACE("step " + std::to_string(index++) + ": " + step.dump().substr(0, 300));
+      if (step.contains("inject")) {  // the reference server's fault injection, for the next requests
+        faults_.inject_fault(server_url_, substitute(step["inject"]).dump());
+        injected_ = true;
+        if (HasFatalFailure()) return;
+        continue;
+      }
+      if (step.value("clearErrors", false)) {
+        faults_.clear_faults(server_url_);
+        continue;
+      }
       std::string line;
       std::string sent_type;
       if (step.contains("sendRaw")) {
@@ -141,6 +157,7 @@ class ScenarioRun {
       if (step.contains("expect")) check_expect(reply, step["expect"]);
       if (HasFatalFailure()) return;
     }
+    if (injected_) faults_.clear_faults(server_url_);  // none left for the next scenario
     if (!shut_down) {
       Json reply = exchange(R"({"type":"shutdown"})");
       if (HasFatalFailure()) return;
@@ -324,6 +341,8 @@ class ScenarioRun {
   }
 
   const ScenarioSpec& scenario_;
+  TestClient faults_;      // injects and clears the reference server's faults
+  bool injected_ = false;  // a step injected faults: cleared at the end
   std::string server_url_;
   AdapterProcess* adapter_ = nullptr;
   std::map<std::string, std::string> vars_;

@@ -200,7 +200,8 @@ TEST_F(CliProduction, BearerTokenFileRotatesDuringARun) {
   std::remove(token.c_str());
 }
 
-// --header-command: the headers it prints are sent (the endpoint checks them); a command
+// --header-command: the headers it prints are sent on every request, the read-back of
+// --verify included (the endpoint checks them); a command
 // that fails, prints nothing or prints a header the codec manages is bad input, named,
 // before anything is sent.
 TEST_F(CliProduction, HeaderCommandSuppliesTheHeaders) {
@@ -209,8 +210,9 @@ TEST_F(CliProduction, HeaderCommandSuppliesTheHeaders) {
   write_file(accepted, "Bearer from-command\n");
   TlsEndpoint endpoint{"server", {"--header-check", "Authorization:" + accepted}};
   const std::string u = endpoint.secure(p_command);
-  client.create(p_command, "application/octet-stream");
-  const CliRun r = prodsm("produce " + u + " -q " + ca() +
+  // --create --verify: the stream is created, and read back for the check, with the
+  // command's headers too (every request of the run carries them).
+  const CliRun r = prodsm("produce " + u + " -q --create --verify " + ca() +
                               " --header-command 'echo \"Authorization: Bearer from-command\"; echo \"X-Trace: 1\"'",
                           "via command\n");
   EXPECT_EQ(r.status, 0) << r.err;

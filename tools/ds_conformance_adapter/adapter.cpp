@@ -19,13 +19,6 @@ namespace {
 
 constexpr std::int64_t kMaxProtocolNumber = (std::int64_t{1} << 53) - 1;
 
-Json success(std::string_view type) {
-  Json r;
-  r["type"] = type;
-  r["success"] = true;
-  return r;
-}
-
 /// The body of an append, a close or a create's initial data: one message. In JSON mode
 /// it is sent as `[data]`, as the TypeScript client does, so an array-valued message
 /// stays one message (the server flattens exactly one array level).
@@ -214,7 +207,7 @@ asio::ExchangeResult Adapter::Impl::exchange(std::string request, bool head_requ
 std::string Adapter::Impl::content_type_for(const std::string& command_type, const std::string& path,
                                             const ds::Headers& headers) {
   if (auto it = content_types.find(path); it != content_types.end()) return it->second;
-  auto response = exchange(ds::encode_head(stream_url(path), ds::RequestOptions{headers}), true);
+  auto response = exchange_retrying(ds::encode_head(stream_url(path), ds::RequestOptions{headers}), true, true);
   if (!response) throw ResultError{error_result(command_type, response.error())};
   auto head = ds::classify_head(*response);
   if (!head) throw ResultError{error_result(command_type, head.error())};
@@ -289,7 +282,8 @@ Json Adapter::Impl::create(const Json& command) {
 
 Json Adapter::Impl::connect(const Json& command) {
   const std::string path = required_string(command, "path");
-  auto response = exchange(ds::encode_head(stream_url(path), ds::RequestOptions{extra_headers(command)}), true);
+  auto response =
+      exchange_retrying(ds::encode_head(stream_url(path), ds::RequestOptions{extra_headers(command)}), true, true);
   if (!response) return error_result("connect", response.error());
   auto head = ds::classify_head(*response);
   if (!head) return error_result("connect", head.error());
@@ -331,9 +325,14 @@ Json Adapter::Impl::append(const Json& command) {
     append.producer = ds::ProducerHeaders{*producer_id, static_cast<std::uint64_t>(*producer_epoch),
                                           static_cast<std::uint64_t>(*producer_seq)};
   }
-  auto response = exchange(ds::encode_append(url, content_type, body.size(), append, request_options) + body);
-  if (!response) return error_result("append", response.error());
+  // 429 and 5xx are retried within the adapter's retry policy (plain appends too, as the
+  // TypeScript client does: a 5xx may have been applied, so a plain append may then be
+  // appended twice; producer appends are deduplicated, S3). A connection lost after the
+  // request was written is not retried for a plain append.
   const bool sequenced = append.producer.has_value();
+  auto response = exchange_retrying(ds::encode_append(url, content_type, body.size(), append, request_options) + body,
+                                    false, sequenced);
+  if (!response) return error_result("append", response.error());
   std::optional<ds::ProducerStamp> sent;
   if (sequenced) sent = ds::ProducerStamp{append.producer->epoch, append.producer->seq};
   auto ack = ds::classify_append(*response, sent);
@@ -356,75 +355,10 @@ Json Adapter::Impl::append(const Json& command) {
   return r;
 }
 
-Json Adapter::Impl::read(const Json& command) {
-  const std::string path = required_string(command, "path");
-  const ds::StreamUrl url = stream_url(path);
-  std::string offset = optional_string(command, "offset").value_or("-1");
-  if (auto it = command.find("live"); it != command.end() && !it->is_null()) {
-    if (!(it->is_boolean() && !it->get<bool>())) {
-      return error_result(
-          "read", codes::kNotSupported,
-          "live reads (" + it->dump() + ") are not supported: prodsm's adapter does catch-up reads only (live: false)");
-    }
-  }
-  const auto max_chunks = static_cast<std::size_t>(optional_integer(command, "maxChunks", 0, 1'000'000).value_or(100));
-  const ds::RequestOptions request_options{extra_headers(command)};
-
-  Json chunks = Json::array();
-  std::size_t total = 0;
-  bool up_to_date = false;
-  bool closed = false;
-  for (std::size_t requests = 0; requests < options.max_read_requests; ++requests) {
-    auto response = exchange(ds::encode_read(url, offset, request_options));
-    if (!response) return error_result("read", response.error(), Operation::read);
-    auto got = ds::classify_read(*response);
-    if (!got) return error_result("read", got.error(), Operation::read);
-    const bool empty = got->body.empty();
-    if (!empty && chunks.size() < max_chunks) {
-      Json chunk;
-      const auto ct = response->header("Content-Type");
-      bool done = false;
-      if (ct && is_json_content_type(*ct)) {
-        // JSON streams: the items of this response's array, re-serialized compactly
-        // (JSON.stringify of the parsed array, as the TypeScript adapter reports them).
-        Json items = Json::parse(got->body, nullptr, false);
-        if (items.is_array()) {
-          if (!items.empty()) chunk["data"] = items.dump(-1, ' ', false, Json::error_handler_t::replace);
-          done = true;
-        }
-      }
-      if (!done) {
-        if (is_valid_utf8(got->body)) {
-          chunk["data"] = got->body;
-        } else {
-          chunk["data"] = base64::encode(got->body);
-          chunk["binary"] = true;
-        }
-      }
-      if (!chunk.is_null()) {
-        chunk["offset"] = got->next_offset;
-        chunks.push_back(std::move(chunk));
-      }
-      total += got->body.size();
-    }
-    if (!got->next_offset.empty()) offset = got->next_offset;
-    up_to_date = got->up_to_date;
-    closed = got->closed;
-    if (up_to_date || closed || empty) break;  // caught up, the end, or no progress
-    if (chunks.size() >= max_chunks || total >= options.max_read_bytes) break;
-  }
-  Json r = success("read");
-  r["status"] = 200;
-  r["chunks"] = std::move(chunks);
-  r["offset"] = offset;
-  r["upToDate"] = up_to_date || closed;
-  r["streamClosed"] = closed;
-  return r;
-}
-
 Json Adapter::Impl::head(const Json& command) {
   const std::string path = required_string(command, "path");
-  auto response = exchange(ds::encode_head(stream_url(path), ds::RequestOptions{extra_headers(command)}), true);
+  auto response =
+      exchange_retrying(ds::encode_head(stream_url(path), ds::RequestOptions{extra_headers(command)}), true, true);
   if (!response) return error_result("head", response.error());
   auto head = ds::classify_head(*response);
   if (!head) return error_result("head", head.error());

@@ -63,13 +63,21 @@ struct Adapter::Impl {
   static ds::Headers extra_headers(const Json& command);
   /// One request over the shared session.
   asio::ExchangeResult exchange(std::string request, bool head_request = false);
+  /// One request, retried (E4: backoff_delay, Retry-After honoured) while the answer is
+  /// a 429 or 5xx response or a retryable transport failure — a failure after the
+  /// request was written (indefinite) only when `idempotent` — up to
+  /// request_retry_policy().max_attempts and never past the command's deadline; the
+  /// last answer otherwise (read_command.cpp).
+  asio::ExchangeResult exchange_retrying(const std::string& request, bool head_request, bool idempotent);
+  /// The retry policy of single requests: 5 attempts, 50 ms doubling to 2 s, jittered.
+  static RetryPolicy request_retry_policy();
   /// The stream's content type: cached from create/connect/head, else learned by HEAD.
   /// ResultError (the HEAD's error result) when the stream cannot be asked.
   std::string content_type_for(const std::string& command_type, const std::string& path, const ds::Headers& headers);
   void remember_content_type(const std::string& path, const std::string& content_type);
   void forget_content_type(const std::string& path);
 
-  // ---- stream commands (adapter.cpp) -----------------------------------------------------
+  // ---- stream commands (adapter.cpp; read in read_command.cpp) ---------------------------
   Json create(const Json& command);
   Json connect(const Json& command);
   Json append(const Json& command);

@@ -15,13 +15,6 @@ DynamicFields::Kind value_type(const Json& command, bool token_allowed) {
                       " (got '" + type + "')");
 }
 
-Json success(std::string_view type) {
-  Json r;
-  r["type"] = type;
-  r["success"] = true;
-  return r;
-}
-
 }  // namespace
 
 Json Adapter::Impl::set_dynamic_header(const Json& command) {

@@ -16,14 +16,6 @@ namespace {
 
 constexpr std::int64_t kMaxProtocolNumber = (std::int64_t{1} << 53) - 1;
 
-Json success(std::string_view type, int status) {
-  Json r;
-  r["type"] = type;
-  r["success"] = true;
-  r["status"] = status;
-  return r;
-}
-
 std::string producer_key(const std::string& path, const std::string& producer_id, std::int64_t epoch) {
   return path + "|" + producer_id + "|" + std::to_string(epoch);
 }

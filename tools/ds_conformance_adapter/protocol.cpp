@@ -60,6 +60,14 @@ const Json* field_of(const Json& command, std::string_view field) {
 
 }  // namespace
 
+Json success(std::string_view type, int status) {
+  Json r;
+  r["type"] = type;
+  r["success"] = true;
+  if (status != 0) r["status"] = status;
+  return r;
+}
+
 Json error_result(std::string_view command_type, std::string_view error_code, std::string message, int status,
                   Json details) {
   Json r;

@@ -42,6 +42,9 @@ inline constexpr std::string_view kNotSupported = "NOT_SUPPORTED";
 inline constexpr std::string_view kInvalidArgument = "INVALID_ARGUMENT";
 }  // namespace codes
 
+/// A successful result: `{type, success: true}`, plus `status` when not 0.
+Json success(std::string_view type, int status = 0);
+
 /// An ErrorResult: `{type: "error", success: false, commandType, status?, errorCode,
 /// message, details?}`. `status` is omitted when 0; `details` when null.
 Json error_result(std::string_view command_type, std::string_view error_code, std::string message, int status = 0,

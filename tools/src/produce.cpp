@@ -129,10 +129,13 @@ std::optional<std::string> verify_stream(const ds::StreamUrl& url, ::asio::io_co
   CliReadResult r = run_cli_read(
       *session, url, std::move(read), [&verifier](const ds::ReadChunk& c) { return verifier.add(c); }, false);
   (*session)->close();
+  const bool differed = verifier.differs();  // before finish(), which also reports a short stream
   auto problem = verifier.finish();
   if (input_problem) return input_problem;
-  if (problem) return problem;
+  if (differed) return problem;
+  // A read that failed says why it failed, not that the stream seemed short.
   if (!r.outcome) return "reading the stream back failed: " + r.outcome.error().describe();
+  if (problem) return problem;
   return std::nullopt;
 }
 
@@ -362,8 +365,10 @@ int run_produce(const ProduceOptions& o) {
     if (!created && o.create && !o.resume) {
       verify_problem = "the stream existed before this run; --verify needs a new stream (or --resume)";
     } else {
+      asio::SessionOptions verify_session = options.session;     // the run's TLS ...
+      verify_session.header_provider = options.header_provider;  // ... and per-request headers
       verify_problem =
-          verify_stream(producer->url(), io, options.session, request_options, json_mode,
+          verify_stream(producer->url(), io, verify_session, request_options, json_mode,
                         file.is_open() ? o.input : std::string{}, o.producer.max_batch_bytes, input_records, produced);
     }
   }

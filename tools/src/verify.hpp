@@ -28,6 +28,8 @@ class StreamVerifier {
   /// One chunk of the read (asio::ReadHandler): false once a difference is found (the
   /// read can stop there).
   bool add(const ds::ReadChunk& chunk);
+  /// True once a chunk differed from the records (add returned false).
+  [[nodiscard]] bool differs() const noexcept { return problem_.has_value(); }
   /// After the read: why the stream is not exactly the records, or nullopt.
   std::optional<std::string> finish();
   /// Records matched so far.
