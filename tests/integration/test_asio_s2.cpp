@@ -14,6 +14,7 @@
 #include "prodsm/asio/s2_producer.hpp"
 #include "prodsm/s2/records.hpp"
 #include "s2_test_server.hpp"
+#include "tls_endpoint.hpp"
 
 namespace {
 
@@ -196,6 +197,34 @@ TEST_F(S2Asio, AnAppliedBatchWhoseAckWasLostMeetsItsConditionIndefinite) {  // E
   EXPECT_EQ(r.error().code, ErrorCode::condition_failed);
   EXPECT_EQ(r.error().certainty, Certainty::indefinite);
   ASSERT_EQ(stream_records().size(), 1U);  // appended exactly once, never twice
+}
+
+TEST_F(S2Asio, ProducesOverHttpsAndRefusesAnUntrustedServerDefinite) {  // S2's cloud is https only; E2
+  const std::string& certs = test::tls_certs();
+  ASSERT_FALSE(certs.empty());
+  test::NodeServer proxy("tls-proxy.mjs", {"--cert", certs + "/server.pem", "--key", certs + "/server.key", "--target",
+                                           "127.0.0.1:" + std::to_string(server().endpoint().port)});
+  ASSERT_FALSE(proxy.url().empty()) << proxy.error();
+  auto o = options();
+  o.endpoint = s2::Endpoint::custom(proxy.url(), test::S2TestServer::kBasin).value();
+  ASSERT_TRUE(o.endpoint.tls);
+  o.session.tls.ca_file = certs + "/ca.pem";
+  auto p = make(o);
+  auto r = p.async_submit("over-tls", ::asio::use_future).get();
+  ASSERT_TRUE(r) << r.error().describe();
+  ASSERT_TRUE(p.async_close(::asio::use_future).get());
+  const auto records = stream_records();
+  ASSERT_EQ(records.size(), 1U);
+  EXPECT_EQ(records[0].body, "over-tls");
+
+  auto untrusted = options();
+  untrusted.endpoint = o.endpoint;  // the system trust store does not know the test CA
+  auto q = make(untrusted);
+  auto refused = q.async_submit("never", ::asio::use_future).get();
+  ASSERT_FALSE(refused);
+  EXPECT_EQ(refused.error().code, ErrorCode::tls_failed);
+  EXPECT_EQ(refused.error().certainty, Certainty::definite);
+  EXPECT_EQ(stream_records().size(), 1U);
 }
 
 TEST_F(S2Asio, InvalidOptionsAreRefusedNamingTheField) {  // B3

@@ -15,6 +15,7 @@
 #include "prodsm/asio/s2_producer.hpp"
 #include "prodsm/s2/records.hpp"
 #include "s2_test_server.hpp"
+#include "tls_endpoint.hpp"
 
 namespace {
 
@@ -165,6 +166,22 @@ TEST_F(CliS2, BenchProducesToAnS2StreamAndReportsFigures) {  // P2
   const CliRun bad = prodsm("bench " + target("bench", stream) + " --content-type text/plain -n 1");
   EXPECT_EQ(bad.status, 2);
   EXPECT_NE(bad.err.find("--content-type is not supported for s2:// targets"), std::string::npos) << bad.err;
+}
+
+TEST_F(CliS2, ProducesOverHttpsWithCacert) {  // S2's cloud is https only
+  const std::string& certs = test::tls_certs();
+  ASSERT_FALSE(certs.empty());
+  test::NodeServer proxy("tls-proxy.mjs", {"--cert", certs + "/server.pem", "--key", certs + "/server.key", "--target",
+                                           "127.0.0.1:" + std::to_string(server().endpoint().port)});
+  ASSERT_FALSE(proxy.url().empty()) << proxy.error();
+  const std::string stream = server().stream_name("https");
+  const std::string t = "s2://test-basin/" + stream + " --endpoint " + proxy.url();
+  const CliRun ok = prodsm("produce " + t + " --create -q --cacert " + certs + "/ca.pem", "secure\n");
+  ASSERT_EQ(ok.status, 0) << ok.err;
+  EXPECT_EQ(bodies(stream), (std::vector<std::string>{"secure"}));
+  const CliRun untrusted = prodsm("produce " + t + " -q", "never\n");
+  EXPECT_EQ(untrusted.status, 3);
+  EXPECT_NE(untrusted.err.find("tls_failed"), std::string::npos) << untrusted.err;
 }
 
 TEST_F(CliS2, BadTargetsAndFlagsAreBadInput) {  // B3
