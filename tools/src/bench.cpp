@@ -22,6 +22,7 @@
 #include "prodsm/asio/producer.hpp"
 #include "prodsm/asio/stream_ops.hpp"
 #include "producer_flags.hpp"
+#include "s2_target.hpp"
 
 namespace prodsm::tools {
 namespace {
@@ -42,6 +43,10 @@ struct BenchOptions {
   bool json = false;
   std::uint64_t report_interval_ms = 5'000;
   ProducerFlags producer;
+  S2Flags s2;                        ///< s2:// targets only
+  bool max_in_flight_given = false;  ///< --max-in-flight was given (s2:// default: 1)
+  bool identity_given = false;       ///< --producer-id, --epoch or --auto-claim was given
+  bool content_type_given = false;   ///< --content-type was given
 };
 
 /// What the completion callbacks (on the I/O thread) collect.
@@ -61,65 +66,10 @@ std::string window_line(std::uint64_t sent, std::uint64_t acked, double secs, st
   return buf;
 }
 
-int run_bench(const BenchOptions& o) {
-  asio::ProducerOptions options;
-  options.url = o.url;
-  options.content_type = o.content_type;
-  if (auto bad = apply_producer_flags(o.producer, options)) {
-    std::fprintf(stderr, "prodsm bench: %s\n", bad->c_str());
-    return kExitBadInput;
-  }
-  if (ds::is_json_content_type(o.content_type)) {
-    std::fprintf(stderr, "prodsm bench: --content-type '%s': bench writes bytes records, not JSON values\n",
-                 o.content_type.c_str());
-    return kExitBadInput;
-  }
-  // Any bytes will do; a printable pattern keeps the stream readable with `prodsm read`.
-  std::string record(o.record_bytes, 'x');
-  for (std::size_t i = 0; i < record.size(); ++i) record[i] = static_cast<char>('a' + i % 26);
-  record.back() = '\n';
-
-  ::asio::io_context io;
-  auto guard = ::asio::make_work_guard(io);
-  set_interrupt_message(
-      "prodsm bench: interrupted: no more records are submitted; waiting until every record already accepted is "
-      "acknowledged (at most --delivery-timeout-ms); interrupt again to abort at once\n");
-  route_interrupts_here(true);  // the I/O thread inherits the blocked mask
-  std::thread io_thread([&io] { io.run(); });
-  route_interrupts_here(false);
-  struct Joiner {
-    ::asio::executor_work_guard<::asio::io_context::executor_type>& guard;
-    std::thread& thread;
-    ~Joiner() {
-      guard.reset();
-      if (thread.joinable()) thread.join();
-    }
-  } joiner{guard, io_thread};
-
-  auto producer = asio::Producer::create(io.get_executor(), options);
-  if (!producer) {
-    std::fprintf(stderr, "prodsm bench: %s\n", producer.error().c_str());
-    return kExitBadInput;
-  }
-  if (o.record_bytes > o.producer.max_batch_bytes) {
-    std::fprintf(stderr, "prodsm bench: --record-bytes %llu exceeds --max-batch-bytes %llu (B4)\n",
-                 static_cast<unsigned long long>(o.record_bytes),
-                 static_cast<unsigned long long>(o.producer.max_batch_bytes));
-    return kExitBadInput;
-  }
-
-  if (o.create) {
-    ds::RequestOptions request_options;
-    request_options.extra_headers = options.extra_headers;
-    auto r = asio::async_create_stream(producer->session(), producer->url(), options.content_type, {}, request_options,
-                                       ::asio::use_future)
-                 .get();
-    if (!r) {
-      std::fprintf(stderr, "prodsm bench: creating %s failed: %s\n", o.url.c_str(), r.error().describe().c_str());
-      return kExitServerError;
-    }
-  }
-
+/// Runs the load and prints the figures, for either producer (asio::Producer,
+/// asio::S2Producer): the same loop, flush, close and report.
+template <class P>
+int measure(P& producer, const BenchOptions& o, const std::string& record) {
   const std::uint64_t every = std::max<std::uint64_t>(1, (o.records + kMaxLatencySamples - 1) / kMaxLatencySamples);
   auto outcomes = std::make_shared<Outcomes>();
   outcomes->latency_ms.reserve(static_cast<std::size_t>(o.records / every + 1));
@@ -150,7 +100,7 @@ int run_bench(const BenchOptions& o) {
     tl::expected<Ticket, Rejection> r;
     if (i % every == 0) {
       const auto t0 = Clock::now();
-      r = producer->submit_blocking(record, submit_timeout, [outcomes, t0](asio::RecordResult result) {
+      r = producer.submit_blocking(record, submit_timeout, [outcomes, t0](const auto& result) {
         const double ms = std::chrono::duration<double, std::milli>(Clock::now() - t0).count();
         std::lock_guard lock(outcomes->mu);
         if (result) {
@@ -160,7 +110,7 @@ int run_bench(const BenchOptions& o) {
         }
       });
     } else {
-      r = producer->submit_blocking(record, submit_timeout);
+      r = producer.submit_blocking(record, submit_timeout);
     }
     if (!r) {
       failure = r.error().terminal ? *r.error().terminal : to_error(r.error());
@@ -172,7 +122,7 @@ int run_bench(const BenchOptions& o) {
       const auto now = Clock::now();
       if (now - window_start >= std::chrono::milliseconds{o.report_interval_ms}) {
         const double secs = std::chrono::duration<double>(now - window_start).count();
-        const std::uint64_t acked = producer->stats().core.records_succeeded;
+        const std::uint64_t acked = producer.stats().core.records_succeeded;
         std::fprintf(stderr, "%s\n",
                      window_line(sent - window_sent, acked - window_acked, secs, o.record_bytes).c_str());
         window_start = now;
@@ -182,10 +132,10 @@ int run_bench(const BenchOptions& o) {
     }
   }
   // Everything accepted is flushed and acknowledged before the clock stops.
-  if (auto flushed = producer->async_flush(::asio::use_future).get(); !flushed && !failure) failure = flushed.error();
+  if (auto flushed = producer.async_flush(::asio::use_future).get(); !flushed && !failure) failure = flushed.error();
   const double elapsed = std::chrono::duration<double>(Clock::now() - started).count();
-  if (auto closed = producer->async_close(::asio::use_future).get(); !closed && !failure) failure = closed.error();
-  const auto stats = producer->stats();
+  if (auto closed = producer.async_close(::asio::use_future).get(); !closed && !failure) failure = closed.error();
+  const auto stats = producer.stats();
 
   std::vector<double> latencies;
   {
@@ -269,13 +219,151 @@ int run_bench(const BenchOptions& o) {
   return kExitOk;
 }
 
+/// A bench record: any bytes will do; a printable pattern keeps the stream readable.
+std::string bench_record(std::uint64_t bytes) {
+  std::string record(bytes, 'x');
+  for (std::size_t i = 0; i < record.size(); ++i) record[i] = static_cast<char>('a' + i % 26);
+  record.back() = '\n';
+  return record;
+}
+
+/// The I/O thread of a run: runs `io` until destroyed; signals stay with the main thread.
+struct IoRunner {
+  ::asio::io_context io;
+  ::asio::executor_work_guard<::asio::io_context::executor_type> guard{::asio::make_work_guard(io)};
+  std::thread thread;
+  IoRunner() {
+    route_interrupts_here(true);  // the I/O thread inherits the blocked mask
+    thread = std::thread([this] { io.run(); });
+    route_interrupts_here(false);
+  }
+  ~IoRunner() {
+    guard.reset();
+    if (thread.joinable()) thread.join();
+  }
+  IoRunner(const IoRunner&) = delete;
+  IoRunner& operator=(const IoRunner&) = delete;
+};
+
+/// `prodsm bench s2://BASIN/STREAM`: the same load through asio::S2Producer.
+int run_bench_s2(const BenchOptions& o) {
+  if (o.content_type_given) {
+    std::fprintf(stderr, "prodsm bench: --content-type is not supported for s2:// targets\n");
+    return kExitBadInput;
+  }
+  auto target = parse_s2_target(o.url);
+  if (!target) {
+    std::fprintf(stderr, "prodsm bench: %s\n", target.error().c_str());
+    return kExitBadInput;
+  }
+  asio::S2ProducerOptions options;
+  if (auto bad = apply_s2_flags(*target, o.s2, o.producer, o.max_in_flight_given, o.identity_given, options)) {
+    std::fprintf(stderr, "prodsm bench: %s\n", bad->c_str());
+    return kExitBadInput;
+  }
+  if (o.record_bytes + 8 > o.producer.max_batch_bytes) {  // S2 meters 8 + body (B4)
+    std::fprintf(stderr, "prodsm bench: --record-bytes %llu + 8 exceeds --max-batch-bytes %llu (B4)\n",
+                 static_cast<unsigned long long>(o.record_bytes),
+                 static_cast<unsigned long long>(o.producer.max_batch_bytes));
+    return kExitBadInput;
+  }
+  set_interrupt_message(
+      "prodsm bench: interrupted: no more records are submitted; waiting until every record already accepted is "
+      "acknowledged (at most --delivery-timeout-ms); interrupt again to abort at once\n");
+  IoRunner runner;
+  auto producer = asio::S2Producer::create(runner.io.get_executor(), options);
+  if (!producer) {
+    std::fprintf(stderr, "prodsm bench: %s\n", producer.error().c_str());
+    return kExitBadInput;
+  }
+  if (o.create) {
+    s2::RequestOptions request_options;
+    request_options.access_token = options.access_token;
+    request_options.extra_headers = options.extra_headers;
+    auto request = s2::encode_create_stream(options.endpoint, options.stream, request_options);
+    auto response = request ? producer->session()->async_exchange(std::move(*request), ::asio::use_future).get()
+                            : asio::ExchangeResult(tl::unexpected(
+                                  make_error(ErrorCode::rejected, Certainty::definite, false, request.error())));
+    auto created =
+        response ? s2::classify_create_stream(*response) : tl::expected<bool, Error>(tl::unexpected(response.error()));
+    if (!created) {
+      std::fprintf(stderr, "prodsm bench: creating %s failed: %s\n", o.url.c_str(), created.error().describe().c_str());
+      return kExitServerError;
+    }
+  }
+  return measure(*producer, o, bench_record(o.record_bytes));
+}
+
+int run_bench(const BenchOptions& o) {
+  if (is_s2_target(o.url)) return run_bench_s2(o);
+  asio::ProducerOptions options;
+  options.url = o.url;
+  options.content_type = o.content_type;
+  if (auto bad = apply_producer_flags(o.producer, options)) {
+    std::fprintf(stderr, "prodsm bench: %s\n", bad->c_str());
+    return kExitBadInput;
+  }
+  if (ds::is_json_content_type(o.content_type)) {
+    std::fprintf(stderr, "prodsm bench: --content-type '%s': bench writes bytes records, not JSON values\n",
+                 o.content_type.c_str());
+    return kExitBadInput;
+  }
+  // Any bytes will do; a printable pattern keeps the stream readable with `prodsm read`.
+  std::string record(o.record_bytes, 'x');
+  for (std::size_t i = 0; i < record.size(); ++i) record[i] = static_cast<char>('a' + i % 26);
+  record.back() = '\n';
+
+  ::asio::io_context io;
+  auto guard = ::asio::make_work_guard(io);
+  set_interrupt_message(
+      "prodsm bench: interrupted: no more records are submitted; waiting until every record already accepted is "
+      "acknowledged (at most --delivery-timeout-ms); interrupt again to abort at once\n");
+  route_interrupts_here(true);  // the I/O thread inherits the blocked mask
+  std::thread io_thread([&io] { io.run(); });
+  route_interrupts_here(false);
+  struct Joiner {
+    ::asio::executor_work_guard<::asio::io_context::executor_type>& guard;
+    std::thread& thread;
+    ~Joiner() {
+      guard.reset();
+      if (thread.joinable()) thread.join();
+    }
+  } joiner{guard, io_thread};
+
+  auto producer = asio::Producer::create(io.get_executor(), options);
+  if (!producer) {
+    std::fprintf(stderr, "prodsm bench: %s\n", producer.error().c_str());
+    return kExitBadInput;
+  }
+  if (o.record_bytes > o.producer.max_batch_bytes) {
+    std::fprintf(stderr, "prodsm bench: --record-bytes %llu exceeds --max-batch-bytes %llu (B4)\n",
+                 static_cast<unsigned long long>(o.record_bytes),
+                 static_cast<unsigned long long>(o.producer.max_batch_bytes));
+    return kExitBadInput;
+  }
+
+  if (o.create) {
+    ds::RequestOptions request_options;
+    request_options.extra_headers = options.extra_headers;
+    auto r = asio::async_create_stream(producer->session(), producer->url(), options.content_type, {}, request_options,
+                                       ::asio::use_future)
+                 .get();
+    if (!r) {
+      std::fprintf(stderr, "prodsm bench: creating %s failed: %s\n", o.url.c_str(), r.error().describe().c_str());
+      return kExitServerError;
+    }
+  }
+
+  return measure(*producer, o, record);
+}
+
 }  // namespace
 
 void add_bench_command(CLI::App& app, std::function<int()>& run) {
   auto o = std::make_shared<BenchOptions>();
   CLI::App* cmd = app.add_subcommand(
       "bench", "Load-test a stream: N records of B bytes, throughput and submit-to-ack latency percentiles");
-  cmd->add_option("url", o->url, "Stream URL, http://host[:port]/path")->required();
+  cmd->add_option("url", o->url, "Stream URL, http://host[:port]/path, or an S2 stream s2://BASIN/STREAM")->required();
   add_decimal_option(*cmd, "-n,--records", o->records, 1, 1'000'000'000, "Records to produce, 1..1000000000");
   add_decimal_option(*cmd, "-s,--record-bytes", o->record_bytes, 1, 16ULL << 20,
                      "Bytes per record, 1..16777216 (and <= --max-batch-bytes)");
@@ -295,6 +383,7 @@ void add_bench_command(CLI::App& app, std::function<int()>& run) {
                      "Print a progress line to stderr this often (0 = never), 0..3600000");
   cmd->add_flag("--json", o->json, "Print the figures as one JSON object");
   add_producer_flags(*cmd, o->producer);
+  add_s2_flags(*cmd, o->s2);
   cmd->footer(
       "Latency is per record, from submit to its acknowledgement (linger and queueing included), "
       "sampled on at most 500000 records. Exit status: 0 success; 2 bad usage; 3 server or network "
@@ -303,6 +392,14 @@ void add_bench_command(CLI::App& app, std::function<int()>& run) {
       "figures printed). The figures are printed in every case but bad usage.");
   cmd->callback([o, cmd, &run] {
     o->producer.epoch_given = cmd->count("--epoch") > 0;
+    o->max_in_flight_given = cmd->count("--max-in-flight") > 0;
+    o->identity_given = cmd->count("--producer-id") + cmd->count("--epoch") + cmd->count("--auto-claim") > 0;
+    o->content_type_given = cmd->count("--content-type") > 0;
+    if (!is_s2_target(o->url)) {
+      for (const char* flag : {"--endpoint", "--fencing-token", "--match-seq-num"}) {
+        if (cmd->count(flag) > 0) throw CLI::ValidationError(std::string(flag) + ": only for s2:// targets");
+      }
+    }
     run = [o] { return run_bench(*o); };
   });
 }

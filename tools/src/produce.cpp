@@ -28,6 +28,7 @@
 #include "numeric_flags.hpp"
 #include "prodsm/asio/producer.hpp"
 #include "prodsm/asio/stream_ops.hpp"
+#include "produce_s2.hpp"
 #include "producer_flags.hpp"
 #include "record_reader.hpp"
 #include "resume.hpp"
@@ -53,6 +54,7 @@ struct ProduceOptions {
   bool verify = false;
   bool resume = false;
   bool quiet = false;
+  S2Flags s2;  ///< s2:// targets only
 };
 
 class Progress {
@@ -485,7 +487,7 @@ int run_produce(const ProduceOptions& o) {
 void add_produce_command(CLI::App& app, std::function<int()>& run) {
   auto o = std::make_shared<ProduceOptions>();
   CLI::App* cmd = app.add_subcommand("produce", "Produce one record per input line to a stream");
-  cmd->add_option("url", o->url, "Stream URL, http://host[:port]/path")->required();
+  cmd->add_option("url", o->url, "Stream URL, http://host[:port]/path, or an S2 stream s2://BASIN/STREAM")->required();
   cmd->add_option("-i,--input", o->input, "Input file ('-' = stdin)")->capture_default_str();
   cmd->add_option("--content-type", o->content_type, "Stream content type")->capture_default_str();
   cmd->add_flag("--json", o->json, "JSON mode: content type application/json, one JSON value per line");
@@ -503,6 +505,7 @@ void add_produce_command(CLI::App& app, std::function<int()>& run) {
                 "(else nothing is appended, exit 2); those records are skipped, the rest produced")
       ->excludes("--epoch");
   cmd->add_flag("-q,--quiet", o->quiet, "No summary, no progress");
+  add_s2_flags(*cmd, o->s2);
   cmd->footer(
       "Exit status: 0 success; 1 verification failed; 2 bad input (usage, unreadable file, invalid "
       "line: reported with its number, nothing after it is sent, everything before it is flushed); "
@@ -511,6 +514,26 @@ void add_produce_command(CLI::App& app, std::function<int()>& run) {
   cmd->callback([o, cmd, &run] {
     o->content_type_given = cmd->count("--content-type") > 0;
     o->producer.epoch_given = cmd->count("--epoch") > 0;
+    if (is_s2_target(o->url)) {
+      S2ProduceArgs a;
+      a.target = o->url;
+      a.input = o->input;
+      a.create = o->create;
+      a.flush_every = o->flush_every;
+      a.quiet = o->quiet;
+      a.producer = o->producer;
+      a.s2 = o->s2;
+      a.max_in_flight_given = cmd->count("--max-in-flight") > 0;
+      a.identity_given = cmd->count("--producer-id") + cmd->count("--epoch") + cmd->count("--auto-claim") > 0;
+      for (const char* flag : {"--json", "--content-type", "--close-stream", "--verify", "--resume"}) {
+        if (cmd->count(flag) > 0 && a.unsupported.empty()) a.unsupported = flag;
+      }
+      run = [a = std::move(a)] { return run_produce_s2(a); };
+      return;
+    }
+    for (const char* flag : {"--endpoint", "--fencing-token", "--match-seq-num"}) {
+      if (cmd->count(flag) > 0) throw CLI::ValidationError(std::string(flag) + ": only for s2:// targets");
+    }
     run = [o] { return run_produce(*o); };
   });
 }

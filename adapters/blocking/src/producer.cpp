@@ -23,24 +23,13 @@
 #include <thread>
 #include <vector>
 
+#include "dispatcher.hpp"
 #include "prodsm/ds/detail/waiters.hpp"
 #include "session_impl.hpp"
 
 namespace prodsm::blocking {
 namespace detail {
 
-/// Where outcomes are published and waited for: one per producer, shared with every
-/// RecordTicket so a ticket outlives the producer.
-struct Signal {
-  std::mutex mu;
-  std::condition_variable cv;
-};
-
-/// An outcome someone may wait for; `value` is guarded by Signal::mu and set once.
-template <class T>
-struct Op {
-  std::optional<T> value;
-};
 using VoidOp = Op<VoidResult>;
 struct CloseStreamOp : Op<CloseStreamResult> {};
 
@@ -48,130 +37,6 @@ struct TicketState : Op<RecordResult> {
   TicketState(std::shared_ptr<Signal> s, RecordCallback cb) : signal{std::move(s)}, callback{std::move(cb)} {}
   std::shared_ptr<Signal> signal;
   RecordCallback callback;  // touched by the dispatcher only, after acceptance
-};
-
-namespace {
-
-/// Depth of completion-callback frames on this thread (dispatcher tasks).
-thread_local int tls_callback_depth = 0;
-struct CallbackScope {
-  CallbackScope() { ++tls_callback_depth; }
-  ~CallbackScope() { --tls_callback_depth; }
-  CallbackScope(const CallbackScope&) = delete;
-  CallbackScope& operator=(const CallbackScope&) = delete;
-};
-
-template <class T>
-void publish(Signal& signal, Op<T>& op, T value) {
-  {
-    std::lock_guard lock(signal.mu);
-    op.value = std::move(value);
-  }
-  signal.cv.notify_all();
-}
-
-/// Waits until `op` has a value or `deadline` passed; returns the value if it has one.
-template <class T>
-std::optional<T> wait_for_value(Signal& signal, const Op<T>& op, std::optional<Instant> deadline) {
-  std::unique_lock lock(signal.mu);
-  auto ready = [&] { return op.value.has_value(); };
-  if (!deadline) {
-    signal.cv.wait(lock, ready);
-  } else if (!signal.cv.wait_until(lock, *deadline, ready)) {
-    return std::nullopt;
-  }
-  return op.value;
-}
-
-bool in_callback() noexcept {
-  return tls_callback_depth > 0;
-}
-
-}  // namespace
-
-/// A1: runs tasks one at a time in post order — on a thread of its own, or as a
-/// serializing queue over an injected executor (a drain task is scheduled when the
-/// queue turns non-empty and runs until it is empty again, like a strand).
-class Dispatcher : public std::enable_shared_from_this<Dispatcher> {
- public:
-  explicit Dispatcher(Executor executor) : executor_{std::move(executor)} {}
-
-  static std::shared_ptr<Dispatcher> start(Executor executor) {
-    auto d = std::make_shared<Dispatcher>(std::move(executor));
-    if (!d->executor_) d->thread_ = std::thread([self = d] { self->run(); });
-    return d;
-  }
-
-  void post(std::function<void()> task) {
-    bool schedule = false;
-    {
-      std::lock_guard lock(mu_);
-      queue_.push_back(std::move(task));
-      if (executor_ && !scheduled_) schedule = scheduled_ = true;
-    }
-    if (!executor_) {
-      cv_.notify_one();
-    } else if (schedule) {
-      executor_([self = shared_from_this()] { self->drain(); });
-    }
-  }
-
-  /// Own thread: runs what is queued, then stops and joins (detaches when called from
-  /// the dispatcher thread itself: the producer was destroyed inside a callback).
-  void stop_and_join() {
-    if (!thread_.joinable()) return;
-    {
-      std::lock_guard lock(mu_);
-      stopping_ = true;
-    }
-    cv_.notify_one();
-    if (thread_.get_id() == std::this_thread::get_id()) {
-      thread_.detach();
-    } else {
-      thread_.join();
-    }
-  }
-
- private:
-  void run() {
-    CallbackScope scope;
-    std::unique_lock lock(mu_);
-    while (true) {
-      cv_.wait(lock, [&] { return !queue_.empty() || stopping_; });
-      if (queue_.empty()) return;
-      std::function<void()> task = std::move(queue_.front());
-      queue_.pop_front();
-      lock.unlock();
-      task();
-      task = nullptr;  // release what it captured before taking the lock again
-      lock.lock();
-    }
-  }
-
-  void drain() {
-    CallbackScope scope;
-    while (true) {
-      std::function<void()> task;
-      {
-        std::lock_guard lock(mu_);
-        if (queue_.empty()) {
-          scheduled_ = false;
-          return;
-        }
-        task = std::move(queue_.front());
-        queue_.pop_front();
-      }
-      task();
-    }
-  }
-
-  Executor executor_;
-  std::mutex mu_;
-  std::condition_variable cv_;
-  std::deque<std::function<void()>> queue_;  // bounded by the producer's bounds (R3)
-  bool scheduled_ = false;                   // executor mode: a drain task is pending
-  bool stopping_ = false;
-  std::thread thread_;
 };
 
 }  // namespace detail
@@ -224,7 +89,7 @@ struct Producer::Impl : Participant, std::enable_shared_from_this<Producer::Impl
   ds::detail::Waiters<TicketStatePtr, std::shared_ptr<detail::VoidOp>, std::shared_ptr<detail::CloseStreamOp>>
       waiters;                               // routed client events
   std::shared_ptr<detail::VoidOp> close_op;  // every close() waits for this one
-  std::optional<Instant> armed;  // the client deadline the session's I/O thread last saw
+  std::optional<Instant> armed;              // the client deadline the session's I/O thread last saw
   bool session_released = false;
   std::condition_variable capacity_cv;
   std::uint32_t capacity_waiters = 0;

@@ -1,0 +1,146 @@
+// SPDX-License-Identifier: Apache-2.0
+#pragma once
+/// @file s2_producer.hpp
+/// prodsm::asio::S2Producer: the Producer to an S2 stream on Asio. It drives an
+/// s2::ProducerClient (core + S2 policy + protobuf codec, sans-IO) over the same Session
+/// the Durable Streams producer uses (one connection pool, TLS, per-request headers) and
+/// one timer, with the same producer operations: submit (fire-and-forget or with a
+/// callback), submit_blocking, async_submit, async_flush, async_close, abort, stats.
+/// Completions run in ticket order on one callback strand (A1), flush and close complete
+/// after the callbacks of the records they cover (A2), a throwing callback is caught and
+/// reported (A3), a refused submit registers nothing (A4).
+///
+/// Differences from asio::Producer: no stream close (S2 producers have none), and
+/// async_submit does not wait for capacity — a full producer completes it at once with
+/// would_block (use submit_blocking to wait).
+
+#include <asio/any_io_executor.hpp>
+#include <asio/async_result.hpp>
+
+#include <exception>
+#include <functional>
+#include <memory>
+#include <optional>
+#include <string>
+#include <string_view>
+
+#include <tl/expected.hpp>
+
+#include "prodsm/asio/producer.hpp"
+#include "prodsm/asio/session.hpp"
+#include "prodsm/s2/client.hpp"
+
+namespace prodsm::asio {
+
+/// An S2 record's outcome: durable at a seq_num (s2::RecordAck::seq_num(), P4), or the
+/// error that failed it (E1, E2, C5).
+using S2RecordResult = s2::RecordResult;
+
+/// Configuration of an S2Producer: the options both adapters share
+/// (s2::ProducerOptions: endpoint, stream, access token, core config, session transport
+/// options, extra headers, submit_timeout_ns, max_pending_records) plus the callback
+/// executor, the per-request header provider and the callback-exception hook.
+struct S2ProducerOptions : s2::ProducerOptions {
+  /// A1: run completions on a strand of this executor instead of the session's strand.
+  std::optional<::asio::any_io_executor> callback_executor;
+  /// Per-request headers of the session the producer creates (prodsm/header_provider.hpp),
+  /// e.g. a refreshed bearer token; an attached producer uses its session's.
+  HeaderProvider header_provider{};
+  /// A3: called with every exception a completion callback threw.
+  std::function<void(std::exception_ptr)> on_callback_exception{};
+};
+
+/// The S2 Producer on Asio (see the file comment). Movable, not copyable.
+class S2Producer {
+ public:
+  /// Validates `options` (s2::validate: the error names the field), creates and owns a
+  /// Session to the endpoint's host and port (TLS for https endpoints). C4: close()
+  /// closes the owned session.
+  static tl::expected<S2Producer, std::string> create(::asio::any_io_executor executor, S2ProducerOptions options);
+  /// Creates a producer attached to `session` (C4: close() leaves it open). The session
+  /// must talk to the endpoint's host and port; options.header_provider must be empty.
+  static tl::expected<S2Producer, std::string> attach(std::shared_ptr<Session> session, S2ProducerOptions options);
+
+  S2Producer(S2Producer&&) noexcept;             ///< movable
+  S2Producer& operator=(S2Producer&&) noexcept;  ///< aborts the replaced producer unless closed (C5)
+  S2Producer(const S2Producer&) = delete;
+  S2Producer& operator=(const S2Producer&) = delete;
+  /// Without a completed close, aborts (C5): unresolved records fail with `aborted`.
+  ~S2Producer();
+
+  /// Submits a record without a callback (A4: accepted or rejected now).
+  tl::expected<Ticket, Rejection> submit(std::string_view record);
+  /// Submits a record; `on_complete(S2RecordResult)` runs exactly once (A1–A3) unless the
+  /// submit is rejected now (A4).
+  template <class F>
+  tl::expected<Ticket, Rejection> submit(std::string_view record, F&& on_complete) {
+    return submit_with(record, std::make_unique<detail::CallbackCompletion<S2RecordResult, std::decay_t<F>>>(
+                                   std::forward<F>(on_complete)));
+  }
+  /// Submits a record, blocking the calling thread while the producer is full (R1), up
+  /// to `timeout_ns` (then would_block). Never call it on the producer's executor.
+  tl::expected<Ticket, Rejection> submit_blocking(std::string_view record, Duration timeout_ns);
+  /// Same, and `on_complete(S2RecordResult)` runs exactly once unless the submit is
+  /// refused (A4).
+  template <class F>
+  tl::expected<Ticket, Rejection> submit_blocking(std::string_view record, Duration timeout_ns, F&& on_complete) {
+    return submit_blocking_with(
+        record, timeout_ns,
+        std::make_unique<detail::CallbackCompletion<S2RecordResult, std::decay_t<F>>>(std::forward<F>(on_complete)));
+  }
+
+  /// Submits a record as an Asio operation; signature void(S2RecordResult). A refusal
+  /// (would_block included: no capacity wait) completes at once with the error.
+  template <class CompletionToken>
+  auto async_submit(std::string record, CompletionToken&& token) {
+    return ::asio::async_initiate<CompletionToken, void(S2RecordResult)>(
+        [this](auto handler, std::string r) {
+          initiate_submit(
+              r, std::make_unique<detail::TokenCompletion<S2RecordResult, decltype(handler)>>(std::move(handler)));
+        },
+        token, std::move(record));
+  }
+  /// Flush barrier (F1–F5) as an Asio operation; signature void(VoidResult).
+  template <class CompletionToken>
+  auto async_flush(CompletionToken&& token) {
+    return ::asio::async_initiate<CompletionToken, void(VoidResult)>(
+        [this](auto handler) {
+          initiate_flush(std::make_unique<detail::TokenCompletion<VoidResult, decltype(handler)>>(std::move(handler)));
+        },
+        token);
+  }
+  /// Closes the producer (C1): flush, drain, release the owned session (C4); signature
+  /// void(VoidResult); a second close completes with the same result.
+  template <class CompletionToken>
+  auto async_close(CompletionToken&& token) {
+    return ::asio::async_initiate<CompletionToken, void(VoidResult)>(
+        [this](auto handler) {
+          initiate_close(std::make_unique<detail::TokenCompletion<VoidResult, decltype(handler)>>(std::move(handler)));
+        },
+        token);
+  }
+  /// Aborts (C5): every unresolved record, flush and close fails with `aborted`.
+  void abort();
+  /// Counters: the core's, the session's, callback exceptions, capacity waits.
+  [[nodiscard]] ProducerAdapterStats stats() const;
+  /// The session the producer uses (owned or attached).
+  [[nodiscard]] const std::shared_ptr<Session>& session() const noexcept;
+  /// The options the producer was created with.
+  [[nodiscard]] const s2::ProducerOptions& options() const noexcept;
+
+  /// The private implementation (defined in s2_producer.cpp); not for users.
+  struct Impl;
+
+ private:
+  explicit S2Producer(std::shared_ptr<Impl> impl);
+  tl::expected<Ticket, Rejection> submit_with(std::string_view record,
+                                              std::unique_ptr<detail::Completion<S2RecordResult>> c);
+  tl::expected<Ticket, Rejection> submit_blocking_with(std::string_view record, Duration timeout_ns,
+                                                       std::unique_ptr<detail::Completion<S2RecordResult>> c);
+  void initiate_submit(std::string_view record, std::unique_ptr<detail::Completion<S2RecordResult>> c);
+  void initiate_flush(std::unique_ptr<detail::Completion<VoidResult>> c);
+  void initiate_close(std::unique_ptr<detail::Completion<VoidResult>> c);
+  std::shared_ptr<Impl> impl_;
+};
+
+}  // namespace prodsm::asio

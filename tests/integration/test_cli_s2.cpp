@@ -1,0 +1,213 @@
+// SPDX-License-Identifier: Apache-2.0
+// `prodsm produce s2://BASIN/STREAM` end to end against the S2 test server
+// (tests/s2-server/server.mjs): records in order as protobuf appends (P3, P4), the token
+// from S2_ACCESS_TOKEN or --bearer-token-file, --match-seq-num and --fencing-token
+// mismatches (E3, exit 3), a retried fault (E2), and bad targets and flags (exit 2).
+#include <gtest/gtest.h>
+
+#include <asio/use_future.hpp>
+
+#include <cstdlib>
+#include <nlohmann/json.hpp>
+
+#include "cli_support.hpp"
+#include "io_thread.hpp"
+#include "prodsm/asio/s2_producer.hpp"
+#include "prodsm/s2/records.hpp"
+#include "s2_test_server.hpp"
+#include "tls_endpoint.hpp"
+
+namespace {
+
+namespace asio = prodsm::asio;
+namespace s2 = prodsm::s2;
+namespace test = prodsm::test;
+using test::CliRun;
+using test::prodsm;
+
+class CliS2 : public ::testing::Test {
+ protected:
+  static test::S2TestServer& server() {
+    static test::S2TestServer s;
+    return s;
+  }
+  static test::S2TestServer& token_server() {
+    static test::S2TestServer s({"--access-token", "sesame-token"});
+    return s;
+  }
+  void SetUp() override {
+    ASSERT_FALSE(server().url().empty()) << server().error();
+    asio::SessionOptions o;
+    o.stall.enabled = false;
+    auto session = asio::Session::create(io_.io.get_executor(), "127.0.0.1", server().endpoint().port, o);
+    ASSERT_TRUE(session) << session.error();
+    control_ = *session;
+  }
+  void TearDown() override {
+    if (control_) control_->close();
+  }
+  /// `s2://test-basin/<fresh stream> --endpoint <server>`, the stream's name in `stream`.
+  std::string target(const std::string& prefix, std::string& stream) {
+    stream = server().stream_name(prefix);
+    return "s2://" + std::string(test::S2TestServer::kBasin) + "/" + stream + " --endpoint " + server().url();
+  }
+  std::vector<std::string> bodies(const std::string& stream) {
+    auto records = test::read_s2_stream(control_, server().endpoint(), stream);
+    EXPECT_TRUE(records) << records.error();
+    std::vector<std::string> out;
+    for (const auto& r : records.value_or(std::vector<s2::SequencedRecord>{})) out.push_back(r.body);
+    return out;
+  }
+
+  test::IoThread io_;
+  std::shared_ptr<asio::Session> control_;
+};
+
+TEST_F(CliS2, ProducesEachLineAsARecordInOrder) {  // P3, P4
+  std::string stream;
+  const CliRun r = prodsm("produce " + target("lines", stream) + " --create", "one\ntwo\nthree\n");
+  ASSERT_EQ(r.status, 0) << r.err;
+  EXPECT_NE(r.out.find("records      3"), std::string::npos) << r.out;
+  EXPECT_EQ(bodies(stream), (std::vector<std::string>{"one", "two", "three"}));
+  // A second run appends after them (--create of an existing stream is fine).
+  const CliRun again =
+      prodsm("produce s2://test-basin/" + stream + " --endpoint " + server().url() + " --create -q", "four\n");
+  ASSERT_EQ(again.status, 0) << again.err;
+  EXPECT_EQ(bodies(stream), (std::vector<std::string>{"one", "two", "three", "four"}));
+}
+
+TEST_F(CliS2, AppendsWithoutCreateFailWhenTheStreamIsMissing) {  // E2: not_found, definite
+  std::string stream;
+  const CliRun r = prodsm("produce " + target("missing", stream) + " -q", "a\n");
+  EXPECT_EQ(r.status, 3);
+  EXPECT_NE(r.err.find("stream_not_found"), std::string::npos) << r.err;
+}
+
+TEST_F(CliS2, AStaleMatchSeqNumExits3WithTheStreamsTail) {  // E3
+  std::string stream;
+  ASSERT_EQ(prodsm("produce " + target("match", stream) + " --create -q", "a\nb\n").status, 0);
+  const std::string t = "s2://test-basin/" + stream + " --endpoint " + server().url();
+  const CliRun stale = prodsm("produce " + t + " --match-seq-num 0 -q", "c\n");
+  EXPECT_EQ(stale.status, 3);
+  EXPECT_NE(stale.err.find("condition_failed (definite)"), std::string::npos) << stale.err;
+  EXPECT_NE(stale.err.find("next seq_num is 2"), std::string::npos) << stale.err;
+  const CliRun right = prodsm("produce " + t + " --match-seq-num 2 --max-in-flight 4 -q", "c\nd\n");
+  EXPECT_EQ(right.status, 0) << right.err;
+  EXPECT_EQ(bodies(stream), (std::vector<std::string>{"a", "b", "c", "d"}));
+}
+
+TEST_F(CliS2, AStreamFencedWithAnotherTokenExits3) {  // E3
+  std::string stream;
+  const std::string t = target("fence", stream);
+  ASSERT_TRUE(test::create_s2_stream(control_, server().endpoint(), stream));
+  asio::S2ProducerOptions o;
+  o.endpoint = server().endpoint();
+  o.stream = stream;
+  o.producer.protocol.record_format = prodsm::S2Policy::RecordFormat::framed;
+  auto fencer = asio::S2Producer::create(io_.io.get_executor(), o);
+  ASSERT_TRUE(fencer) << fencer.error();
+  ASSERT_TRUE(fencer->submit(s2::fence_record("owner-b").value()));
+  ASSERT_TRUE(fencer->async_close(::asio::use_future).get());
+
+  const CliRun fenced = prodsm("produce " + t + " --fencing-token owner-a -q", "late\n");
+  EXPECT_EQ(fenced.status, 3);
+  EXPECT_NE(fenced.err.find("fencing_token_mismatch"), std::string::npos) << fenced.err;
+  EXPECT_NE(fenced.err.find("owner-b"), std::string::npos) << fenced.err;
+  const CliRun owner = prodsm("produce " + t + " --fencing-token owner-b -q", "mine\n");
+  EXPECT_EQ(owner.status, 0) << owner.err;
+  EXPECT_EQ(bodies(stream).back(), "mine");
+}
+
+TEST_F(CliS2, TheTokenComesFromS2AccessTokenOrABearerTokenFile) {
+  ASSERT_FALSE(token_server().url().empty()) << token_server().error();
+  const std::string t =
+      "s2://test-basin/" + token_server().stream_name("token") + " --endpoint " + token_server().url();
+  ::unsetenv("S2_ACCESS_TOKEN");
+  const CliRun none = prodsm("produce " + t + " --create -q", "a\n");
+  EXPECT_EQ(none.status, 3);
+  EXPECT_NE(none.err.find("authn"), std::string::npos) << none.err;
+
+  ::setenv("S2_ACCESS_TOKEN", "sesame-token", 1);
+  const CliRun env = prodsm("produce " + t + " --create -q", "a\n");
+  ::unsetenv("S2_ACCESS_TOKEN");
+  EXPECT_EQ(env.status, 0) << env.err;
+
+  const std::string file = test::temp_path("s2-token");
+  test::write_file(file, "sesame-token\n");
+  const CliRun from_file = prodsm("produce " + t + " --bearer-token-file " + file + " -q", "b\n");
+  EXPECT_EQ(from_file.status, 0) << from_file.err;
+  std::remove(file.c_str());
+}
+
+TEST_F(CliS2, ANoSideEffectFaultIsRetried) {  // E2
+  std::string stream;
+  const std::string t = target("fault", stream);
+  ASSERT_TRUE(test::create_s2_stream(control_, server().endpoint(), stream));
+  ASSERT_TRUE(test::inject_s2_faults(
+      control_, server().endpoint(),
+      R"([{"kind":"error_before_commit","stream":")" + stream + R"(","status":503,"code":"server_draining"}])"));
+  const CliRun r = prodsm("produce " + t, "a\nb\n");
+  EXPECT_EQ(r.status, 0) << r.err;
+  EXPECT_NE(r.out.find("resends      1 retries"), std::string::npos) << r.out;
+  EXPECT_EQ(bodies(stream), (std::vector<std::string>{"a", "b"}));
+}
+
+TEST_F(CliS2, BenchProducesToAnS2StreamAndReportsFigures) {  // P2
+  std::string stream;
+  const CliRun r = prodsm("bench " + target("bench", stream) + " --create -n 300 -s 20 --json");
+  ASSERT_EQ(r.status, 0) << r.err;
+  const auto figures = nlohmann::json::parse(r.out, nullptr, false);
+  ASSERT_FALSE(figures.is_discarded()) << r.out;
+  EXPECT_EQ(figures["records_acknowledged"], 300);
+  EXPECT_EQ(figures["records_failed"], 0);
+  const auto held = bodies(stream);
+  ASSERT_EQ(held.size(), 300U);
+  EXPECT_EQ(held[0].size(), 20U);
+  const CliRun bad = prodsm("bench " + target("bench", stream) + " --content-type text/plain -n 1");
+  EXPECT_EQ(bad.status, 2);
+  EXPECT_NE(bad.err.find("--content-type is not supported for s2:// targets"), std::string::npos) << bad.err;
+}
+
+TEST_F(CliS2, ProducesOverHttpsWithCacert) {  // S2's cloud is https only
+  const std::string& certs = test::tls_certs();
+  ASSERT_FALSE(certs.empty());
+  test::NodeServer proxy("tls-proxy.mjs", {"--cert", certs + "/server.pem", "--key", certs + "/server.key", "--target",
+                                           "127.0.0.1:" + std::to_string(server().endpoint().port)});
+  ASSERT_FALSE(proxy.url().empty()) << proxy.error();
+  const std::string stream = server().stream_name("https");
+  const std::string t = "s2://test-basin/" + stream + " --endpoint " + proxy.url();
+  const CliRun ok = prodsm("produce " + t + " --create -q --cacert " + certs + "/ca.pem", "secure\n");
+  ASSERT_EQ(ok.status, 0) << ok.err;
+  EXPECT_EQ(bodies(stream), (std::vector<std::string>{"secure"}));
+  const CliRun untrusted = prodsm("produce " + t + " -q", "never\n");
+  EXPECT_EQ(untrusted.status, 3);
+  EXPECT_NE(untrusted.err.find("tls_failed"), std::string::npos) << untrusted.err;
+}
+
+TEST_F(CliS2, BadTargetsAndFlagsAreBadInput) {  // B3
+  const std::string ep = " --endpoint " + server().url();
+  struct Case {
+    std::string args;
+    std::string message;
+  };
+  const std::vector<Case> cases{
+      {"s2://test-basin" + ep, "names no stream"},
+      {"s2://Bad/stream" + ep, "basin 'Bad'"},
+      {"s2://test-basin/s --max-in-flight 3" + ep,
+       "--max-in-flight: more than one S2 append in flight needs "
+       "--match-seq-num"},
+      {"s2://test-basin/s --json" + ep, "--json is not supported for s2:// targets"},
+      {"s2://test-basin/s --producer-id p" + ep, "Durable Streams flags"},
+      {"s2://test-basin/s --max-batch-bytes 2000000" + ep, "--max-batch-bytes: s2:// targets take"},
+      {"s2://test-basin/s --fencing-token " + std::string(37, 'x') + ep, "producer.protocol.fencing_token"},
+      {"s2://test-basin/s --endpoint ftp://x", "--endpoint: "},
+      {server().url() + "/ds-stream --match-seq-num 3", "--match-seq-num: only for s2:// targets"},
+  };
+  for (const auto& c : cases) {
+    const CliRun r = prodsm("produce " + c.args, "a\n");
+    EXPECT_EQ(r.status, 2) << c.args << "\n" << r.err;
+    EXPECT_NE(r.err.find(c.message), std::string::npos) << c.args << "\n" << r.err;
+  }
+}
+
+}  // namespace

@@ -1,0 +1,213 @@
+// SPDX-License-Identifier: Apache-2.0
+// `prodsm produce s2://BASIN/STREAM` (see produce_s2.hpp).
+#include "produce_s2.hpp"
+
+#include <asio/io_context.hpp>
+#include <asio/use_future.hpp>
+
+#include <chrono>
+#include <cstdio>
+#include <fstream>
+#include <iostream>
+#include <mutex>
+#include <thread>
+#include <vector>
+
+#include "commands.hpp"
+#include "figures.hpp"
+#include "interrupt.hpp"
+#include "record_reader.hpp"
+
+namespace prodsm::tools {
+namespace {
+
+using Clock = std::chrono::steady_clock;
+
+/// Creates the stream (exists already: fine). The error, or nothing.
+std::optional<Error> create_stream(const asio::S2Producer& producer) {
+  const auto& o = producer.options();
+  s2::RequestOptions request_options;
+  request_options.access_token = o.access_token;
+  request_options.extra_headers = o.extra_headers;
+  auto request = s2::encode_create_stream(o.endpoint, o.stream, request_options);
+  if (!request) return make_error(ErrorCode::rejected, Certainty::definite, false, request.error());
+  auto response = producer.session()->async_exchange(std::move(*request), ::asio::use_future).get();
+  if (!response) return response.error();
+  auto created = s2::classify_create_stream(*response);
+  if (!created) return created.error();
+  return std::nullopt;
+}
+
+}  // namespace
+
+int run_produce_s2(const S2ProduceArgs& a) {
+  if (!a.unsupported.empty()) {
+    std::fprintf(stderr, "prodsm produce: %s is not supported for s2:// targets\n", a.unsupported.c_str());
+    return kExitBadInput;
+  }
+  auto target = parse_s2_target(a.target);
+  if (!target) {
+    std::fprintf(stderr, "prodsm produce: %s\n", target.error().c_str());
+    return kExitBadInput;
+  }
+  asio::S2ProducerOptions options;
+  if (auto bad = apply_s2_flags(*target, a.s2, a.producer, a.max_in_flight_given, a.identity_given, options)) {
+    std::fprintf(stderr, "prodsm produce: %s\n", bad->c_str());
+    return kExitBadInput;
+  }
+
+  std::ifstream file;
+  std::istream* in = &std::cin;
+  if (a.input != "-") {
+    file.open(a.input, std::ios::binary);
+    if (!file) {
+      std::fprintf(stderr, "prodsm produce: cannot open input '%s'\n", a.input.c_str());
+      return kExitBadInput;
+    }
+    in = &file;
+  }
+  // S2 meters a record without headers as 8 bytes + its body (S2Policy::metered_bytes);
+  // the line's '\n' is not part of the record.
+  RecordReader reader(*in, RecordReader::Mode::bytes, a.producer.max_batch_bytes - 8 + 1,
+                      [in] { return tools::interrupted() || (in == &std::cin && std::ferror(stdin) != 0); });
+
+  ::asio::io_context io;
+  auto guard = ::asio::make_work_guard(io);
+  set_interrupt_message(
+      "prodsm produce: interrupted: input stopped; waiting until every record already accepted is acknowledged "
+      "(at most --delivery-timeout-ms); interrupt again to abort at once\n");
+  route_interrupts_here(true);  // the I/O thread inherits the blocked mask
+  std::thread io_thread([&io] { io.run(); });
+  route_interrupts_here(false);
+  struct Joiner {
+    ::asio::executor_work_guard<::asio::io_context::executor_type>& guard;
+    std::thread& thread;
+    ~Joiner() {
+      guard.reset();
+      if (thread.joinable()) thread.join();
+    }
+  } joiner{guard, io_thread};
+
+  auto producer = asio::S2Producer::create(io.get_executor(), options);
+  if (!producer) {
+    std::fprintf(stderr, "prodsm produce: %s\n", producer.error().c_str());
+    return kExitBadInput;
+  }
+  if (a.create) {
+    if (auto e = create_stream(*producer)) {
+      std::fprintf(stderr, "prodsm produce: creating %s failed: %s\n", a.target.c_str(), e->describe().c_str());
+      return kExitServerError;
+    }
+  }
+
+  std::mutex latency_mu;
+  std::vector<double> flush_latencies_ms;
+  auto timed_flush = [&](bool wait) -> std::optional<Error> {
+    const auto t0 = Clock::now();
+    auto record_latency = [&latency_mu, &flush_latencies_ms, t0] {
+      std::lock_guard lock(latency_mu);
+      flush_latencies_ms.push_back(std::chrono::duration<double, std::milli>(Clock::now() - t0).count());
+    };
+    if (!wait) {
+      producer->async_flush([record_latency](asio::VoidResult) { record_latency(); });
+      return std::nullopt;
+    }
+    auto r = producer->async_flush(::asio::use_future).get();
+    record_latency();
+    if (!r) return r.error();
+    return std::nullopt;
+  };
+
+  std::uint64_t records = 0;
+  std::uint64_t record_bytes = 0;
+  std::optional<LineError> bad_line;
+  std::optional<Error> failure;
+  bool interrupted = false;
+  const auto started = Clock::now();
+  while (true) {
+    if (tools::interrupted()) {
+      interrupted = true;
+      break;
+    }
+    auto next = reader.next();
+    if (!next) {
+      interrupted = tools::interrupted();
+      if (!interrupted) bad_line = next.error();
+      break;
+    }
+    if (!*next) {
+      interrupted = tools::interrupted();
+      break;
+    }
+    std::string_view record = **next;  // one record per line, without its newline (as `s2 append`)
+    if (!record.empty() && record.back() == '\n') record.remove_suffix(1);
+    auto r = producer->submit_blocking(record, std::chrono::milliseconds{a.producer.delivery_timeout_ms});
+    if (!r) {
+      if (r.error().reason == RejectReason::failed && r.error().terminal) {
+        failure = *r.error().terminal;
+      } else if (r.error().reason == RejectReason::invalid_record ||
+                 r.error().reason == RejectReason::record_too_large) {
+        bad_line = LineError{reader.line(), std::string(r.error().detail)};
+      } else {
+        failure = make_error(ErrorCode::would_block, Certainty::definite, false, std::string(r.error().detail));
+      }
+      break;
+    }
+    ++records;
+    record_bytes += record.size();
+    if (a.flush_every > 0 && records % a.flush_every == 0) timed_flush(false);
+  }
+  // Everything accepted is flushed, whatever stopped the input (nothing is lost).
+  if (auto e = timed_flush(true); e && !failure) failure = e;
+  auto close_result = producer->async_close(::asio::use_future).get();
+  if (!close_result && !failure) failure = close_result.error();
+  const double elapsed = std::chrono::duration<double>(Clock::now() - started).count();
+
+  const auto stats = producer->stats();
+  if (!a.quiet) {
+    std::vector<double> latencies;
+    {
+      std::lock_guard lock(latency_mu);
+      latencies = flush_latencies_ms;
+    }
+    if (stats.core.records_failed > 0 || records != stats.core.records_succeeded) {
+      std::printf("records      %llu accepted: %llu acknowledged, %llu failed\n",
+                  static_cast<unsigned long long>(records),
+                  static_cast<unsigned long long>(stats.core.records_succeeded),
+                  static_cast<unsigned long long>(stats.core.records_failed));
+    } else {
+      std::printf("records      %llu\n", static_cast<unsigned long long>(records));
+    }
+    std::printf("bytes        %llu (%s)\n", static_cast<unsigned long long>(record_bytes),
+                format_bytes(static_cast<double>(record_bytes)).c_str());
+    std::printf("batches      %llu\n", static_cast<unsigned long long>(stats.core.batches_sealed));
+    std::printf("resends      %llu retries\n", static_cast<unsigned long long>(stats.core.retries));
+    std::printf("transport    %llu connections, %llu transport failures\n",
+                static_cast<unsigned long long>(stats.session.connections_opened),
+                static_cast<unsigned long long>(stats.session.transport_failures));
+    std::printf("elapsed      %.3f s\n", elapsed);
+    std::printf("throughput   %.0f records/s, %s/s\n", elapsed > 0 ? static_cast<double>(records) / elapsed : 0.0,
+                format_bytes(elapsed > 0 ? static_cast<double>(record_bytes) / elapsed : 0.0).c_str());
+    std::printf("flush        %zu flushes, latency p50 %.2f ms, p99 %.2f ms\n", latencies.size(),
+                percentile(latencies, 50), percentile(latencies, 99));
+  }
+  if (bad_line) {
+    std::fprintf(stderr, "prodsm produce: line %llu: %s (stopped before sending it; the %llu records before it %s)\n",
+                 static_cast<unsigned long long>(bad_line->line), bad_line->message.c_str(),
+                 static_cast<unsigned long long>(records),
+                 failure ? ("were not all stored: " + failure->describe()).c_str() : "were flushed");
+    return failure ? kExitServerError : kExitBadInput;
+  }
+  if (failure) {
+    std::fprintf(stderr, "prodsm produce: %s\n", failure->describe().c_str());
+    return kExitServerError;
+  }
+  if (interrupted) {
+    std::fprintf(stderr, "prodsm produce: interrupted: stopped reading after %llu records, which were flushed\n",
+                 static_cast<unsigned long long>(records));
+    return kExitInterrupted;
+  }
+  return kExitOk;
+}
+
+}  // namespace prodsm::tools
