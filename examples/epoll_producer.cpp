@@ -43,7 +43,8 @@ prodsm::Instant now() {
 }  // CLOCK_MONOTONIC
 
 struct Loop {
-  Loop(prodsm::ds::ProducerClient c, prodsm::http::Pool p, int in) : client{std::move(c)}, pool{std::move(p)}, input{in} {}
+  Loop(prodsm::ds::ProducerClient c, prodsm::http::Pool p, int in)
+      : client{std::move(c)}, pool{std::move(p)}, input{in} {}
 
   prodsm::ds::ProducerClient client;
   prodsm::http::Pool pool;
@@ -203,7 +204,8 @@ struct Loop {
     const prodsm::http::WriteView view = pool.take_write(id, now());
     if (view.empty()) return;
     std::array<iovec, prodsm::http::WriteView::kMaxParts> iov{};
-    for (std::size_t i = 0; i < view.count; ++i) iov[i] = {const_cast<char*>(view.parts[i].data()), view.parts[i].size()};
+    for (std::size_t i = 0; i < view.count; ++i)
+      iov[i] = {const_cast<char*>(view.parts[i].data()), view.parts[i].size()};
     const ssize_t n = ::writev(it->second, iov.data(), static_cast<int>(view.count));
     const int err = errno;
     pool.on_written(id, now(), n > 0 ? static_cast<std::size_t>(n) : 0);

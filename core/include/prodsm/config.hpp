@@ -13,7 +13,6 @@
 
 namespace prodsm {
 
-using namespace std::chrono_literals;
 
 /// How long a partial batch may wait for more records (B1, B2).
 /// Three distinct values: a positive duration; zero ("no intentional delay": the batch

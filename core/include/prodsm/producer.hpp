@@ -56,6 +56,9 @@ struct Rejection {
   std::string_view detail;
   /// The sticky terminal error when reason == failed.
   std::optional<Error> terminal;
+  /// One line for people: to_error(*this).describe(), e.g.
+  /// "invalid_record (definite): record exceeds max_batch_bytes".
+  [[nodiscard]] std::string describe() const;
 };
 
 /// The refusal as the error an adapter completes the refused operation with (A4): the
@@ -63,6 +66,8 @@ struct Rejection {
 /// error with `detail` as its message: closed -> closed (C2), would_block ->
 /// would_block (R1), record_too_large and invalid_record -> invalid_record (B4, B5).
 Error to_error(const Rejection& rejection);
+
+inline std::string Rejection::describe() const { return to_error(*this).describe(); }
 
 /// What Producer::submit_many did with a list of records (P1, P2).
 ///
