@@ -235,4 +235,36 @@ TEST_F(S2Asio, InvalidOptionsAreRefusedNamingTheField) {  // B3
   EXPECT_EQ(p.error().rfind("producer.max_in_flight:", 0), 0U) << p.error();
 }
 
+// Attached, the session's own transport counts (B3, E4): pooled connections cannot carry
+// more than one append in flight, and stall detection must be off with match_seq_num; the
+// control session (pipelined, stall off) takes such a producer, and it appends.
+TEST_F(S2Asio, AttachChecksTheSessionsTransport) {  // B3, E4
+  auto o = options();
+  o.producer.protocol.match_seq_num = 0;
+  o.producer.max_in_flight = 3;
+  asio::SessionOptions pooled;
+  pooled.mode = prodsm::http::ConnectionMode::pool;
+  pooled.stall.enabled = false;
+  auto pool_session =
+      asio::Session::create(io_.io.get_executor(), "127.0.0.1", server().endpoint().port, pooled).value();
+  auto refused = asio::S2Producer::attach(pool_session, o);
+  ASSERT_FALSE(refused);
+  EXPECT_EQ(refused.error().rfind("producer.max_in_flight:", 0), 0U) << refused.error();
+  auto stalling = asio::Session::create(io_.io.get_executor(), "127.0.0.1", server().endpoint().port).value();
+  o.producer.max_in_flight = 1;
+  auto refused_stall = asio::S2Producer::attach(stalling, o);
+  ASSERT_FALSE(refused_stall);
+  EXPECT_EQ(refused_stall.error().rfind("session.stall.enabled:", 0), 0U) << refused_stall.error();
+  auto attached = asio::S2Producer::attach(control_, o);
+  ASSERT_TRUE(attached) << attached.error();
+  ASSERT_TRUE(attached->submit("attached").has_value());
+  auto flushed = attached->async_flush(::asio::use_future).get();
+  EXPECT_TRUE(flushed) << flushed.error().describe();
+  (void)attached->async_close(::asio::use_future).get();
+  pool_session->close();
+  stalling->close();
+  const auto records = stream_records();
+  ASSERT_EQ(records.size(), 1U);
+}
+
 }  // namespace

@@ -97,8 +97,22 @@ tl::expected<http::Headers, std::string> HeaderCommand::run() const {
   posix_spawn_file_actions_addopen(&actions, 0, "/dev/null", O_RDONLY, 0);
   posix_spawn_file_actions_adddup2(&actions, write_end.fd, 1);
   const char* argv[] = {"/bin/sh", "-c", command_.c_str(), nullptr};
+  // The command runs as a normal process: no signal blocked (the caller's thread blocks
+  // SIGINT/SIGTERM to route them to the CLI's handler) and SIGPIPE at its default (the
+  // CLI ignores it), so Ctrl-C and kill reach it.
+  posix_spawnattr_t attr;
+  posix_spawnattr_init(&attr);
+  sigset_t none;
+  sigemptyset(&none);
+  sigset_t defaults;
+  sigemptyset(&defaults);
+  sigaddset(&defaults, SIGPIPE);
+  posix_spawnattr_setsigmask(&attr, &none);
+  posix_spawnattr_setsigdefault(&attr, &defaults);
+  posix_spawnattr_setflags(&attr, POSIX_SPAWN_SETSIGMASK | POSIX_SPAWN_SETSIGDEF);
   pid_t pid = 0;
-  const int spawned = ::posix_spawn(&pid, "/bin/sh", &actions, nullptr, const_cast<char* const*>(argv), environ);
+  const int spawned = ::posix_spawn(&pid, "/bin/sh", &actions, &attr, const_cast<char* const*>(argv), environ);
+  posix_spawnattr_destroy(&attr);
   posix_spawn_file_actions_destroy(&actions);
   if (spawned != 0) return tl::unexpected(std::string{"cannot run /bin/sh: "} + std::strerror(spawned));
   ::close(write_end.fd);

@@ -415,7 +415,7 @@ int run_produce(const ProduceOptions& o) {
     if (closed_stream && *closed_stream) {
       std::printf("stream       closed at offset %s\n", (*closed_stream)->final_offset.c_str());
     }
-    if (o.verify && !verify_problem && !failure && !bad_line) {
+    if (o.verify && !verify_problem && !failure && !bad_line && !interrupted && !resume_problem) {  // it ran
       std::printf("verified     the stream holds exactly the %llu records, in order\n",
                   static_cast<unsigned long long>(records));
     }

@@ -192,6 +192,8 @@ tl::expected<S2Producer, std::string> S2Producer::attach(std::shared_ptr<Session
   if (options.header_provider) {
     return tl::unexpected(std::string{"header_provider: an attached producer uses its session's (SessionOptions)"});
   }
+  // The session's transport is the one that runs: its mode and stall detection count.
+  if (auto why = s2::validate_attached(options, session->options())) return tl::unexpected(*why);
   auto client = s2::ProducerClient::create(options);
   if (!client) return tl::unexpected(client.error());
   if (options.endpoint.host != session->host() || options.endpoint.port != session->port()) {

@@ -69,6 +69,17 @@ std::optional<std::string> validate(const ProducerOptions& o) {
   return std::nullopt;
 }
 
+std::optional<std::string> validate_attached(ProducerOptions options, const http::TransportOptions& session) {
+  options.session = session;
+  if (auto why = validate(options)) return why;
+  if (options.producer.protocol.match_seq_num && session.stall.enabled) {
+    return std::string{
+        "session.stall.enabled: must be false for an S2 producer with match_seq_num (a stall resend of an append "
+        "that landed would fail seq_num_mismatch)"};
+  }
+  return std::nullopt;
+}
+
 tl::expected<ProducerClient, std::string> ProducerClient::create(const ProducerOptions& options) {
   if (auto why = validate(options)) return tl::unexpected(std::move(*why));
   auto core = S2Producer::create(options.producer);

@@ -100,6 +100,14 @@ struct ProducerOptions {
 /// pipelined connection mode (E4, see the file comment).
 [[nodiscard]] std::optional<std::string> validate(const ProducerOptions& options);
 
+/// For a producer attached to an existing session: validate() with the session's
+/// transport options in place of options.session (the in-flight rule above: pipelined
+/// mode for more than one append in flight), and also refused: stall detection on with
+/// match_seq_num (a stall resend of an append that did land fails seq_num_mismatch,
+/// indefinite; S2 sessions want `stall.enabled = false`). Errors name "session.<field>".
+[[nodiscard]] std::optional<std::string> validate_attached(ProducerOptions options,
+                                                           const http::TransportOptions& session);
+
 /// What a successful record completion carries (P4): its ticket, its index in the
 /// batch, and the batch acknowledgement shared by every record of the batch.
 struct RecordAck {
