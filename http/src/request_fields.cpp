@@ -12,8 +12,8 @@ namespace {
 /// Names that frame the message or belong to one connection (RFC 9110 §7.6.1, RFC 9112
 /// §6): a provider may never set them.
 constexpr std::array<std::string_view, 10> kFramingNames = {
-    "Host", "Content-Length", "Transfer-Encoding", "Connection", "Keep-Alive",
-    "Upgrade", "TE", "Trailer", "Expect", "Proxy-Connection",
+    "Host",    "Content-Length", "Transfer-Encoding", "Connection", "Keep-Alive", "Upgrade", "TE",
+    "Trailer", "Expect",         "Proxy-Connection",
 };
 
 /// True when the head (request line and header lines, without the final blank line)
@@ -58,8 +58,7 @@ std::optional<std::string> check_header(std::string_view head, const Header& h, 
 
 }  // namespace
 
-tl::expected<void, std::string> add_request_fields(std::string& bytes, const RequestFields& fields,
-                                                   HeaderRule rule) {
+tl::expected<void, std::string> add_request_fields(std::string& bytes, const RequestFields& fields, HeaderRule rule) {
   if (fields.headers.empty() && fields.query_params.empty()) return {};
   const std::size_t head_end = bytes.find("\r\n\r\n");
   const std::size_t line_end = bytes.find("\r\n");

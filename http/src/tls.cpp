@@ -3,10 +3,10 @@
 // over two memory BIOs, so the socket stays the adapter's (see tls.hpp).
 #include "prodsm/http/tls.hpp"
 
+#include <arpa/inet.h>
 #include <openssl/err.h>
 #include <openssl/ssl.h>
 #include <openssl/x509v3.h>
-#include <arpa/inet.h>
 
 #include <array>
 #include <utility>
@@ -161,7 +161,8 @@ void TlsEngine::advance() {
     return;
   }
   const std::string why = openssl_errors();
-  if (why.find("wrong version number") != std::string::npos || why.find("packet length too long") != std::string::npos ||
+  if (why.find("wrong version number") != std::string::npos ||
+      why.find("packet length too long") != std::string::npos ||
       why.find("record layer failure") != std::string::npos) {
     fail("the server did not answer with TLS (a plaintext HTTP server?): " + why);
     return;

@@ -17,8 +17,7 @@ namespace {
 using prodsm::apply_header_provider;
 using prodsm::HeaderProvider;
 
-const std::string kPost =
-    "POST /v1/stream HTTP/1.1\r\nHost: h\r\nContent-Length: 3\r\nProducer-Seq: 7\r\n\r\nabc";
+const std::string kPost = "POST /v1/stream HTTP/1.1\r\nHost: h\r\nContent-Length: 3\r\nProducer-Seq: 7\r\n\r\nabc";
 const std::string kGet = "GET /v1/stream?offset=-1 HTTP/1.1\r\nHost: h\r\n\r\n";
 
 std::optional<std::string> refuse_producer(const Header& h) {
@@ -72,7 +71,7 @@ TEST(RequestFields, RefusedFieldsNameTheFieldAndLeaveTheRequestUnchanged) {
   cases.push_back({{{{"Transfer-Encoding", "chunked"}}, {}}, "frames the message"});
   cases.push_back({{{{"Connection", "close"}}, {}}, "frames the message"});
   cases.push_back({{{{"host", "other"}}, {}}, "frames the message"});
-  cases.push_back({{{{"producer-seq", "8"}}, {}}, "already set"});  // already in the head
+  cases.push_back({{{{"producer-seq", "8"}}, {}}, "already set"});             // already in the head
   cases.push_back({{{{"Producer-Epoch", "1"}}, {}}, "managed by the codec"});  // the rule's
   cases.push_back({{{}, {{"", "v"}}}, "empty query parameter name"});
   RequestFields many;
@@ -147,22 +146,28 @@ void expect_attempt_fails(const HeaderProvider& provider, const std::string& gis
 }
 
 TEST(HeaderProvider, AFailureThrowOrBadFieldFailsTheAttemptNotTheProcess) {
-  expect_attempt_fails([](const RequestInfo&) -> tl::expected<RequestFields, std::string> {
-    return tl::unexpected(std::string{"token file missing"});
-  }, "token file missing");
-  expect_attempt_fails([](const RequestInfo&) -> tl::expected<RequestFields, std::string> {
-    return tl::unexpected(std::string{});
-  }, "no reason given");
-  expect_attempt_fails([](const RequestInfo&) -> tl::expected<RequestFields, std::string> {
-    throw std::runtime_error("token service down");
-  }, "threw: token service down");
+  expect_attempt_fails(
+      [](const RequestInfo&) -> tl::expected<RequestFields, std::string> {
+        return tl::unexpected(std::string{"token file missing"});
+      },
+      "token file missing");
+  expect_attempt_fails(
+      [](const RequestInfo&) -> tl::expected<RequestFields, std::string> { return tl::unexpected(std::string{}); },
+      "no reason given");
+  expect_attempt_fails(
+      [](const RequestInfo&) -> tl::expected<RequestFields, std::string> {
+        throw std::runtime_error("token service down");
+      },
+      "threw: token service down");
   expect_attempt_fails([](const RequestInfo&) -> tl::expected<RequestFields, std::string> { throw 42; },
                        "non-standard exception");
-  expect_attempt_fails([](const RequestInfo&) -> tl::expected<RequestFields, std::string> {
-    RequestFields f;
-    f.headers = {{"Producer-Id", "x"}};
-    return f;
-  }, "managed by the codec");
+  expect_attempt_fails(
+      [](const RequestInfo&) -> tl::expected<RequestFields, std::string> {
+        RequestFields f;
+        f.headers = {{"Producer-Id", "x"}};
+        return f;
+      },
+      "managed by the codec");
 }
 
 }  // namespace

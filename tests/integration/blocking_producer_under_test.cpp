@@ -37,7 +37,7 @@ class BlockingProducerUnderTest final : public ProducerUnderTest {
                      c.ok = true;
                      c.next_offset = result->next_offset();
                      c.duplicate = result->duplicate();
-        c.earlier_incarnation = result->earlier_incarnation();
+                     c.earlier_incarnation = result->earlier_incarnation();
                    } else {
                      c.code = result.error().code;
                      c.certainty = result.error().certainty;

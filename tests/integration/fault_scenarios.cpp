@@ -134,12 +134,13 @@ void take_over(TestClient& client, const std::string& url, const std::string& id
 /// The epoch a producer starting now would take (ds::ProducerStart::fresh_epoch).
 std::uint64_t fresh_epoch() {
   std::this_thread::sleep_for(std::chrono::milliseconds{2});  // strictly later than ours
-  return ds::starting_config([] {
-           ds::ProducerOptions o;
-           o.producer.protocol.idempotent = DurableStreamsPolicy::IdempotentOptions{"x", 0, false};
-           return o;
-         }(),
-                             std::chrono::system_clock::now())
+  return ds::starting_config(
+             [] {
+               ds::ProducerOptions o;
+               o.producer.protocol.idempotent = DurableStreamsPolicy::IdempotentOptions{"x", 0, false};
+               return o;
+             }(),
+             std::chrono::system_clock::now())
       .protocol.idempotent->epoch;
 }
 

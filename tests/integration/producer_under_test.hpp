@@ -24,9 +24,9 @@ struct ProducerSetup {
   std::string url;
   std::string content_type = "application/octet-stream";
   DurableStreamsConfig config{};
-  http::TransportOptions session{};  ///< connection mode, timeouts, stall detection
+  http::TransportOptions session{};                          ///< connection mode, timeouts, stall detection
   ds::ProducerStart start = ds::ProducerStart::fresh_epoch;  ///< what the start is (restarts)
-  HeaderProvider header_provider{};  ///< per-request headers of the producer's session
+  HeaderProvider header_provider{};                          ///< per-request headers of the producer's session
 };
 
 /// One record completion as its callback saw it (A1: recorded in callback order).

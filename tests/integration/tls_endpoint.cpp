@@ -27,8 +27,9 @@ TlsEndpoint::TlsEndpoint(const std::string& cert_name, const std::vector<std::st
   const std::string target = plain.url().substr(plain.url().find("://") + 3);
   const std::string own_key = tls_certs() + "/" + cert_name + ".key";
   const bool has_own_key = std::ifstream(own_key).good();
-  std::vector<std::string> args{"--cert", tls_certs() + "/" + cert_name + ".pem", "--key",
-                                has_own_key ? own_key : tls_certs() + "/server.key", "--target", target};
+  std::vector<std::string> args{"--cert",   tls_certs() + "/" + cert_name + ".pem",
+                                "--key",    has_own_key ? own_key : tls_certs() + "/server.key",
+                                "--target", target};
   args.insert(args.end(), extra.begin(), extra.end());
   node_ = std::make_unique<NodeServer>("tls-proxy.mjs", args);
   if (node_->url().empty()) ADD_FAILURE() << "tls-proxy.mjs: " << node_->error();

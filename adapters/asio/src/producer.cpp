@@ -157,8 +157,8 @@ struct Producer::Impl : std::enable_shared_from_this<Producer::Impl> {
     }
     void closed(const VoidResult& result) {
       self.capacity_cv.notify_all();
-      const Error e = result ? local_error(ErrorCode::closed, "the producer closed while waiting for capacity")
-                             : result.error();
+      const Error e =
+          result ? local_error(ErrorCode::closed, "the producer closed while waiting for capacity") : result.error();
       for (auto& w : std::exchange(self.capacity_waiters, {})) {
         self.post_result<RecordResult>(std::move(w.completion), tl::unexpected(e));
       }
@@ -224,11 +224,12 @@ struct Producer::Impl : std::enable_shared_from_this<Producer::Impl> {
 
   void cancel_waiter(std::uint64_t id) {
     std::lock_guard lock(mu);
-    auto it = std::find_if(capacity_waiters.begin(), capacity_waiters.end(), [&](const Waiter& w) { return w.id == id; });
+    auto it =
+        std::find_if(capacity_waiters.begin(), capacity_waiters.end(), [&](const Waiter& w) { return w.id == id; });
     if (it == capacity_waiters.end()) return;  // already submitted: a durable record cannot be unsent
-    post_result<RecordResult>(std::move(it->completion),
-                              tl::unexpected(local_error(ErrorCode::cancelled,
-                                                         "async_submit cancelled while waiting for capacity")));
+    post_result<RecordResult>(
+        std::move(it->completion),
+        tl::unexpected(local_error(ErrorCode::cancelled, "async_submit cancelled while waiting for capacity")));
     capacity_waiters.erase(it);
   }
 };
@@ -316,14 +317,15 @@ void Producer::initiate_submit(std::string record, std::unique_ptr<detail::Compl
   const Instant now = steady_now();
   // FIFO with earlier waiters: never overtake a submit that is already waiting (P1).
   auto r = impl_->capacity_waiters.empty() ? impl_->client.submit(now, record)
-                                  : tl::expected<Ticket, Rejection>(tl::unexpected(
-                                        Rejection{RejectReason::would_block, "waiting behind earlier submits", {}}));
+                                           : tl::expected<Ticket, Rejection>(tl::unexpected(Rejection{
+                                                 RejectReason::would_block, "waiting behind earlier submits", {}}));
   if (r) {
     impl_->waiters.add_record(*r, std::move(c));
   } else if (r.error().reason == RejectReason::would_block && impl_->options.submit_timeout_ns.count() > 0) {
     const std::uint64_t id = impl_->next_waiter_id++;
     ++impl_->capacity_waits;
-    impl_->capacity_waiters.push_back(Impl::Waiter{id, std::move(record), std::move(c), now + impl_->options.submit_timeout_ns});
+    impl_->capacity_waiters.push_back(
+        Impl::Waiter{id, std::move(record), std::move(c), now + impl_->options.submit_timeout_ns});
     if (install_cancel) {
       install_cancel([weak = std::weak_ptr<Impl>(impl_), id] {
         if (auto self = weak.lock()) self->cancel_waiter(id);

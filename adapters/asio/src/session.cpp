@@ -37,11 +37,15 @@ struct Socket {
 
 struct Session::Impl : std::enable_shared_from_this<Session::Impl> {
   Impl(net::any_io_executor executor, http::Pool p, SessionOptions o)
-      : strand{net::make_strand(executor)}, options{std::move(o)}, pool{std::move(p)}, resolver{strand}, timer{strand} {}
+      : strand{net::make_strand(executor)},
+        options{std::move(o)},
+        pool{std::move(p)},
+        resolver{strand},
+        timer{strand} {}
 
   net::strand<net::any_io_executor> strand;
   const SessionOptions options;  // as validated (the pool holds its transport part)
-  http::Pool pool;  // strand only
+  http::Pool pool;               // strand only
   tcp::resolver resolver;
   std::optional<tcp::resolver::results_type> endpoints;  // resolved once, dropped after a failed connect
   std::map<std::uint64_t, std::shared_ptr<Socket>> sockets;
@@ -112,20 +116,19 @@ struct Session::Impl : std::enable_shared_from_this<Session::Impl> {
       return;
     }
     const http::PoolOptions& o = pool.options();
-    resolver.async_resolve(o.host, std::to_string(o.port),
-                           [self = shared_from_this(), id = c.id, connect](std::error_code ec,
-                                                                          tcp::resolver::results_type results) {
-                             if (!self->pool.knows(id)) return;
-                             if (ec) {
-                               self->pool.on_connect_failed(id, steady_now(),
-                                                            "resolving " + self->pool.options().host +
-                                                                " failed: " + ec.message());
-                               self->drive();
-                               return;
-                             }
-                             self->endpoints = results;
-                             connect(results);
-                           });
+    resolver.async_resolve(
+        o.host, std::to_string(o.port),
+        [self = shared_from_this(), id = c.id, connect](std::error_code ec, tcp::resolver::results_type results) {
+          if (!self->pool.knows(id)) return;
+          if (ec) {
+            self->pool.on_connect_failed(id, steady_now(),
+                                         "resolving " + self->pool.options().host + " failed: " + ec.message());
+            self->drive();
+            return;
+          }
+          self->endpoints = results;
+          connect(results);
+        });
   }
 
   void run(const http::Write& w) {
@@ -158,21 +161,21 @@ struct Session::Impl : std::enable_shared_from_this<Session::Impl> {
   }
 
   void start_read(http::ConnectionId id, const std::shared_ptr<Socket>& socket) {
-    socket->socket.async_read_some(
-        net::buffer(socket->buffer), [weak = weak_from_this(), socket, id](std::error_code ec, std::size_t n) {
-          auto self = weak.lock();
-          if (!self || !self->pool.knows(id)) return;
-          const Instant now = steady_now();
-          if (ec == net::error::eof) {
-            self->pool.on_eof(id, now);
-          } else if (ec) {
-            self->pool.on_error(id, now, "reading the response failed: " + ec.message());
-          } else {
-            self->pool.on_bytes(id, now, std::span<const char>(socket->buffer.data(), n));
-          }
-          self->drive();
-          if (!ec && self->sockets.count(id.value) != 0) self->start_read(id, socket);
-        });
+    socket->socket.async_read_some(net::buffer(socket->buffer),
+                                   [weak = weak_from_this(), socket, id](std::error_code ec, std::size_t n) {
+                                     auto self = weak.lock();
+                                     if (!self || !self->pool.knows(id)) return;
+                                     const Instant now = steady_now();
+                                     if (ec == net::error::eof) {
+                                       self->pool.on_eof(id, now);
+                                     } else if (ec) {
+                                       self->pool.on_error(id, now, "reading the response failed: " + ec.message());
+                                     } else {
+                                       self->pool.on_bytes(id, now, std::span<const char>(socket->buffer.data(), n));
+                                     }
+                                     self->drive();
+                                     if (!ec && self->sockets.count(id.value) != 0) self->start_read(id, socket);
+                                   });
   }
 
   void arm_timer() {
@@ -221,10 +224,9 @@ struct Session::Impl : std::enable_shared_from_this<Session::Impl> {
 // ---- Session -------------------------------------------------------------------------------
 
 namespace {
-tl::expected<std::shared_ptr<Session>, std::string> make_session(net::any_io_executor executor,
-                                                                tl::expected<http::Pool, std::string> pool,
-                                                                SessionOptions options,
-                                                                std::shared_ptr<Session> (*wrap)(std::shared_ptr<Session::Impl>)) {
+tl::expected<std::shared_ptr<Session>, std::string> make_session(
+    net::any_io_executor executor, tl::expected<http::Pool, std::string> pool, SessionOptions options,
+    std::shared_ptr<Session> (*wrap)(std::shared_ptr<Session::Impl>)) {
   if (!pool) return tl::unexpected("session." + pool.error());
   options.http::TransportOptions::operator=(pool->options().transport);  // as validated
   return wrap(std::make_shared<Session::Impl>(std::move(executor), std::move(*pool), std::move(options)));

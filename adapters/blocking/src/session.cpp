@@ -36,7 +36,8 @@ thread_local std::array<char, 64 * 1024> tls_read_buffer;
 
 }  // namespace
 
-Session::Impl::Impl(http::Pool p, int wake, SessionOptions o) : wake_fd{wake}, options{std::move(o)}, pool{std::move(p)} {}
+Session::Impl::Impl(http::Pool p, int wake, SessionOptions o)
+    : wake_fd{wake}, options{std::move(o)}, pool{std::move(p)} {}
 
 Session::Impl::~Impl() {
   for (auto& [id, s] : sockets) {

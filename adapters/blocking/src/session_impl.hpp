@@ -33,8 +33,8 @@ class Participant {
 struct Socket {
   int fd = -1;
   bool connecting = false;
-  bool write_wanted = false;  ///< the pool has bytes for it
-  bool write_blocked = false; ///< the last write filled the send buffer: wait for POLLOUT
+  bool write_wanted = false;   ///< the pool has bytes for it
+  bool write_blocked = false;  ///< the last write filled the send buffer: wait for POLLOUT
   std::size_t address_index = 0;
 };
 

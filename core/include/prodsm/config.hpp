@@ -13,7 +13,6 @@
 
 namespace prodsm {
 
-
 /// How long a partial batch may wait for more records (B1, B2).
 /// Three distinct values: a positive duration; zero ("no intentional delay": the batch
 /// is due the instant its first record arrives, so it is sealed at the very next

@@ -19,32 +19,32 @@ namespace prodsm {
 /// are classified from the remote side (server response or transport) by a codec or an
 /// adapter (h11 style: local vs remote).
 enum class ErrorCode : std::uint8_t {
-  closed,            ///< local: the Producer is closed (C2).
-  aborted,           ///< local: abort() or destruction without close (C5).
-  delivery_timeout,  ///< local: a record was not acknowledged within delivery_timeout_ns (E6).
-  invalid_ack,       ///< local: an acknowledgement broke the protocol: wrong count, positions
-                     ///< going backwards, unknown batch or attempt (E5).
-  internal,          ///< local: an allocation failed or an invariant broke inside the core (D4).
-  would_block,       ///< local: no capacity (R1) within the adapter's submit timeout.
-  invalid_record,    ///< local: the record was refused at submit (B4, B5), in async APIs.
-  cancelled,         ///< local: the caller cancelled a waiting operation (adapters).
-  unavailable,       ///< remote: the server could not take the request now (retryable): 429, 503
-                     ///< or a refused connection are definite (nothing appended); other 5xx
-                     ///< are indefinite (the request may have been applied).
-  connection_lost,   ///< remote: transport failure or request timeout after sending; the
-                     ///< attempt may have been appended (indefinite, E4).
-  condition_failed,  ///< remote: S2 match_seq_num or fencing-token mismatch (E3).
-  conflict,          ///< remote: Durable Streams 409 without producer or close headers:
-                     ///< content-type or Stream-Seq conflict (E3).
-  sequence_gap,      ///< remote: Durable Streams 409 with Producer-Expected-Seq (S4).
-  stale_epoch,       ///< remote: Durable Streams 403 with the server's Producer-Epoch (S5).
-  stream_closed,     ///< remote: the stream is closed (S6); final_offset set when known.
-  not_found,         ///< remote: the stream does not exist (404) or is gone (410).
-  rejected,          ///< remote: the request was refused (400, 401, 413, other 4xx).
-  protocol_error,    ///< remote: a malformed or unexpected response (S7, E5).
-  tls_failed,        ///< remote: the TLS handshake failed or the server's certificate was refused
-                     ///< (unknown CA, wrong host, expired, not TLS at all): nothing was sent
-                     ///< (definite), not retryable.
+  closed,                  ///< local: the Producer is closed (C2).
+  aborted,                 ///< local: abort() or destruction without close (C5).
+  delivery_timeout,        ///< local: a record was not acknowledged within delivery_timeout_ns (E6).
+  invalid_ack,             ///< local: an acknowledgement broke the protocol: wrong count, positions
+                           ///< going backwards, unknown batch or attempt (E5).
+  internal,                ///< local: an allocation failed or an invariant broke inside the core (D4).
+  would_block,             ///< local: no capacity (R1) within the adapter's submit timeout.
+  invalid_record,          ///< local: the record was refused at submit (B4, B5), in async APIs.
+  cancelled,               ///< local: the caller cancelled a waiting operation (adapters).
+  unavailable,             ///< remote: the server could not take the request now (retryable): 429, 503
+                           ///< or a refused connection are definite (nothing appended); other 5xx
+                           ///< are indefinite (the request may have been applied).
+  connection_lost,         ///< remote: transport failure or request timeout after sending; the
+                           ///< attempt may have been appended (indefinite, E4).
+  condition_failed,        ///< remote: S2 match_seq_num or fencing-token mismatch (E3).
+  conflict,                ///< remote: Durable Streams 409 without producer or close headers:
+                           ///< content-type or Stream-Seq conflict (E3).
+  sequence_gap,            ///< remote: Durable Streams 409 with Producer-Expected-Seq (S4).
+  stale_epoch,             ///< remote: Durable Streams 403 with the server's Producer-Epoch (S5).
+  stream_closed,           ///< remote: the stream is closed (S6); final_offset set when known.
+  not_found,               ///< remote: the stream does not exist (404) or is gone (410).
+  rejected,                ///< remote: the request was refused (400, 401, 413, other 4xx).
+  protocol_error,          ///< remote: a malformed or unexpected response (S7, E5).
+  tls_failed,              ///< remote: the TLS handshake failed or the server's certificate was refused
+                           ///< (unknown CA, wrong host, expired, not TLS at all): nothing was sent
+                           ///< (definite), not retryable.
   header_provider_failed,  ///< local: the per-request header provider failed, threw, or gave a header or
                            ///< query parameter that cannot be sent (prodsm/http/request_fields.hpp):
                            ///< that attempt was not sent (definite); retryable within the retry policy.

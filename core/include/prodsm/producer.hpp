@@ -67,7 +67,9 @@ struct Rejection {
 /// would_block (R1), record_too_large and invalid_record -> invalid_record (B4, B5).
 Error to_error(const Rejection& rejection);
 
-inline std::string Rejection::describe() const { return to_error(*this).describe(); }
+inline std::string Rejection::describe() const {
+  return to_error(*this).describe();
+}
 
 /// What Producer::submit_many did with a list of records (P1, P2).
 ///

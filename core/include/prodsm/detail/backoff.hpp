@@ -57,9 +57,8 @@ inline Duration backoff_delay(const RetryPolicy& policy, std::uint32_t retry_num
     const auto cap = static_cast<std::uint64_t>(std::max<Duration::rep>(policy.backoff_max_ns.count(), 0));
     // backoff_multiplier is validated 1.0..16.0; a value outside (a config that was not
     // validated) is taken as 1.0 (never shrinking, never NaN).
-    const double multiplier = policy.backoff_multiplier >= 1.0 && policy.backoff_multiplier <= 16.0
-                                  ? policy.backoff_multiplier
-                                  : 1.0;
+    const double multiplier =
+        policy.backoff_multiplier >= 1.0 && policy.backoff_multiplier <= 16.0 ? policy.backoff_multiplier : 1.0;
     double grown = static_cast<double>(initial);
     for (std::uint32_t i = 1; i < k && grown < static_cast<double>(cap); ++i) grown *= multiplier;
     const std::uint64_t base = grown >= static_cast<double>(cap) ? cap : static_cast<std::uint64_t>(grown);

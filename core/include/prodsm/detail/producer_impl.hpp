@@ -67,7 +67,7 @@ struct alignas(64) Producer<Policy>::Impl {
   std::uint32_t in_flight = 0;
   std::uint32_t backoff_count = 0;
   std::uint64_t next_batch_id = 0;
-  std::uint64_t send_serial = 0;  ///< counts sends; orders a resend against a gap report (S4)
+  std::uint64_t send_serial = 0;        ///< counts sends; orders a resend against a gap report (S4)
   std::uint64_t completed_tickets = 0;  ///< every ticket below this has completed (P3)
   std::vector<detail::BatchBuffers> pool;
   std::size_t pool_limit = 0;

@@ -230,8 +230,8 @@ class Pool {
   struct Slot {
     ConnectionId id;
     Connection connection;
-    bool close_sent = false;     ///< the Close command was emitted
-    bool write_pending = false;  ///< a Write command was emitted and not yet taken
+    bool close_sent = false;         ///< the Close command was emitted
+    bool write_pending = false;      ///< a Write command was emitted and not yet taken
     std::unique_ptr<TlsEngine> tls;  ///< https://: the TLS session under the connection
     std::string cipher;              ///< ciphertext not yet written to the socket
     std::size_t cipher_handed = 0;   ///< bytes of it handed to the write in progress
