@@ -19,15 +19,6 @@
 namespace prodsm::test {
 namespace {
 
-/// These scenarios count provider calls and retries: no stall detection, which on a slow
-/// machine (ThreadSanitizer, a busy CI) may rightly replace a connection and add an
-/// attempt; the stall detector has scenarios of its own.
-http::TransportOptions quiet_transport() {
-  http::TransportOptions t;
-  t.stall.enabled = false;
-  return t;
-}
-
 using Fields = tl::expected<http::RequestFields, std::string>;
 
 /// Writes `text` to `path` atomically (a reader sees the old or the new contents).
@@ -59,7 +50,7 @@ TEST_P(Scenario, HeaderProviderIsAskedForEveryAttemptRetriesIncluded) {
   TestClient client;
   client.create(url, "application/octet-stream");
   auto calls = std::make_shared<std::atomic<int>>(0);
-  ProducerSetup setup{url, "application/octet-stream", idempotent("hdr-attempts"), quiet_transport()};
+  ProducerSetup setup{url, "application/octet-stream", idempotent("hdr-attempts"), without_stall_detection()};
   setup.header_provider = [calls](const http::RequestInfo& info) -> Fields {
     http::RequestFields f;
     if (info.method == "POST") f.headers.push_back({"X-Attempt", std::to_string(++*calls)});
@@ -93,7 +84,7 @@ TEST_P(Scenario, BearerTokenRotatesDuringALongRun) {
   auto token = std::make_shared<std::string>("Bearer v1");
   auto mu = std::make_shared<std::mutex>();
   auto calls = std::make_shared<std::atomic<int>>(0);
-  ProducerSetup setup{endpoint.secure(plain), "application/octet-stream", idempotent("hdr-rotate"), quiet_transport()};
+  ProducerSetup setup{endpoint.secure(plain), "application/octet-stream", idempotent("hdr-rotate"), without_stall_detection()};
   setup.session.tls.ca_file = tls_certs() + "/ca.pem";
   setup.config.max_batch_bytes = 2048;
   setup.header_provider = [token, mu, calls](const http::RequestInfo&) -> Fields {
@@ -123,7 +114,7 @@ TEST_P(Scenario, BearerTokenRotatesDuringALongRun) {
   EXPECT_EQ(client.read_all(plain, false), expected);
 
   // The old token, fixed, is refused now: the check is real.
-  ProducerSetup stale{endpoint.secure(plain), "application/octet-stream", idempotent("hdr-stale"), quiet_transport()};
+  ProducerSetup stale{endpoint.secure(plain), "application/octet-stream", idempotent("hdr-stale"), without_stall_detection()};
   stale.session.tls.ca_file = tls_certs() + "/ca.pem";
   stale.header_provider = [](const http::RequestInfo&) -> Fields {
     http::RequestFields f;
@@ -148,7 +139,7 @@ TEST_P(Scenario, AFailingHeaderProviderFailsOnlyThatAttempt) {
   TestClient client;
   client.create(url, "application/octet-stream");
   auto calls = std::make_shared<std::atomic<int>>(0);
-  ProducerSetup setup{url, "application/octet-stream", idempotent("hdr-flaky"), quiet_transport()};
+  ProducerSetup setup{url, "application/octet-stream", idempotent("hdr-flaky"), without_stall_detection()};
   setup.header_provider = [calls](const http::RequestInfo& info) -> Fields {
     if (info.method != "POST") return http::RequestFields{};
     const int n = ++*calls;
@@ -188,7 +179,7 @@ TEST_P(Scenario, AProviderThatAlwaysFailsOrSetsAManagedHeaderFailsDefinitely) {
                    "Producer-Seq"});
   for (auto& c : cases) {
     ProducerSetup setup{url, "application/octet-stream", idempotent("hdr-broken-" + c.gist.substr(0, 5)),
-                        quiet_transport()};
+                        without_stall_detection()};
     setup.config.retry.max_attempts = 3;
     setup.header_provider = c.provider;
     auto producer = GetParam().make(setup);

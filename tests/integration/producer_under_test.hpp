@@ -29,6 +29,18 @@ struct ProducerSetup {
   HeaderProvider header_provider{};                          ///< per-request headers of the producer's session
 };
 
+/// Transport options with stall detection off, for scenarios that assert exact attempt
+/// counts, duplicate flags or a definite certainty: on a slow machine (sanitizers, a busy
+/// CI) the stall detector may rightly replace a connection whose response is merely late,
+/// which adds an attempt, turns a failure's certainty indefinite (the first attempt may
+/// have been applied) and makes the late original answer a duplicate. The stall detector
+/// has scenarios of its own (fault_scenarios.cpp, tests/http/test_pool.cpp).
+inline http::TransportOptions without_stall_detection() {
+  http::TransportOptions t;
+  t.stall.enabled = false;
+  return t;
+}
+
 /// One record completion as its callback saw it (A1: recorded in callback order).
 struct Completion {
   std::uint64_t ticket = 0;

@@ -119,8 +119,10 @@ TEST_P(Scenario, StaleEpochWithoutAutoClaimIsTerminal) {
   TestClient client;
   client.create(url, "application/octet-stream");
   // Epochs managed by the caller: ours is 0, the other process's 1.
-  auto producer = GetParam().make(
-      {url, "application/octet-stream", idempotent("shared-id", 0, false), {}, ds::ProducerStart::given_epoch});
+  // No stall detection: a stall resend makes the failure indefinite (the first attempt
+  // might have been applied), but this test asserts the definite one of a lone 403.
+  auto producer = GetParam().make({url, "application/octet-stream", idempotent("shared-id", 0, false),
+                                   without_stall_detection(), ds::ProducerStart::given_epoch});
   ASSERT_TRUE(producer->submit("a0\n").has_value());
   ASSERT_TRUE(producer->flush(kWait).has_value());
   // Another process claims epoch 1 for the same producer id.
@@ -149,9 +151,8 @@ TEST_P(Scenario, StaleEpochWithAutoClaimClaimsAndContinues) {
   config.max_batch_records = 1;
   // No stall detection: a stall resend (a slow build, a busy machine) is answered as a
   // duplicate, rightly, but this test asserts that no record is one.
-  http::TransportOptions session;
-  session.stall.enabled = false;
-  auto producer = GetParam().make({url, "application/octet-stream", config, session, ds::ProducerStart::given_epoch});
+  auto producer = GetParam().make(
+      {url, "application/octet-stream", config, without_stall_detection(), ds::ProducerStart::given_epoch});
   ASSERT_TRUE(producer->submit("a0\n").has_value());
   ASSERT_TRUE(producer->flush(kWait).has_value());
   ds::AppendOptions other;
@@ -171,12 +172,13 @@ TEST_P(Scenario, StaleEpochWithAutoClaimClaimsAndContinues) {
 }
 
 /// Runs a producer with `id` (epoch 0) and `start` over records r<first>.. r<first+n-1>,
-/// then closes it; returns its completions.
+/// then closes it; returns its completions. No stall detection: the callers assert
+/// duplicate flags and definite failures, which a stall resend would change.
 std::vector<Completion> run_incarnation(const AdapterParam& adapter, const std::string& url, const std::string& id,
                                         ds::ProducerStart start, int first, int n,
                                         DurableStreamsConfig config = DurableStreamsConfig{}) {
   config.protocol.idempotent = DurableStreamsPolicy::IdempotentOptions{id, 0, false};
-  auto producer = adapter.make({url, "application/octet-stream", config, {}, start});
+  auto producer = adapter.make({url, "application/octet-stream", config, without_stall_detection(), start});
   for (int k = first; k < first + n; ++k) {
     if (!producer->submit("r" + std::to_string(k) + "\n")) break;
   }

@@ -38,6 +38,8 @@ TEST_P(Scenario, TlsProducesOverHttpsWithVerification) {
   client.create(plain, "application/octet-stream");
   auto setup = tls_setup(endpoint.secure(plain), "tls-1");
   setup.config.max_batch_bytes = 4096;
+  // Asserts no retry: a stall replacement on a slow machine would add one.
+  setup.session.stall.enabled = false;
   auto producer = GetParam().make(setup);
   std::string expected;
   for (int i = 0; i < 20'000; ++i) {
