@@ -172,7 +172,12 @@ void Connection::on_bytes(Instant now, std::span<const char> bytes) {
     Entry* h = head_entry();
     if (h == nullptr || !h->handed) {
       // Nothing asked: an idle server closing with a 408, or garbage. Requests not yet
-      // handed out cannot have been answered, so they stay definite.
+      // handed out cannot have been answered, so they stay definite. Right behind a
+      // response delivered from this same read, the bytes put that response's framing in
+      // doubt (a Content-Length short of its body): it says so (message.hpp).
+      if (used > 0 && !outcomes_.empty() && outcomes_.back().result) {
+        outcomes_.back().result->unsolicited_bytes_after = bytes.size() - used;
+      }
       fail_all(outstanding() == 0 ? "the server sent bytes with no request outstanding"
                                   : "the server sent bytes before the request was written",
                Cause::lost);

@@ -112,6 +112,27 @@ TEST(StreamReader, BytesAreHandedOnAsTheyArriveAcrossResponses) {
   EXPECT_EQ(s.retries, 0u);
 }
 
+// Issue 22: a page followed by bytes beyond its framing (a Content-Length one byte short of
+// the data, the hostile server's read-short-length) may have lost bytes no header shows:
+// the read fails, protocol_error, not retried — it never ends as a success.
+TEST(StreamReader, Issue22_APageWithBytesBeyondItsFramingFailsTheRead) {
+  Drive d;
+  d.request();
+  Response r = Drive::head(200, {{"Stream-Next-Offset", "o1"}});
+  ASSERT_TRUE(d.reader.on_head(r));
+  r.body_streamed = true;
+  (void)d.reader.on_body(std::span<const char>("ab", 2));
+  d.take_output();
+  r.unsolicited_bytes_after = 1;
+  d.reader.on_outcome(d.now, std::move(r));
+  ASSERT_TRUE(d.reader.finished());
+  EXPECT_EQ(d.error().code, ErrorCode::protocol_error);
+  EXPECT_FALSE(d.error().retryable);
+  EXPECT_NE(d.error().message.find("beyond its framing"), std::string::npos) << d.error().message;
+  EXPECT_FALSE(d.reader.poll_request(d.now).has_value()) << "not retried";
+  EXPECT_EQ(d.reader.summary().requests, 1u);
+}
+
 TEST(StreamReader, JsonStreamsAreHandedOnElementByElement) {
   ReadOptions o;
   o.json = true;

@@ -183,6 +183,35 @@ TEST(HttpConnection, EofDelimitedBodyCompletesAtEof) {
   EXPECT_EQ(s.conn().state(), Connection::State::closed);
 }
 
+// Bytes right behind a response, in the same read, with nothing outstanding: the response
+// is delivered, marked with how many bytes followed it (its framing is in doubt — a
+// Content-Length short of the body), and the connection closes. A response read alone,
+// or followed by the next pipelined response, is not marked.
+TEST(HttpConnection, BytesBeyondAResponsesFramingMarkIt) {
+  ConnectionScript s;
+  s.connect();
+  s.enqueue(get(1));
+  s.write_all();
+  s.feed("HTTP/1.1 200 OK\r\nContent-Length: 3\r\n\r\nabcd");
+  auto out = s.outcomes();
+  ASSERT_EQ(out.size(), 1U);
+  EXPECT_TRUE(IsResponse(out[0], 1, 200, "abc"));
+  EXPECT_EQ(out[0].result->unsolicited_bytes_after, 1U);
+  EXPECT_EQ(s.conn().state(), Connection::State::closed);
+
+  ConnectionScript t;
+  t.connect();
+  t.enqueue(get(1));
+  t.enqueue(get(2));
+  t.write_all();
+  t.feed("HTTP/1.1 200 OK\r\nContent-Length: 3\r\n\r\nabcHTTP/1.1 200 OK\r\nContent-Length: 1\r\n\r\nd");
+  out = t.outcomes();
+  ASSERT_EQ(out.size(), 2U);
+  EXPECT_EQ(out[0].result->unsolicited_bytes_after, 0U);
+  EXPECT_EQ(out[1].result->unsolicited_bytes_after, 0U);
+  EXPECT_EQ(t.conn().state(), Connection::State::open);
+}
+
 // Bytes from the server with no request outstanding close the connection, with no outcome.
 TEST(HttpConnection, UnsolicitedBytesOnAnIdleConnectionClose) {
   ConnectionScript s;

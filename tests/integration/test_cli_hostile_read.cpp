@@ -159,6 +159,16 @@ TEST_F(CliHostileRead, VerifyCatchesAContentLengthShorterThanTheData) {
   EXPECT_TRUE(same_bytes(lines(30), server().stored(u)));
 }
 
+// The same server read with `read`: the byte that follows each page beyond its
+// Content-Length shows the framing is wrong, so the read fails (exit 3) naming it, never
+// exit 0 with the bytes cut short.
+TEST_F(CliHostileRead, ReadRefusesAPageWithBytesBeyondItsContentLength) {
+  const std::string u = seeded("read-short-length", lines(30));
+  const CliRun r = prodsm("read " + u);
+  EXPECT_EQ(r.status, 3) << r.err;
+  EXPECT_NE(r.err.find("beyond its framing"), std::string::npos) << r.err;
+}
+
 // Issue 22 item 5: Connection: close after every response; each page comes over a new
 // connection, for `read` and for `produce --verify`.
 TEST_F(CliHostileRead, ConnectionCloseAfterEveryResponse) {

@@ -268,6 +268,15 @@ void StreamReader::on_outcome(Instant now, tl::expected<http::Response, Error> o
 }
 
 void StreamReader::on_response(Instant now, const http::Response& response) {
+  if (response.unsolicited_bytes_after > 0) {
+    // The page's framing is in doubt: its body may have been cut short (a Content-Length
+    // shorter than the data), and the offset after it would skip what was cut. Not retried:
+    // the same server frames the same page the same way.
+    fail(protocol_error(std::to_string(response.unsolicited_bytes_after) +
+                        " byte(s) arrived right behind a response, beyond its framing (a Content-Length shorter "
+                        "than the body sent?): its data cannot be trusted to be complete"));
+    return;
+  }
   auto read = classify_read(response);
   if (!read) {
     on_failed_attempt(now, std::move(read.error()));

@@ -40,6 +40,12 @@ struct Response {
   bool keep_alive = true;  ///< the connection may carry another request (RFC 9112 §9.3)
   /// The body went to the request's BodySink as it arrived, not into `body`.
   bool body_streamed = false;
+  /// Bytes that arrived right behind this response, in the same read, with no request
+  /// outstanding for them (bytes; 0 normally). Nonzero means the response's framing is in
+  /// doubt — typically a Content-Length shorter than the body the server sent (RFC 9112
+  /// §6.3) — so its body may be cut short; the connection was closed. Set by
+  /// Connection::on_bytes; a reader that must be exact refuses such a response.
+  std::size_t unsolicited_bytes_after = 0;
   /// The first header named `name` (ASCII case-insensitive), if any.
   [[nodiscard]] std::optional<std::string_view> header(std::string_view name) const;
 };
