@@ -18,6 +18,7 @@
 #include <fstream>
 #include <nlohmann/json.hpp>
 
+#include "cli_interrupt.hpp"
 #include "cli_support.hpp"
 #include "reference_server.hpp"
 #include "test_client.hpp"
@@ -378,77 +379,12 @@ TEST_F(Cli, OutOfRangeOptionsAreRefused) {
 }
 
 // SIGINT stops the input, flushes what was accepted and exits 130: nothing accepted is
-// lost. The input is a FIFO the test keeps open, so the CLI is blocked reading it when
-// the signal comes; the test waits (bounded) until the stream holds the two records.
-/// Runs `prodsm produce` reading a FIFO (as stdin, or named with -i while stdin is
-/// /dev/null), writes two lines, waits (bounded) for them to reach the stream, sends
-/// SIGINT while the CLI waits for more input, and checks the exit.
-/// With `partial`, an incomplete line is written (and read by the CLI) before the signal:
-/// it must be dropped and reported, never sent.
+// lost (cli_interrupt.hpp).
 void interrupt_while_reading_a_fifo(TestClient& client, const std::string& u, bool named_with_dash_i,
                                     bool partial = false) {
   client.create(u, "application/octet-stream");
-  const std::string fifo = temp_path(named_with_dash_i ? "fifo-i" : "fifo");
-  ASSERT_EQ(::mkfifo(fifo.c_str(), 0600), 0);
-  const std::string err = temp_path("sigint-stderr");
-  const pid_t child = ::fork();
-  ASSERT_GE(child, 0);
-  if (child == 0) {
-    const int in = named_with_dash_i ? ::open("/dev/null", O_RDONLY) : ::open(fifo.c_str(), O_RDONLY);
-    const int errfd = ::open(err.c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0600);
-    if (in < 0 || errfd < 0) ::_exit(99);
-    ::dup2(in, 0);
-    ::dup2(errfd, 2);
-    if (named_with_dash_i) {
-      ::execl(PRODSM_CLI, PRODSM_CLI, "produce", u.c_str(), "-q", "--linger-ms", "0", "-i", fifo.c_str(),
-              static_cast<char*>(nullptr));
-    } else {
-      ::execl(PRODSM_CLI, PRODSM_CLI, "produce", u.c_str(), "-q", "--linger-ms", "0", static_cast<char*>(nullptr));
-    }
-    ::_exit(98);
-  }
-  const int out = ::open(fifo.c_str(), O_WRONLY);  // waits for the child to open it
-  ASSERT_GE(out, 0);
-  ASSERT_EQ(::write(out, "a\nb\n", 4), 4);
-  std::string held;
-  for (int i = 0; i < 600 && held != "a\nb\n"; ++i) {  // up to 30 s
-    held = client.read_all(u, false);
-    if (held != "a\nb\n") std::this_thread::sleep_for(std::chrono::milliseconds{50});
-  }
-  ASSERT_EQ(held, "a\nb\n") << "the CLI never sent the two records";
-  if (partial) {
-    ASSERT_EQ(::write(out, "part", 4), 4);
-    int unread = 4;
-    for (int i = 0; i < 600 && unread > 0; ++i) {  // until the CLI has read it (FIONREAD on the pipe)
-      if (::ioctl(out, FIONREAD, &unread) != 0) unread = 0;
-      if (unread > 0) std::this_thread::sleep_for(std::chrono::milliseconds{50});
-    }
-    ASSERT_EQ(unread, 0) << "the CLI never read the partial line";
-  }
-  ASSERT_EQ(::kill(child, SIGINT), 0);
-  int status = 0;
-  pid_t waited = 0;
-  for (int i = 0; i < 600 && waited == 0; ++i) {  // up to 30 s; the FIFO's writer stays open
-    waited = ::waitpid(child, &status, WNOHANG);
-    if (waited == 0) std::this_thread::sleep_for(std::chrono::milliseconds{50});
-  }
-  if (waited == 0) {
-    ::kill(child, SIGKILL);
-    ::waitpid(child, &status, 0);
-    ::close(out);
-    FAIL() << "the CLI did not stop within 30 s of SIGINT (still waiting for input)";
-  }
-  ASSERT_EQ(waited, child);
-  ::close(out);
-  EXPECT_TRUE(WIFEXITED(status)) << "killed by the signal instead of handling it";
-  EXPECT_EQ(WEXITSTATUS(status), 130);
-  EXPECT_NE(slurp(err).find("interrupted: stopped reading after 2 records"), std::string::npos) << slurp(err);
-  if (partial) {
-    EXPECT_NE(slurp(err).find("its 4 bytes read so far were dropped, not sent"), std::string::npos) << slurp(err);
-  }
-  EXPECT_EQ(client.read_all(u, false), "a\nb\n") << "the incomplete line was never sent";
-  std::remove(fifo.c_str());
-  std::remove(err.c_str());
+  interrupt_produce_reading_a_fifo({"produce", u, "-q", "--linger-ms", "0"}, [&] { return client.read_all(u, false); },
+                                   named_with_dash_i, partial);
 }
 
 TEST_F(Cli, InterruptFlushesWhatWasAcceptedAndExits130) {

@@ -10,6 +10,7 @@
 #include <cstdlib>
 #include <nlohmann/json.hpp>
 
+#include "cli_interrupt.hpp"
 #include "cli_support.hpp"
 #include "io_thread.hpp"
 #include "prodsm/asio/s2_producer.hpp"
@@ -74,6 +75,25 @@ TEST_F(CliS2, ProducesEachLineAsARecordInOrder) {  // P3, P4
       prodsm("produce s2://test-basin/" + stream + " --endpoint " + server().url() + " --create -q", "four\n");
   ASSERT_EQ(again.status, 0) << again.err;
   EXPECT_EQ(bodies(stream), (std::vector<std::string>{"one", "two", "three", "four"}));
+}
+
+// Ctrl-C while the input waits, from stdin and from a FIFO named with -i (a FIFO becomes
+// stdin, so the read ends at the signal), with a line half read: the two records are
+// flushed, the fragment is dropped and reported, never sent, and the exit is 130.
+TEST_F(CliS2, InterruptWhileReadingAFifoStopsAtOnceAndDropsTheFragment) {
+  for (const bool dash_i : {false, true}) {
+    SCOPED_TRACE(dash_i ? "-i FIFO" : "stdin FIFO");
+    const std::string stream = server().stream_name(dash_i ? "sigint-i" : "sigint");
+    auto read_back = [&] {  // polled before --create ran too: a missing stream reads as empty
+      std::string joined;
+      auto records = test::read_s2_stream(control_, server().endpoint(), stream);
+      for (const auto& r : records.value_or(std::vector<s2::SequencedRecord>{})) joined += r.body + "\n";
+      return joined;
+    };
+    test::interrupt_produce_reading_a_fifo({"produce", "s2://" + std::string(test::S2TestServer::kBasin) + "/" + stream,
+                                            "--endpoint", server().url(), "--create", "-q", "--linger-ms", "0"},
+                                           read_back, dash_i, true);
+  }
 }
 
 TEST_F(CliS2, AppendsWithoutCreateFailWhenTheStreamIsMissing) {  // E2: not_found, definite

@@ -24,6 +24,7 @@
 
 #include "commands.hpp"
 #include "figures.hpp"
+#include "input.hpp"
 #include "interrupt.hpp"
 #include "numeric_flags.hpp"
 #include "prodsm/asio/producer.hpp"
@@ -159,41 +160,14 @@ int run_produce(const ProduceOptions& o) {
   }
 
   // ---- input ----------------------------------------------------------------------------
-  std::ifstream file;
-  std::istream* in = &std::cin;
-  std::uint64_t total_bytes = 0;
-  if (o.input != "-") {
-    // Pipes, FIFOs and /dev/stdin are read like stdin: only a regular file has a size
-    // for the progress bar (and only a regular file may be seeked).
-    std::error_code ec;
-    const auto status = std::filesystem::status(o.input, ec);
-    if (ec || std::filesystem::is_directory(status)) {
-      std::fprintf(stderr, "prodsm produce: cannot read input '%s': %s\n", o.input.c_str(),
-                   ec ? ec.message().c_str() : "is a directory");
-      return kExitBadInput;
-    }
-    if (std::filesystem::is_regular_file(status)) {
-      file.open(o.input, std::ios::binary);
-      if (!file) {
-        std::fprintf(stderr, "prodsm produce: cannot open input '%s'\n", o.input.c_str());
-        return kExitBadInput;
-      }
-      total_bytes = static_cast<std::uint64_t>(std::filesystem::file_size(o.input, ec));
-      if (ec) total_bytes = 0;
-      in = &file;
-    } else {
-      // A FIFO, pipe or device becomes stdin: stdio ends a read that a signal
-      // interrupts (no SA_RESTART), so Ctrl-C stops the input at once, as with stdin;
-      // an ifstream would retry the read and wait for the next line.
-      const int fd = ::open(o.input.c_str(), O_RDONLY | O_CLOEXEC);
-      if (fd < 0 || ::dup2(fd, STDIN_FILENO) < 0) {
-        std::fprintf(stderr, "prodsm produce: cannot open input '%s': %s\n", o.input.c_str(), std::strerror(errno));
-        if (fd >= 0) ::close(fd);
-        return kExitBadInput;
-      }
-      ::close(fd);
-    }
+  Input input;
+  if (auto opened = open_input(o.input, input); !opened) {
+    std::fprintf(stderr, "prodsm produce: %s\n", opened.error().c_str());
+    return kExitBadInput;
   }
+  std::ifstream& file = input.file;
+  std::istream* in = input.stream;
+  const std::uint64_t total_bytes = input.total_bytes;
   std::vector<char> stream_buffer(1 << 20);
   in->rdbuf()->pubsetbuf(stream_buffer.data(), static_cast<std::streamsize>(stream_buffer.size()));
   RecordReader reader(*in, json_mode ? RecordReader::Mode::json : RecordReader::Mode::bytes,
@@ -424,12 +398,7 @@ int run_produce(const ProduceOptions& o) {
     std::printf("resumed      %llu records were already in the stream and were skipped\n",
                 static_cast<unsigned long long>(prefix->skipped()));
   }
-  if (reader.dropped_partial_bytes() > 0) {
-    std::fprintf(stderr,
-                 "prodsm produce: the interrupted input ended inside a line: its %llu bytes read so far were dropped, "
-                 "not sent (only the true end of the input makes a line without a newline a record)\n",
-                 static_cast<unsigned long long>(reader.dropped_partial_bytes()));
-  }
+  report_dropped_partial_line(reader.dropped_partial_bytes());
   if (resume_problem) {
     std::fprintf(stderr, "prodsm produce: --resume: %s; %llu records were appended before this was found\n",
                  resume_problem->c_str(), static_cast<unsigned long long>(records));

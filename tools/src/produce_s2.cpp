@@ -15,6 +15,7 @@
 
 #include "commands.hpp"
 #include "figures.hpp"
+#include "input.hpp"
 #include "interrupt.hpp"
 #include "record_reader.hpp"
 
@@ -56,16 +57,12 @@ int run_produce_s2(const S2ProduceArgs& a) {
     return kExitBadInput;
   }
 
-  std::ifstream file;
-  std::istream* in = &std::cin;
-  if (a.input != "-") {
-    file.open(a.input, std::ios::binary);
-    if (!file) {
-      std::fprintf(stderr, "prodsm produce: cannot open input '%s'\n", a.input.c_str());
-      return kExitBadInput;
-    }
-    in = &file;
+  Input input;  // a FIFO or pipe becomes stdin, so Ctrl-C stops the input at once (input.hpp)
+  if (auto opened = open_input(a.input, input); !opened) {
+    std::fprintf(stderr, "prodsm produce: %s\n", opened.error().c_str());
+    return kExitBadInput;
   }
+  std::istream* in = input.stream;
   // S2 meters a record without headers as 8 bytes + its body (S2Policy::metered_bytes);
   // the line's '\n' is not part of the record.
   RecordReader reader(*in, RecordReader::Mode::bytes, a.producer.max_batch_bytes - 8 + 1,
@@ -191,6 +188,7 @@ int run_produce_s2(const S2ProduceArgs& a) {
     std::printf("flush        %zu flushes, latency p50 %.2f ms, p99 %.2f ms\n", latencies.size(),
                 percentile(latencies, 50), percentile(latencies, 99));
   }
+  report_dropped_partial_line(reader.dropped_partial_bytes());
   if (bad_line) {
     std::fprintf(stderr, "prodsm produce: line %llu: %s (stopped before sending it; the %llu records before it %s)\n",
                  static_cast<unsigned long long>(bad_line->line), bad_line->message.c_str(),

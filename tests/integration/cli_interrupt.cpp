@@ -1,0 +1,90 @@
+// SPDX-License-Identifier: Apache-2.0
+// Ctrl-C while `prodsm produce` waits for input (see cli_interrupt.hpp).
+#include "cli_interrupt.hpp"
+
+#include <fcntl.h>
+#include <sys/ioctl.h>
+#include <sys/stat.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <gtest/gtest.h>
+
+#include <chrono>
+#include <csignal>
+#include <thread>
+
+#include "cli_support.hpp"
+
+namespace prodsm::test {
+
+void interrupt_produce_reading_a_fifo(std::vector<std::string> args, const std::function<std::string()>& read_back,
+                                      bool named_with_dash_i, bool partial) {
+  const std::string fifo = temp_path(named_with_dash_i ? "fifo-i" : "fifo");
+  ASSERT_EQ(::mkfifo(fifo.c_str(), 0600), 0);
+  const std::string err = temp_path("sigint-stderr");
+  if (named_with_dash_i) {
+    args.push_back("-i");
+    args.push_back(fifo);
+  }
+  std::string cli = PRODSM_CLI;
+  std::vector<char*> argv{cli.data()};  // built before the fork: the child only execs
+  for (auto& a : args) argv.push_back(a.data());
+  argv.push_back(nullptr);
+  const pid_t child = ::fork();
+  ASSERT_GE(child, 0);
+  if (child == 0) {
+    const int in = named_with_dash_i ? ::open("/dev/null", O_RDONLY) : ::open(fifo.c_str(), O_RDONLY);
+    const int errfd = ::open(err.c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0600);
+    if (in < 0 || errfd < 0) ::_exit(99);
+    ::dup2(in, 0);
+    ::dup2(errfd, 2);
+    ::execv(PRODSM_CLI, argv.data());
+    ::_exit(98);
+  }
+  const int out = ::open(fifo.c_str(), O_WRONLY);  // waits for the child to open it
+  ASSERT_GE(out, 0);
+  ASSERT_EQ(::write(out, "a\nb\n", 4), 4);
+  std::string held;
+  for (int i = 0; i < 600 && held != "a\nb\n"; ++i) {  // up to 30 s
+    held = read_back();
+    if (held != "a\nb\n") std::this_thread::sleep_for(std::chrono::milliseconds{50});
+  }
+  ASSERT_EQ(held, "a\nb\n") << "the CLI never sent the two records";
+  if (partial) {
+    ASSERT_EQ(::write(out, "part", 4), 4);
+    int unread = 4;
+    for (int i = 0; i < 600 && unread > 0; ++i) {  // until the CLI has read it (FIONREAD on the pipe)
+      if (::ioctl(out, FIONREAD, &unread) != 0) unread = 0;
+      if (unread > 0) std::this_thread::sleep_for(std::chrono::milliseconds{50});
+    }
+    ASSERT_EQ(unread, 0) << "the CLI never read the partial line";
+  }
+  ASSERT_EQ(::kill(child, SIGINT), 0);
+  int status = 0;
+  pid_t waited = 0;
+  for (int i = 0; i < 600 && waited == 0; ++i) {  // up to 30 s; the FIFO's writer stays open
+    waited = ::waitpid(child, &status, WNOHANG);
+    if (waited == 0) std::this_thread::sleep_for(std::chrono::milliseconds{50});
+  }
+  if (waited == 0) {
+    ::kill(child, SIGKILL);
+    ::waitpid(child, &status, 0);
+    ::close(out);
+    FAIL() << "the CLI did not stop within 30 s of SIGINT (still waiting for input)";
+  }
+  ASSERT_EQ(waited, child);
+  ::close(out);
+  EXPECT_TRUE(WIFEXITED(status)) << "killed by the signal instead of handling it";
+  EXPECT_EQ(WEXITSTATUS(status), 130);
+  EXPECT_NE(slurp(err).find("interrupted: stopped reading after 2 records"), std::string::npos) << slurp(err);
+  if (partial) {
+    EXPECT_NE(slurp(err).find("its 4 bytes read so far were dropped, not sent"), std::string::npos) << slurp(err);
+  }
+  EXPECT_EQ(read_back(), "a\nb\n") << "the incomplete line was never sent";
+  std::remove(fifo.c_str());
+  std::remove(err.c_str());
+}
+
+
+}  // namespace prodsm::test

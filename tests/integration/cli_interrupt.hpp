@@ -1,0 +1,22 @@
+// SPDX-License-Identifier: Apache-2.0
+#pragma once
+// Ctrl-C while `prodsm produce` waits for input (Durable Streams and S2 alike).
+
+#include <functional>
+#include <string>
+#include <vector>
+
+namespace prodsm::test {
+
+/// Runs `prodsm <args>` reading a FIFO the test keeps open — as stdin, or named with
+/// `-i FIFO` (appended to args) while stdin is /dev/null — writes the lines "a" and "b",
+/// waits (bounded, 30 s) until `read_back()` returns "a\nb\n", then, with `partial`,
+/// writes "part" without a newline and waits until the CLI has read it; then sends SIGINT
+/// while the CLI is blocked reading and checks (gtest assertions): it exits 130 within
+/// 30 s, says it stopped after 2 records (and, with `partial`, that the fragment's 4 bytes
+/// were dropped, not sent), and `read_back()` is still "a\nb\n" (the fragment never sent).
+/// `read_back`: the stream's records, each followed by '\n'.
+void interrupt_produce_reading_a_fifo(std::vector<std::string> args, const std::function<std::string()>& read_back,
+                                      bool named_with_dash_i, bool partial);
+
+}  // namespace prodsm::test

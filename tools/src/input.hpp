@@ -1,0 +1,36 @@
+// SPDX-License-Identifier: Apache-2.0
+#pragma once
+// The input of `prodsm produce` (Durable Streams and S2 alike): `-i FILE` or stdin, opened
+// so that an interrupt stops reading at once whatever the input is.
+
+#include <cstdint>
+#include <fstream>
+#include <istream>
+#include <string>
+
+#include <tl/expected.hpp>
+
+namespace prodsm::tools {
+
+/// An opened input. `stream` is `file` for a regular file, else std::cin.
+struct Input {
+  std::ifstream file;           ///< a regular file's stream (unused otherwise)
+  std::istream* stream = nullptr;  ///< what to read records from
+  std::uint64_t total_bytes = 0;   ///< a regular file's size (bytes), else 0 (unknown)
+  /// True when the input can be read again from the start (a regular file: --verify
+  /// rereads it instead of keeping every record).
+  [[nodiscard]] bool rereadable() const noexcept { return file.is_open(); }
+};
+
+/// Opens `path` ("-" = stdin). A regular file is read through an ifstream (it has a size
+/// and may be read again). A FIFO, pipe or device becomes stdin (dup2): stdio ends a read
+/// that a signal interrupts (no SA_RESTART), so Ctrl-C stops the input at once, where an
+/// ifstream would retry the read and wait for the next line. Error: the message naming
+/// the path and the cause ("cannot read input 'x': is a directory").
+tl::expected<void, std::string> open_input(const std::string& path, Input& input);
+
+/// Tells stderr that an interrupted input ended inside a line whose `bytes` (> 0) read
+/// so far were dropped, not sent (RecordReader::dropped_partial_bytes); nothing for 0.
+void report_dropped_partial_line(std::uint64_t bytes);
+
+}  // namespace prodsm::tools
