@@ -219,18 +219,36 @@ int run_produce(const ProduceOptions& o) {
   // those records are skipped, the rest is produced (under a fresh epoch).
   std::optional<StreamPrefix> prefix;
   if (o.resume) {
-    auto contents = asio::async_read_stream_all(producer->session(), producer->url(), json_mode, 16ULL << 30,
-                                                request_options, ::asio::use_future)
-                        .get();
-    if (!contents) {
-      std::fprintf(stderr, "prodsm produce: --resume: reading the stream failed: %s\n",
-                   contents.error().describe().c_str());
-      return kExitServerError;
-    }
-    auto p = StreamPrefix::create(std::move(contents->body), json_mode);
+    auto p = StreamPrefix::create(json_mode);
     if (!p) {
       std::fprintf(stderr, "prodsm produce: --resume: %s; nothing was appended\n", p.error().c_str());
-      return kExitBadInput;
+      return kExitOutputFailed;
+    }
+    // Streamed into the spool (resume.hpp): bounded memory whatever the stream's size.
+    ds::ReadOptions read;
+    read.json = json_mode;
+    read.request = request_options;
+    read.max_bytes = std::uint64_t{1} << 62;  // the spool's disk is the bound
+    read.timeout_ns = std::chrono::hours{24};
+    CliReadResult r = run_cli_read(
+        producer->session(), producer->url(), std::move(read),
+        [&p, json_mode](const ds::ReadChunk& c) {
+          if (c.next_offset) return true;
+          return json_mode ? p->add_value(c.data) : p->add_bytes(c.data);
+        },
+        false);  // an interrupt meanwhile stops the run before its first record
+    if (p->error()) {
+      std::fprintf(stderr, "prodsm produce: --resume: %s; nothing was appended\n", p->error()->c_str());
+      return kExitOutputFailed;
+    }
+    if (!r.outcome) {
+      std::fprintf(stderr, "prodsm produce: --resume: reading the stream failed: %s\n",
+                   r.outcome.error().describe().c_str());
+      return kExitServerError;
+    }
+    if (auto ready = p->finish_spool(); !ready) {
+      std::fprintf(stderr, "prodsm produce: --resume: %s; nothing was appended\n", ready.error().c_str());
+      return kExitOutputFailed;
     }
     prefix.emplace(std::move(*p));
   }

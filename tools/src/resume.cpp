@@ -1,5 +1,12 @@
 // SPDX-License-Identifier: Apache-2.0
+// The --resume prefix: spool the stream, then match the input against it (resume.hpp).
 #include "resume.hpp"
+
+#include <unistd.h>
+
+#include <cerrno>
+#include <cstdlib>
+#include <cstring>
 
 #include <simdjson.h>
 
@@ -7,7 +14,8 @@ namespace prodsm::tools {
 namespace {
 
 /// `text` parsed and minified by simdjson (so the stream's and the input's forms of one
-/// value compare equal), or nullopt when it is not one JSON value.
+/// value compare equal), or nullopt when it is not one JSON value. simdjson's default
+/// depth limit (1024) bounds the nesting.
 std::optional<std::string> minified(simdjson::dom::parser& parser, std::string_view text) {
   simdjson::dom::element value;
   if (parser.parse(text.data(), text.size(), true).get(value) != simdjson::SUCCESS) return std::nullopt;
@@ -16,31 +24,81 @@ std::optional<std::string> minified(simdjson::dom::parser& parser, std::string_v
 
 }  // namespace
 
-StreamPrefix::StreamPrefix(std::string body, std::vector<std::string> elements, bool json)
-    : body_{std::move(body)}, elements_{std::move(elements)}, json_{json} {}
-
-tl::expected<StreamPrefix, std::string> StreamPrefix::create(std::string body, bool json) {
-  if (!json) return StreamPrefix(std::move(body), {}, false);
-  simdjson::dom::parser parser;  // its default depth limit (1024) bounds the nesting
-  simdjson::dom::array array;
-  if (parser.parse(body).get(array) != simdjson::SUCCESS) {
-    return tl::unexpected(std::string("the stream's contents are not one JSON array (or nest deeper than 1024)"));
+tl::expected<StreamPrefix, std::string> StreamPrefix::create(bool json) {
+  const char* dir = std::getenv("TMPDIR");
+  std::string path = std::string(dir != nullptr && *dir != '\0' ? dir : "/tmp") + "/prodsm-resume-XXXXXX";
+  const int fd = ::mkstemp(path.data());
+  if (fd < 0) return tl::unexpected("cannot create a spool file in " + path + ": " + std::strerror(errno));
+  ::unlink(path.c_str());  // gone when closed, whatever ends the run
+  std::FILE* f = ::fdopen(fd, "w+b");
+  if (f == nullptr) {
+    ::close(fd);
+    return tl::unexpected(std::string("cannot open the spool file: ") + std::strerror(errno));
   }
-  std::vector<std::string> elements;
-  for (simdjson::dom::element e : array) elements.push_back(simdjson::minify(e));
-  return StreamPrefix({}, std::move(elements), true);
+  return StreamPrefix(std::unique_ptr<std::FILE, FileCloser>(f), json);
+}
+
+bool StreamPrefix::fail(std::string why) {
+  if (!error_) error_ = std::move(why);
+  return false;
+}
+
+bool StreamPrefix::write(std::string_view data) {
+  if (error_) return false;
+  if (!data.empty() && std::fwrite(data.data(), 1, data.size(), spool_.get()) != data.size()) {
+    return fail(std::string("cannot write the stream to the spool file: ") + std::strerror(errno));
+  }
+  spooled_ += data.size();
+  return true;
+}
+
+bool StreamPrefix::add_bytes(std::string_view data) { return !json_ && write(data); }
+
+bool StreamPrefix::add_value(std::string_view value) {
+  if (!json_ || error_) return false;
+  simdjson::dom::parser parser;
+  const auto text = minified(parser, value);
+  if (!text) return fail("the stream's JSON value " + std::to_string(values_ + 1) + " does not parse");
+  ++values_;
+  // Minified JSON has no raw newline (one inside a string is escaped): one value per line.
+  return write(*text) && write("\n");
+}
+
+tl::expected<void, std::string> StreamPrefix::finish_spool() {
+  if (!error_ && (std::fflush(spool_.get()) != 0 || std::fseek(spool_.get(), 0, SEEK_SET) != 0)) {
+    fail(std::string("cannot read the spool file back: ") + std::strerror(errno));
+  }
+  if (error_) return tl::unexpected(*error_);
+  return {};
 }
 
 tl::expected<bool, std::string> StreamPrefix::holds(std::string_view record, std::uint64_t line) {
   if (done_) return false;
+  if (error_) return tl::unexpected(*error_);
+  const auto read_back = [this](std::size_t n) -> bool {
+    buffer_.resize(n);
+    if (n > 0 && std::fread(buffer_.data(), 1, n, spool_.get()) != n) {
+      return fail("cannot read the spool file back: " +
+                  std::string(std::ferror(spool_.get()) ? std::strerror(errno) : "it ended early"));
+    }
+    return true;
+  };
   if (json_) {
-    if (position_ == elements_.size()) {
+    if (position_ == values_) {
       done_ = true;
       return false;
     }
+    buffer_.clear();
+    for (int c = std::fgetc(spool_.get()); c != '\n'; c = std::fgetc(spool_.get())) {
+      if (c == EOF) {
+        fail("cannot read the spool file back: it ended early");
+        return tl::unexpected(*error_);
+      }
+      buffer_.push_back(static_cast<char>(c));
+    }
     simdjson::dom::parser parser;
     const auto mine = minified(parser, record);
-    if (!mine || *mine != elements_[position_]) {
+    if (!mine || *mine != buffer_) {
       return tl::unexpected("input line " + std::to_string(line) + " differs from the stream's JSON value " +
                             std::to_string(position_ + 1) + ": the stream does not hold a prefix of this input");
     }
@@ -48,16 +106,21 @@ tl::expected<bool, std::string> StreamPrefix::holds(std::string_view record, std
     ++skipped_;
     return true;
   }
-  if (position_ == body_.size()) {
+  if (position_ == spooled_) {
     done_ = true;
     return false;
   }
-  const std::string_view rest = std::string_view(body_).substr(position_);
-  if (rest.size() < record.size() && record.substr(0, rest.size()) == rest) {
-    return tl::unexpected("the stream ends inside input line " + std::to_string(line) +
-                          ": it does not hold a whole number of this input's records");
+  const std::uint64_t rest = spooled_ - position_;
+  if (rest < record.size()) {
+    if (!read_back(static_cast<std::size_t>(rest))) return tl::unexpected(*error_);
+    if (record.substr(0, buffer_.size()) == buffer_) {
+      return tl::unexpected("the stream ends inside input line " + std::to_string(line) +
+                            ": it does not hold a whole number of this input's records");
+    }
+  } else if (!read_back(record.size())) {
+    return tl::unexpected(*error_);
   }
-  if (rest.substr(0, record.size()) != record) {
+  if (buffer_ != record) {
     return tl::unexpected("input line " + std::to_string(line) + " differs from the stream at byte " +
                           std::to_string(position_) + ": the stream does not hold a prefix of this input");
   }
@@ -68,12 +131,12 @@ tl::expected<bool, std::string> StreamPrefix::holds(std::string_view record, std
 
 std::optional<std::string> StreamPrefix::at_end() const {
   if (done_) return std::nullopt;
-  if (json_ && position_ < elements_.size()) {
-    return "the stream holds " + std::to_string(elements_.size() - position_) +
+  if (json_ && position_ < values_) {
+    return "the stream holds " + std::to_string(values_ - position_) +
            " JSON values more than the input: it is not a prefix of this input";
   }
-  if (!json_ && position_ < body_.size()) {
-    return "the stream holds " + std::to_string(body_.size() - position_) +
+  if (!json_ && position_ < spooled_) {
+    return "the stream holds " + std::to_string(spooled_ - position_) +
            " bytes more than the input: it is not a prefix of this input";
   }
   return std::nullopt;
