@@ -162,11 +162,11 @@ int run_read(const ReadOptions& o) {
       std::fprintf(stderr, "prodsm read: the read did not finish within --timeout-ms (%llu ms)\n",
                    static_cast<unsigned long long>(o.timeout_ms));
     } else if (e.message.find("(max_bytes)") != std::string::npos) {
-      std::fprintf(stderr, "prodsm read: the stream holds more than --max-bytes (%llu bytes)\n",
+      std::fprintf(stderr, "prodsm read: the server sent more than --max-bytes (%llu bytes)\n",
                    static_cast<unsigned long long>(o.max_bytes));
     }
     if (out.written() > 0) {
-      std::fprintf(stderr, "prodsm read: the %llu bytes written before the failure are the stream's, in order\n",
+      std::fprintf(stderr, "prodsm read: the %llu bytes written before the failure are what the server sent, in order\n",
                    static_cast<unsigned long long>(out.written()));
     }
     return kExitServerError;

@@ -226,8 +226,8 @@ bool StreamReader::take_unit(std::string_view unit, bool bytes_mode) {
     return true;
   }
   if (unit.size() > options_.max_bytes - std::min(summary_.bytes, options_.max_bytes)) {
-    fail(protocol_error("the stream holds more than the read limit of " + std::to_string(options_.max_bytes) +
-                        " bytes (max_bytes)"));
+    fail(protocol_error("the server sent more than the read limit of " + std::to_string(options_.max_bytes) +
+                        " bytes (max_bytes): the stream holds more, or a body does not end"));
     return false;
   }
   output_.push_back(unit);
