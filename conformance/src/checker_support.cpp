@@ -28,6 +28,9 @@ std::uint64_t min_meter(const TraceConfig& c) {
 }
 
 bool full(const detail::TraceIndex& x, const detail::BatchInfo& b) {
+  // S8: an S2 batch whose end reaches 2^64-1 under match_seq_num can take no more records.
+  const auto& m = x.config.initial_match_seq_num;
+  if (x.config.protocol == Protocol::s2 && m && b.first + b.count >= UINT64_MAX - *m) return true;
   return b.count >= x.config.max_batch_records ||
          batch_bytes(x, b.first, b.count) + min_meter(x.config) > x.config.max_batch_bytes;
 }

@@ -76,6 +76,7 @@ Result check_s3(const Checked& c);
 Result check_s4(const Checked& c);
 Result check_s5(const Checked& c);
 Result check_s6(const Checked& c);
+Result check_s8(const Checked& c);
 Result check_d3(const Checked& c);
 
 }  // namespace prodsm::conformance::detail

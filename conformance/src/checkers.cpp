@@ -81,6 +81,7 @@ const std::vector<Entry>& entries() {
       {{"S5", "stale epoch: terminal, or one claim of server epoch + 1 from seq 0", Coverage::trace, always}, check_s5},
       {{"S6", "stream closed is terminal, never a gap", Coverage::trace, always}, check_s6},
       {{"S7", "responses classified by status and headers", Coverage::structural, always}, nullptr},
+      {{"S8", "protocol numbers stay in range; exhaustion refuses, never wraps", Coverage::trace, always}, check_s8},
       {{"D1", "no I/O, no clock, no thread, no user code in the core", Coverage::structural, always}, nullptr},
       {{"D2", "the same inputs give the same outputs", Coverage::replay, always}, nullptr},
       {{"D3", "deadlines never fire early; spurious timers are no-ops", Coverage::trace, needs_time}, check_d3},

@@ -74,6 +74,15 @@ Result check_s2(const Checked& c) {
       continue;
     }
     seq_of[s.obs->batch] = {st.epoch, st.seq};
+    if (!previous) {  // an epoch's first batch: the configured first seq, or 0 after a claim (S5)
+      const std::uint64_t first_seq = st.epoch == x.config.initial_epoch ? x.config.initial_seq : 0;
+      if (st.seq != first_seq) {
+        return violation("S2",
+                         "the first batch of epoch " + std::to_string(st.epoch) + " has seq " + std::to_string(st.seq) +
+                             ", expected " + std::to_string(first_seq),
+                         {s.step});
+      }
+    }
     if (previous && previous->first < s.obs->batch && st.seq != previous->second + 1) {
       return violation("S2",
                        "seq does not advance by one per batch (batch " + std::to_string(s.obs->batch) + " has seq " +
@@ -129,9 +138,8 @@ Result check_s4(const Checked& c) {
       const auto& before = pred->second;
       const auto acked = acked_at(x, before);
       if (acked && *acked <= *again) continue;
-      const std::size_t resend_index = *std::find_if(b.sends.begin(), b.sends.end(), [&](std::size_t r) {
-        return x.sends[r].step == *again;
-      });
+      const std::size_t resend_index =
+          *std::find_if(b.sends.begin(), b.sends.end(), [&](std::size_t r) { return x.sends[r].step == *again; });
       const bool sent_again = std::any_of(before.sends.begin(), before.sends.end(), [&](std::size_t p) {
         return x.sends[p].step >= *send.response_step && x.sends[p].seq < x.sends[resend_index].seq;
       });

@@ -119,6 +119,11 @@ class CoreDriver final : public Driver {
       case K::duplicate:
       case K::fail:
       case K::invalid_ack: return respond(c);
+      case K::restart_server: {
+        // Every unanswered send fails in the same instant, one answer step each.
+        for (const auto& [sent, response] : server_.restart(c.server_state_kept)) deliver(sent, response);
+        return true;
+      }
     }
     return false;
   }
@@ -198,7 +203,12 @@ class CoreDriver final : public Driver {
     }
     auto answered = server_.answer(c);
     if (!answered) return false;
-    const auto& [sent, response] = *answered;
+    deliver(answered->first, answered->second);
+    return true;
+  }
+
+  /// One answer step: the simulated server's response to `sent`, given to the producer.
+  void deliver(const detail::PendingSend& sent, const Response& response) {
     Step& step = begin(Input::Kind::respond);
     step.input.send_index = sent.index;
     step.input.response = response;
@@ -209,7 +219,6 @@ class CoreDriver final : public Driver {
                            from_trace(response.ack, static_cast<Policy*>(nullptr)));
     }
     drain(step);
-    return true;
   }
 
   Producer<Policy> producer_;
@@ -244,6 +253,7 @@ TraceConfig trace_config(const CoreConfig& config) {
       t.sequencing = Sequencing::ds_idempotent;
       t.auto_claim = c.protocol.idempotent->auto_claim;
       t.initial_epoch = c.protocol.idempotent->epoch;
+      t.initial_seq = c.protocol.idempotent->seq;
     }
   } else {
     const auto& c = config.s2;

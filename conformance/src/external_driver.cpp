@@ -159,6 +159,15 @@ SyncResult result_from(const json& r) {
   return out;
 }
 
+/// The `with` list of a respond: the other sends failed in the same instant.
+json with_list(const std::vector<std::pair<detail::PendingSend, Response>>& failed, Protocol protocol) {
+  json with = json::array();
+  for (const auto& [other, other_response] : failed) {
+    with.push_back({{"send", other.index}, {"response", response_to(other_response, protocol)}});
+  }
+  return with;
+}
+
 /// One driver process shared by the drivers a factory makes (one producer at a time).
 struct Shared {
   ExternalTarget target;
@@ -209,6 +218,22 @@ class ExternalDriver final : public Driver {
         input.kind = Input::Kind::advance;
         input.at = saturating_add(now_, c.advance_ns);
         break;
+      case Command::Kind::restart_server: {
+        // Every unanswered send fails in the same instant: the first as the respond, the
+        // others in its `with` list (as a dead S2 session's, docs/conformance.md).
+        auto failed = server_.restart(c.server_state_kept);
+        if (failed.empty()) return true;  // nothing in flight: a change of server state only
+        answered = failed.front();
+        session_rest.assign(failed.begin() + 1, failed.end());
+        const auto& [sent, response] = *answered;
+        request = {
+            {"op", "respond"}, {"send", sent.index}, {"response", response_to(response, trace_.config.protocol)}};
+        input.kind = Input::Kind::respond;
+        input.send_index = sent.index;
+        input.response = response;
+        if (!session_rest.empty()) request["with"] = with_list(session_rest, trace_.config.protocol);
+        break;
+      }
       case Command::Kind::invalid_ack:
         if (c.invalid == Command::Invalid::unknown_batch) {
           unsupported_ =
@@ -230,13 +255,7 @@ class ExternalDriver final : public Driver {
         // S2: the failure kills the append session; its other in-flight appends fail in
         // the same instant, before the SDK can react to the first (docs/conformance.md).
         session_rest = server_.fail_rest_of_session(c, sent);
-        if (!session_rest.empty()) {
-          json with = json::array();
-          for (const auto& [other, other_response] : session_rest) {
-            with.push_back({{"send", other.index}, {"response", response_to(other_response, trace_.config.protocol)}});
-          }
-          request["with"] = std::move(with);
-        }
+        if (!session_rest.empty()) request["with"] = with_list(session_rest, trace_.config.protocol);
         break;
       }
     }

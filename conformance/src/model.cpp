@@ -19,8 +19,13 @@ struct ModelBatch {
   bool latest_answered = false;
   bool had_unacked_before_latest = false;  ///< S4: earlier batches unacked when it left
   bool parked_stale = false;               ///< S5: waiting to become the oldest
+  std::uint64_t parked_server_epoch = 0;   ///< S5: the server epoch its 403 named
   std::size_t renumbered_after = 0;        ///< a claim superseded sends up to this index
 };
+
+/// S5, S8: the largest Producer-Epoch (PROTOCOL.md: 0..2^53-1). A claim of server epoch
+/// + 1 past it is refused: the 403 is then terminal.
+constexpr std::uint64_t kMaxEpoch = (1ULL << 53) - 1;
 
 }  // namespace
 
@@ -127,12 +132,16 @@ Prediction predict(const Trace& trace) {
             break;
           }
           b.acked = true;
-          // S5: a parked stale-epoch batch that is now the oldest claims.
+          // S5: a parked stale-epoch batch that is now the oldest claims (S8: if it can).
           if (auto head = oldest_unacked()) {
             ModelBatch& h = batches[*head];
             if (h.parked_stale) {
               h.parked_stale = false;
-              claim(h);
+              if (h.parked_server_epoch >= kMaxEpoch) {
+                terminal(ErrorCode::stale_epoch, i);
+              } else {
+                claim(h);
+              }
             }
           }
           break;
@@ -149,10 +158,13 @@ Prediction predict(const Trace& trace) {
         }
         if (e.code == ErrorCode::stale_epoch) {  // S5
           if (cfg.sequencing == Sequencing::ds_idempotent && cfg.auto_claim && !b.ambiguous && budget) {
-            if (oldest) {
-              claim(b);
-            } else {
+            if (!oldest) {
               b.parked_stale = true;
+              b.parked_server_epoch = e.server_epoch;
+            } else if (e.server_epoch >= kMaxEpoch) {
+              terminal(e.code, i);  // S8: server epoch + 1 would pass 2^53-1
+            } else {
+              claim(b);
             }
           } else {
             terminal(e.code, i);

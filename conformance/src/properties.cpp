@@ -119,14 +119,21 @@ rc::Gen<CoreConfig> gen_config(const PropertySpec& spec) {
           *rc::gen::element(DurableStreamsPolicy::BodyFormat::bytes, DurableStreamsPolicy::BodyFormat::json);
       fill(d, DurableStreamsPolicy::kMinBatchBytes, 1000);
       if (spec.sequencing == Sequencing::ds_idempotent) {
+        // S8: sometimes at the protocol's limits (epoch and seq up to 2^53-1).
+        constexpr std::uint64_t kMax = DurableStreamsPolicy::kMaxSequenceValue;
         d.protocol.idempotent = DurableStreamsPolicy::IdempotentOptions{
-            "prop", *rc::gen::element<std::uint64_t>(std::uint64_t{0}, std::uint64_t{5}), spec.auto_claim};
+            "prop", *rc::gen::weightedElement<std::uint64_t>({{6, 0}, {2, 5}, {1, kMax - 2}, {1, kMax - 1}, {1, kMax}}),
+            spec.auto_claim};
+        d.protocol.idempotent->seq =
+            *rc::gen::weightedElement<std::uint64_t>({{8, 0}, {1, 7}, {1, kMax - 3}, {1, kMax - 1}, {1, kMax}});
       }
     } else {
       auto& s = c.s2;
       fill(s, 8, 1000);
       if (spec.sequencing == Sequencing::s2_match_seq_num) {
-        s.protocol.match_seq_num = *rc::gen::element<std::uint64_t>(std::uint64_t{0}, std::uint64_t{100});
+        // S8: sometimes near the end of the u64 seq_num space.
+        s.protocol.match_seq_num = *rc::gen::weightedElement<std::uint64_t>(
+            {{6, 0}, {3, 100}, {1, UINT64_MAX - 20}, {1, UINT64_MAX - 3}, {1, UINT64_MAX}});
       }
       if (*rc::gen::arbitrary<bool>()) s.protocol.fencing_token = "fence-1";
     }
@@ -161,7 +168,8 @@ rc::Gen<Command> gen_command(const CoreConfig& config) {
   const Duration linger = t.linger_ns.value_or(Duration{3ms});
   // Retryable answers keep the run going (and exercise retries, gaps and claims); the
   // others end it with a terminal error, so they are rarer.
-  const std::vector<ErrorCode> retryable = {ErrorCode::unavailable, ErrorCode::connection_lost};
+  const std::vector<ErrorCode> retryable = {ErrorCode::unavailable, ErrorCode::unavailable, ErrorCode::connection_lost,
+                                            ErrorCode::connection_lost, ErrorCode::request_timeout};
   std::vector<ErrorCode> other = {ErrorCode::not_found, ErrorCode::rejected, ErrorCode::protocol_error};
   if (t.protocol == Protocol::durable_streams) {
     for (auto c : {ErrorCode::conflict, ErrorCode::sequence_gap, ErrorCode::sequence_gap, ErrorCode::sequence_gap,
@@ -210,6 +218,12 @@ rc::Gen<Command> gen_command(const CoreConfig& config) {
       {5, answer(Command::Kind::duplicate)},
       {12, failing(retryable)},
       {5, failing(other)},
+      {1, rc::gen::map(rc::gen::arbitrary<bool>(),
+                       [](bool kept) {
+                         Command c = Command::of(Command::Kind::restart_server);
+                         c.server_state_kept = kept;
+                         return c;
+                       })},
       {1, rc::gen::map(rc::gen::element(Command::Invalid::wrong_count, Command::Invalid::unknown_batch),
                        [](Command::Invalid kind) {
                          Command c = Command::of(Command::Kind::invalid_ack);

@@ -3,7 +3,9 @@
 //  - ack: S2 -> [base + first ticket, + count), base = the initial match_seq_num or 0
 //    (a record's position is its ticket: the stream holds the records in order);
 //    Durable Streams -> next offset = the byte tail after the body, as a 20-digit
-//    decimal string, and the tail advances.
+//    decimal string, and the tail advances; for a sequenced (idempotent) batch the tail
+//    in seq order — the bytes of every batch up to it — since the server appends an
+//    idempotent producer's batches in seq order whatever order they are answered in.
 //  - duplicate: Durable Streams sequenced -> {no offset, duplicate}; otherwise an ack.
 //  - fail: the error of `fail_code`, with its certainty (connection_lost and
 //    protocol_error indefinite, the rest definite) and retryability (unavailable and
@@ -15,11 +17,21 @@
 //    of that session (when the target reports sessions) fails with it, in send order,
 //    in the same instant (fail_rest_of_session).
 //  - invalid_ack: S2 -> the range is one record too long; Durable Streams -> neither an
-//    offset nor a duplicate flag; unknown_batch -> an ack for a batch id never issued.
+//    offset nor a duplicate flag; unknown_batch -> an ack for a batch id never issued;
+//    backwards -> S2 [previous start, + count), Durable Streams the previous ack's next
+//    offset minus one byte; overlapping -> S2 [previous end - 1, + count), Durable
+//    Streams the previous ack's next offset again (both need an earlier valid ack and, on
+//    Durable Streams, an idempotent producer: otherwise the ack is the wrong_count one).
+//  - request_timeout: indefinite and retryable, like connection_lost.
+//  - restart_server: every unanswered send fails as connection_lost; with the state
+//    lost, acknowledged seqs are forgotten and no epoch starts at the configured seq.
+//  - a configured first seq (TraceConfig::initial_seq): the server holds the seqs below it
+//    for the configured epoch (a resumed producer), so a gap there reports from it.
 #include "sim_server.hpp"
 
 #include <cstdio>
 #include <iterator>
+#include <string>
 
 namespace prodsm::conformance::detail {
 
@@ -30,8 +42,29 @@ std::string offset_text(std::uint64_t bytes) {
 }
 
 void SimServer::sent(const Observation& o) {
+  batch_bytes_[o.first_ticket] = o.body.size();
   unanswered_.push_back(
       PendingSend{o.send_index, o.batch, o.attempt, o.first_ticket, o.count, o.body.size(), o.stamp, o.session});
+}
+
+std::vector<std::pair<PendingSend, Response>> SimServer::restart(bool state_kept) {
+  std::vector<std::pair<PendingSend, Response>> out;
+  Command lost = Command::fail_with(ErrorCode::connection_lost);
+  for (const PendingSend& sent : unanswered_) {
+    Response r;
+    r.kind = Response::Kind::fail;
+    r.error = failure(lost, sent);
+    r.error.message = "harness: connection_lost (server restart)";
+    out.emplace_back(sent, std::move(r));
+  }
+  unanswered_.clear();
+  last_acked_.reset();
+  last_ack_undo_.reset();
+  if (!state_kept) {
+    acked_seqs_.clear();
+    state_lost_ = true;
+  }
+  return out;
 }
 
 void SimServer::unanswer(const PendingSend& send) {
@@ -39,6 +72,8 @@ void SimServer::unanswer(const PendingSend& send) {
     acked_seqs_[send.stamp.epoch].erase(send.stamp.seq);
   }
   last_acked_.reset();
+  if (last_ack_undo_ && last_ack_undo_->first == send.index) last_ack_ = last_ack_undo_->second;
+  last_ack_undo_.reset();
   auto it = unanswered_.begin();
   while (it != unanswered_.end() && it->index < send.index) ++it;
   unanswered_.insert(it, send);
@@ -61,6 +96,7 @@ std::optional<std::pair<PendingSend, Response>> SimServer::answer(const Command&
   const PendingSend sent = *it;
   unanswered_.erase(it);
   last_acked_.reset();
+  last_ack_undo_.reset();
   Response r;
   if (c.kind == Command::Kind::fail) {
     r.kind = Response::Kind::fail;
@@ -70,6 +106,10 @@ std::optional<std::pair<PendingSend, Response>> SimServer::answer(const Command&
   r.kind = Response::Kind::ack;
   r.ack = ack(c, sent, r.invalid);
   if (!r.invalid && !r.ack.duplicate && config_.protocol == Protocol::durable_streams) tail_bytes_ += sent.body_bytes;
+  if (!r.invalid && !r.ack.duplicate) {
+    last_ack_undo_ = std::make_pair(sent.index, last_ack_);
+    last_ack_ = r.ack;
+  }
   if (!r.invalid && sent.stamp.sequenced && acked_seqs_[sent.stamp.epoch].insert(sent.stamp.seq).second) {
     last_acked_ = std::make_pair(sent.stamp.epoch, sent.stamp.seq);
   }
@@ -100,6 +140,19 @@ TraceAck SimServer::ack(const Command& c, const PendingSend& sent, bool& invalid
   const std::uint64_t start = config_.initial_match_seq_num.value_or(0) + sent.first_ticket;
   if (c.kind == Command::Kind::invalid_ack) {
     invalid = true;
+    const bool ordered = c.invalid == Command::Invalid::backwards || c.invalid == Command::Invalid::overlapping;
+    // (Durable Streams: only a sequenced batch's offset is ordered, see check_order.)
+    if (ordered && last_ack_ && (s2 || sent.stamp.sequenced)) {
+      const bool back = c.invalid == Command::Invalid::backwards;
+      if (s2) {
+        a.start = back ? last_ack_->start : last_ack_->end - 1;
+        a.end = a.start + sent.count;  // the count is right; the positions are not
+      } else {
+        const std::uint64_t previous = std::stoull(last_ack_->next_offset);
+        a.next_offset = offset_text(back ? previous - 1 : previous);
+      }
+      return a;
+    }
     if (s2) {
       a.start = start;
       a.end = start + sent.count + 1;  // one record too many
@@ -113,6 +166,12 @@ TraceAck SimServer::ack(const Command& c, const PendingSend& sent, bool& invalid
   if (s2) {
     a.start = start;
     a.end = start + sent.count;
+  } else if (sent.stamp.sequenced) {
+    std::uint64_t bytes = 0;  // in seq order: every batch up to this one (all were sent before it)
+    for (auto it = batch_bytes_.begin(); it != batch_bytes_.end() && it->first <= sent.first_ticket; ++it) {
+      bytes += it->second;
+    }
+    a.next_offset = offset_text(bytes);
   } else {
     a.next_offset = offset_text(tail_bytes_ + sent.body_bytes);
   }
@@ -121,7 +180,8 @@ TraceAck SimServer::ack(const Command& c, const PendingSend& sent, bool& invalid
 
 std::uint64_t SimServer::expected_seq(const PendingSend& sent) const {
   const auto it = acked_seqs_.find(sent.stamp.epoch);
-  std::uint64_t lowest = 0;
+  // A producer configured to start at seq n (resuming an epoch) has seqs < n on the server.
+  std::uint64_t lowest = !state_lost_ && sent.stamp.epoch == config_.initial_epoch ? config_.initial_seq : 0;
   if (it != acked_seqs_.end()) {
     while (it->second.count(lowest) != 0) ++lowest;
   }
@@ -131,8 +191,10 @@ std::uint64_t SimServer::expected_seq(const PendingSend& sent) const {
 
 Error SimServer::failure(const Command& c, const PendingSend& sent) const {
   const ErrorCode code = c.fail_code;
-  const bool indefinite = code == ErrorCode::connection_lost || code == ErrorCode::protocol_error;
-  const bool retryable = code == ErrorCode::unavailable || code == ErrorCode::connection_lost;
+  const bool indefinite =
+      code == ErrorCode::connection_lost || code == ErrorCode::protocol_error || code == ErrorCode::request_timeout;
+  const bool retryable =
+      code == ErrorCode::unavailable || code == ErrorCode::connection_lost || code == ErrorCode::request_timeout;
   Error e = make_error(code, indefinite ? Certainty::indefinite : Certainty::definite, retryable,
                        "harness: " + std::string(to_string(code)));
   if (code == ErrorCode::unavailable) e.retry_after_ns = c.retry_after_ns;

@@ -48,6 +48,11 @@ class SimServer {
   /// Durable Streams, for acks, and for sends without a reported session.
   std::vector<std::pair<PendingSend, Response>> fail_rest_of_session(const Command& command, const PendingSend& failed);
 
+  /// The server restarts (Command::restart_server): takes every unanswered send, in
+  /// send order, each failed as connection_lost (indefinite, retryable: the connection
+  /// died with it); unless `state_kept`, forgets every producer's acknowledged seqs.
+  std::vector<std::pair<PendingSend, Response>> restart(bool state_kept);
+
   /// Puts back a send whose answer could not be delivered (the target refused the
   /// command), in send order.
   void unanswer(const PendingSend& send);
@@ -68,6 +73,14 @@ class SimServer {
   std::map<std::uint64_t, std::set<std::uint64_t>> acked_seqs_;        ///< Durable Streams: epoch -> seqs
   std::optional<std::pair<std::uint64_t, std::uint64_t>> last_acked_;  ///< undone by unanswer()
   std::uint64_t tail_bytes_ = 0;                                       ///< Durable Streams: bytes appended so far
+  /// Durable Streams: body bytes of every batch sent, by first ticket. A sequenced batch's
+  /// next offset is the bytes of every batch up to it: the server appends an idempotent
+  /// producer's batches in seq order, whatever order the harness answers them in.
+  std::map<std::uint64_t, std::size_t> batch_bytes_;
+  bool state_lost_ = false;           ///< a restart forgot producer state: no epoch starts at initial_seq any more
+  std::optional<TraceAck> last_ack_;  ///< the last valid acknowledgement given (E5: backwards, overlapping)
+  /// (send index, last_ack_ before it): undone by unanswer() like last_acked_
+  std::optional<std::pair<std::size_t, std::optional<TraceAck>>> last_ack_undo_;
 };
 
 /// The offset text of a Durable Streams tail of `bytes` bytes: 20 decimal digits.

@@ -27,6 +27,8 @@ std::string_view to_string(ErrorCode code) noexcept {
     case ErrorCode::protocol_error: return "protocol_error";
     case ErrorCode::tls_failed: return "tls_failed";
     case ErrorCode::header_provider_failed: return "header_provider_failed";
+    case ErrorCode::request_timeout: return "request_timeout";
+    case ErrorCode::sequence_exhausted: return "sequence_exhausted";
   }
   return "unknown";
 }

@@ -10,6 +10,7 @@ std::string_view to_string(RejectReason reason) noexcept {
     case RejectReason::record_too_large: return "record_too_large";
     case RejectReason::invalid_record: return "invalid_record";
     case RejectReason::would_block: return "would_block";
+    case RejectReason::sequence_exhausted: return "sequence_exhausted";
   }
   return "unknown";
 }
@@ -22,6 +23,7 @@ Error to_error(const Rejection& rejection) {
     case RejectReason::failed: return rejection.terminal ? *rejection.terminal : local(ErrorCode::internal);
     case RejectReason::closed: return local(ErrorCode::closed);
     case RejectReason::would_block: return local(ErrorCode::would_block);
+    case RejectReason::sequence_exhausted: return local(ErrorCode::sequence_exhausted);
     case RejectReason::record_too_large:
     case RejectReason::invalid_record: return local(ErrorCode::invalid_record);
   }

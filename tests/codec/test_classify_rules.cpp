@@ -210,7 +210,7 @@ TEST(ClassifyAppendRules, S7_OtherServerErrorsAreIndefiniteAndIgnoreRetryAfter) 
 }
 
 TEST(ClassifyAppendRules, S7_ClientErrorsAreRejectedAndNotFoundIs404Or410) {
-  for (const int status : {400, 401, 405, 408, 411, 413, 414, 415, 422, 499}) {
+  for (const int status : {400, 401, 405, 411, 413, 414, 415, 422, 499}) {
     const Error e = append_error(resp(status));
     EXPECT_EQ(e.code, ErrorCode::rejected) << status;
     EXPECT_EQ(e.certainty, Certainty::definite);
@@ -219,6 +219,16 @@ TEST(ClassifyAppendRules, S7_ClientErrorsAreRejectedAndNotFoundIs404Or410) {
   for (const int status : {404, 410}) {
     EXPECT_EQ(append_error(resp(status)).code, ErrorCode::not_found) << status;
   }
+}
+
+// E2: a 408 (a proxy's or the server's request timeout) may come after the body was
+// applied: indefinite and retryable, resent only where a resend is safe (E4).
+TEST(ClassifyAppendRules, E2_RequestTimeoutIsIndefiniteAndRetryable) {
+  const Error e = append_error(resp(408));
+  EXPECT_EQ(e.code, ErrorCode::request_timeout);
+  EXPECT_EQ(e.certainty, Certainty::indefinite);
+  EXPECT_TRUE(e.retryable);
+  EXPECT_EQ(e.http_status, 408);
 }
 
 TEST(ClassifyAppendRules, S7_AnythingElseIsProtocolError) {

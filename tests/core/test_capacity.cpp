@@ -5,6 +5,13 @@
 namespace prodsm::test {
 namespace {
 
+/// A Durable Streams next offset that grows with `i` (offsets are lexicographically
+/// increasing, E5): 20 decimal digits.
+std::string detail_offset(std::uint64_t i) {
+  std::string digits = std::to_string(i);
+  return std::string(20 - digits.size(), '0') + digits;
+}
+
 // R1: capacity exactly at the byte limit is accepted; one byte more would block.
 TEST(R1, CapacityExactlyAtTheByteLimit) {
   auto c = ds_config(Linger::after(1h));
@@ -129,7 +136,7 @@ TEST(R3, LongRunStaysWithinAllBounds) {
       if (i % 11 == 0) {
         h.fail(s, unavailable());
       } else {
-        h.ack(s, offset("o" + std::to_string(i)));
+        h.ack(s, offset(detail_offset(s.first + s.count)));  // batch order: how the server appends them
       }
     }
     EXPECT_LE(h.producer().unacked_bytes(), 256U);

@@ -245,7 +245,11 @@ TEST_P(Scenario, ResumeReportsTheEarlierIncarnationsRecords) {
 }
 
 // S6: the stream closed by someone else mid-pipeline ends in stream_closed on the
-// covered records — never a hang, never a request loop.
+// covered records — never a hang, never a request loop. Without stall detection: the
+// stream must hold exactly the records reported successful, and a stall resend of an
+// appended batch answered 409 after the close fails records that are in the stream
+// (indefinite, as E2 allows, but not what this scenario checks; seen in CI with
+// asio_4_threads under ASan).
 TEST_P(Scenario, StreamClosedBySomeoneElseMidPipelineFailsCoveredRecords) {
   const std::string url = server().stream_url("closed");
   TestClient client;
@@ -253,7 +257,7 @@ TEST_P(Scenario, StreamClosedBySomeoneElseMidPipelineFailsCoveredRecords) {
   auto config = idempotent("closer-1");
   config.linger = Linger::after(1ms);
   config.max_batch_records = 20;
-  auto producer = GetParam().make({url, "application/octet-stream", config});
+  auto producer = GetParam().make({url, "application/octet-stream", config, without_stall_detection()});
   for (int i = 0; i < 200; ++i) ASSERT_TRUE(producer->submit("x" + std::to_string(i) + "\n").has_value());
   ASSERT_TRUE(producer->flush(kWait).has_value());
   std::thread closer([&] { EXPECT_TRUE(client.close_stream(url, "application/octet-stream").has_value()); });

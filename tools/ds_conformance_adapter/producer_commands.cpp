@@ -43,6 +43,7 @@ Json rejection_result(std::string_view type, std::size_t index, const Rejection&
     case RejectReason::invalid_record: return error_result(type, codes::kInvalidArgument, what);
     case RejectReason::would_block:
       return error_result(type, codes::kTimeout, what + " (no capacity within the command timeout)");
+    case RejectReason::sequence_exhausted:
     case RejectReason::closed: break;
   }
   return error_result(type, codes::kInternalError, what);

@@ -35,11 +35,13 @@ std::string_view code_for(const Error& e, Operation op) {
                  : codes::kNetworkError;
     case ErrorCode::protocol_error:
     case ErrorCode::invalid_ack: return codes::kParseError;
+    case ErrorCode::request_timeout:
     case ErrorCode::delivery_timeout:
     case ErrorCode::would_block: return codes::kTimeout;
     case ErrorCode::invalid_record: return codes::kInvalidArgument;
     case ErrorCode::condition_failed: return codes::kConflict;
     case ErrorCode::header_provider_failed:
+    case ErrorCode::sequence_exhausted:
     case ErrorCode::closed:
     case ErrorCode::aborted:
     case ErrorCode::cancelled:

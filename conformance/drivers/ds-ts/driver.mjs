@@ -648,6 +648,9 @@ class Session {
       }
       case "connection_lost":
         return { how: "reject", value: new TypeError("fetch failed") };
+      case "request_timeout":
+        // A request that timed out after it was sent: a proxy's or the server's 408.
+        return text(408, "Request Timeout", plain, body);
       case "stale_epoch": {
         const h = { ...plain };
         if (err.server_epoch !== undefined && err.server_epoch !== null) h["Producer-Epoch"] = String(err.server_epoch);
@@ -794,9 +797,24 @@ class Session {
       }
       throw new Error(`respond: send ${index} was already answered`);
     }
-    const rendered = this.render(send, req.response);
-    this.predictResend(send, req.response);
-    send.settle(rendered.how, rendered.value);
+    // `with`: other in-flight requests failed in the same instant (a server restart),
+    // settled together before the SDK can react to the first.
+    const others = req.with === undefined ? [] : req.with;
+    if (!Array.isArray(others)) throw new Error("respond.with must be an array");
+    const batch = [{ send, response: req.response }];
+    for (const w of others) {
+      const i = w?.send;
+      if (!Number.isInteger(i) || i < 0 || i >= this.sends.length || this.sends[i].settled) {
+        throw new Error(`respond.with: no unanswered send ${JSON.stringify(i)}`);
+      }
+      if (w.response?.kind !== "fail") throw new Error("respond.with is only for failures");
+      batch.push({ send: this.sends[i], response: w.response });
+    }
+    const rendered = batch.map(({ send: s, response }) => this.render(s, response));
+    batch.forEach(({ send: s, response }, k) => {
+      this.predictResend(s, response);
+      s.settle(rendered[k].how, rendered[k].value);
+    });
     return null;
   }
 

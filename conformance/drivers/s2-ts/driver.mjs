@@ -275,7 +275,7 @@ function codeOf(e) {
   }
   if (e.code === "INTERNAL_ERROR" || msg.includes("Invariant violation")) return "invalid_ack";
   if (msg.includes("Failed to parse AppendAck")) return "protocol_error";
-  if (e.code === "REQUEST_TIMEOUT" || e.status === 408) return "connection_lost";
+  if (e.code === "REQUEST_TIMEOUT" || e.code === "request_timeout" || e.status === 408) return "request_timeout";
   if (CONNECTION_CODES.has(e.code)) return "connection_lost";
   if (e.code === "ABORTED" || e.status === 499) return "aborted";
   if (!(e instanceof S2Error)) return "internal";
@@ -433,6 +433,7 @@ function makeAck(start, end) {
 const S2_FAILURES = [
   "unavailable",
   "connection_lost",
+  "request_timeout",
   "condition_failed",
   "not_found",
   "rejected",
@@ -453,6 +454,9 @@ function renderFailure(r, call, error) {
       const socketError = Object.assign(new Error("read ECONNRESET"), { code: "ECONNRESET" });
       return s2Error(socketError);
     }
+    case "request_timeout":
+      // S2's request_timeout error (HTTP 408): the request may have been applied.
+      return makeServerError({ status: 408 }, { message, code: "request_timeout" });
     case "condition_failed": {
       const input = call?.input;
       if (input && input.matchSeqNum === undefined && input.fencingToken !== undefined) {

@@ -48,10 +48,16 @@ enum class ErrorCode : std::uint8_t {
   header_provider_failed,  ///< local: the per-request header provider failed, threw, or gave a header or
                            ///< query parameter that cannot be sent (prodsm/http/request_fields.hpp):
                            ///< that attempt was not sent (definite); retryable within the retry policy.
+  request_timeout,         ///< remote: the request timed out after it was sent — HTTP 408 or a client-side
+                           ///< request deadline: the attempt may have been appended (indefinite), retryable
+                           ///< (resent only where the protocol makes a resend safe, E4).
+  sequence_exhausted,      ///< local: the protocol's sequence space is used up (S8): the next batch's
+                           ///< Durable Streams Producer-Seq would pass 2^53-1, or S2's match_seq_num plus
+                           ///< its record count would pass 2^64-1. Nothing of it was sent (definite).
 };
 
 /// The last ErrorCode value (codes run from 0 to this): for iterating and range checks.
-inline constexpr ErrorCode kLastErrorCode = ErrorCode::header_provider_failed;
+inline constexpr ErrorCode kLastErrorCode = ErrorCode::sequence_exhausted;
 
 /// Whether the records concerned may have been appended (E2).
 enum class Certainty : std::uint8_t {

@@ -38,15 +38,18 @@ namespace prodsm {
 /// Why a submit or flush was refused synchronously (A4: a refused submit gets no
 /// ticket and no completion, P2).
 enum class RejectReason : std::uint8_t {
-  closed,            ///< close() or abort() was called (C2)
-  failed,            ///< the Producer failed; `terminal` holds the sticky error (E1)
-  record_too_large,  ///< the record alone exceeds max_batch_bytes (B4)
-  invalid_record,    ///< the protocol cannot carry the record (empty, invalid JSON)
-  would_block,       ///< max_unacked_bytes / max_unacked_batches / max_pending_barriers
-                     ///< reached; wait for CapacityAvailable (R1)
+  closed,              ///< close() or abort() was called (C2)
+  failed,              ///< the Producer failed; `terminal` holds the sticky error (E1)
+  record_too_large,    ///< the record alone exceeds max_batch_bytes (B4)
+  invalid_record,      ///< the protocol cannot carry the record (empty, invalid JSON)
+  would_block,         ///< max_unacked_bytes / max_unacked_batches / max_pending_barriers
+                       ///< reached; wait for CapacityAvailable (R1)
+  sequence_exhausted,  ///< the record would start a batch the protocol cannot number (S8): the
+                       ///< Durable Streams Producer-Seq or S2 match_seq_num space is used up. Every
+                       ///< record accepted before completes as usual; nothing more fits this epoch.
 };
 
-/// "closed", "failed", "record_too_large", "invalid_record", "would_block".
+/// "closed", "failed", "record_too_large", "invalid_record", "would_block", "sequence_exhausted".
 std::string_view to_string(RejectReason reason) noexcept;
 
 /// A synchronous refusal.
@@ -64,7 +67,8 @@ struct Rejection {
 /// The refusal as the error an adapter completes the refused operation with (A4): the
 /// sticky terminal error for `failed` (E1); otherwise a local, definite, non-retryable
 /// error with `detail` as its message: closed -> closed (C2), would_block ->
-/// would_block (R1), record_too_large and invalid_record -> invalid_record (B4, B5).
+/// would_block (R1), record_too_large and invalid_record -> invalid_record (B4, B5),
+/// sequence_exhausted -> sequence_exhausted (S8).
 Error to_error(const Rejection& rejection);
 
 inline std::string Rejection::describe() const {

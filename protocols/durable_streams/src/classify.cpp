@@ -115,8 +115,9 @@ std::string optional_value(const Response& r, std::string_view name) {
 }
 
 /// The status-only error cases shared by every operation: 403 and other 4xx rejected,
-/// 404/410 not_found, 409 conflict, 429/503 unavailable (definite, Retry-After), other
-/// 5xx unavailable (indefinite), anything else protocol_error.
+/// 404/410 not_found, 408 request_timeout (indefinite, retryable), 409 conflict, 429/503
+/// unavailable (definite, Retry-After), other 5xx unavailable (indefinite), anything else
+/// protocol_error.
 Error status_error(const Response& r, Operation op) {
   const int s = r.status;
   if (s == 404 || s == 410) {
@@ -142,6 +143,10 @@ Error status_error(const Response& r, Operation op) {
       }
     }
     return e;
+  }
+  if (s == 408) {  // a proxy's or the server's request timeout: the body may have been applied (E2)
+    return make(ErrorCode::request_timeout, Certainty::indefinite, true, r, op,
+                "request timeout; the request may have been applied");
   }
   if (s >= 500 && s <= 599) {
     return make(ErrorCode::unavailable, Certainty::indefinite, true, r, op,

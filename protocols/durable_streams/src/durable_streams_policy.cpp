@@ -33,11 +33,17 @@ std::optional<ConfigError> DurableStreamsPolicy::validate(const Options& options
     return ConfigError{"protocol.idempotent.epoch",
                        "must be in 0..9007199254740991 (got " + std::to_string(id.epoch) + ")"};
   }
+  if (id.seq > kMaxSequenceValue) {
+    return ConfigError{"protocol.idempotent.seq",
+                       "must be in 0..9007199254740991 (got " + std::to_string(id.seq) + ")"};
+  }
   return std::nullopt;
 }
 
 DurableStreamsPolicy::DurableStreamsPolicy(const Options& options)
-    : options_{options}, epoch_{options.idempotent ? options.idempotent->epoch : 0} {
+    : options_{options},
+      epoch_{options.idempotent ? options.idempotent->epoch : 0},
+      next_seq_{options.idempotent ? options.idempotent->seq : 0} {
   if (options_.body_format == BodyFormat::json && options_.validate_json) {
     json_validator_ = std::make_unique<JsonValidator>();
   }

@@ -58,7 +58,7 @@ constexpr std::array<KnownCode, 28> kCodes = {{
     {"permission_denied", 403, Kind::terminal_definite, ErrorCode::rejected},
     {"quota_exhausted", 403, Kind::terminal_definite, ErrorCode::rejected},
     {"rate_limited", 429, Kind::retry_nothing_applied, ErrorCode::unavailable},
-    {"request_timeout", 408, Kind::retry_maybe_applied, ErrorCode::unavailable},
+    {"request_timeout", 408, Kind::retry_maybe_applied, ErrorCode::request_timeout},
     {"resource_already_exists", 409, Kind::terminal_definite, ErrorCode::conflict},
     {"server_draining", 503, Kind::retry_nothing_applied, ErrorCode::unavailable},
     {"storage", 500, Kind::retry_maybe_applied, ErrorCode::unavailable},
@@ -250,11 +250,12 @@ Error condition_failed(const http::Response& r, std::string_view operation, cons
 Error by_status(const http::Response& r, std::string_view operation, std::string_view what, bool allow_retry) {
   const int s = r.status;
   if (retryable_status(s)) {
+    const ErrorCode code = s == 408 ? ErrorCode::request_timeout : ErrorCode::unavailable;
     if (allow_retry) {
-      return make(ErrorCode::unavailable, Certainty::indefinite, true, r, operation,
+      return make(code, Certainty::indefinite, true, r, operation,
                   std::string{what} + "; retryable, the request may have been applied");
     }
-    return make(ErrorCode::unavailable, Certainty::indefinite, false, r, operation,
+    return make(code, Certainty::indefinite, false, r, operation,
                 std::string{what} + "; not retried: the code does not belong to this status");
   }
   if (s == 404 || s == 410) return make(ErrorCode::not_found, Certainty::indefinite, false, r, operation, what);

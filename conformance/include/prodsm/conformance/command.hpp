@@ -29,6 +29,10 @@ struct Command {
     duplicate,    ///< server: acknowledge it as a duplicate (Durable Streams 204, S3)
     fail,         ///< server/transport: fail it with `fail_code`
     invalid_ack,  ///< server: answer it with an acknowledgement that breaks the protocol (E5)
+    /// server: restarts. Every unanswered send fails as connection_lost (indefinite) in the
+    /// same instant; with `server_state_kept` false the server also forgets every
+    /// producer's state (acknowledged seqs), so a later sequence_gap reports expected seq 0.
+    restart_server,
   };
   /// Which unanswered send a server command answers.
   enum class Which : std::uint8_t { oldest, newest };
@@ -36,6 +40,12 @@ struct Command {
   enum class Invalid : std::uint8_t {
     wrong_count,    ///< S2: range length differs from the record count; DS: no offset
     unknown_batch,  ///< an ack for a batch that was never sent
+    /// positions go backwards: S2 -> the range starts one record before the previous
+    /// ack's end (count right); Durable Streams -> a next offset below the previous ack's
+    backwards,
+    /// S2: the range overlaps the previous ack's by one record and ends one past it (count
+    /// right, start wrong); Durable Streams: the previous ack's next offset again
+    overlapping,
   };
 
   Kind kind = Kind::submit;
@@ -45,6 +55,7 @@ struct Command {
   ErrorCode fail_code = ErrorCode::unavailable;  ///< fail
   std::optional<Duration> retry_after_ns;        ///< fail with unavailable
   Invalid invalid = Invalid::wrong_count;        ///< invalid_ack
+  bool server_state_kept = true;                 ///< restart_server: producer state survives
 
   /// A client submit of `record` (its bytes).
   static Command submit_record(std::string record) {

@@ -47,6 +47,7 @@ struct TraceConfig {
   Sequencing sequencing = Sequencing::none;
   bool auto_claim = false;                             ///< Durable Streams auto-claim (S5)
   std::uint64_t initial_epoch = 0;                     ///< ds_idempotent: the configured Producer-Epoch
+  std::uint64_t initial_seq = 0;                       ///< ds_idempotent: the configured first Producer-Seq
   std::optional<std::uint64_t> initial_match_seq_num;  ///< s2_match_seq_num: the first batch's match_seq_num
   std::optional<std::string> fencing_token;            ///< S2: the fencing token every batch carries (S1)
 

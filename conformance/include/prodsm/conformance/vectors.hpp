@@ -80,7 +80,7 @@ std::optional<std::string> check_vector_shape(const nlohmann::json& vector);
 /// check_vector_shape) is not run: the result carries `malformed`.
 VectorResult run_vector(const nlohmann::json& vector, const std::string& file, const DriverFactory& factory);
 
-/// Runs every *.json under `directory` (sorted by name).
+/// Runs every *.json under `directory` and its subdirectories (sorted by path).
 std::vector<VectorResult> run_vectors(const std::string& directory, const DriverFactory& factory);
 
 }  // namespace prodsm::conformance

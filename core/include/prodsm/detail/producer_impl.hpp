@@ -53,7 +53,8 @@ struct alignas(64) Producer<Policy>::Impl {
   Instant last_now{};
   std::uint64_t max_batch_bytes;    ///< config.max_batch_bytes, kept here for the fast path
   std::uint64_t max_unacked_bytes;  ///< config.max_unacked_bytes, likewise
-  std::uint32_t max_batch_records;  ///< config.max_batch_records, likewise
+  std::uint32_t max_batch_records;  ///< the open batch's record cap: config.max_batch_records, or less
+                                    ///< near the protocol's sequence limit (S8)
   bool refusing = false;            ///< closing or failed: every submit takes the slow path
   ProducerStats stats;
   std::vector<ActionType> actions;  ///< outputs not yet polled
@@ -143,6 +144,8 @@ struct alignas(64) Producer<Policy>::Impl {
 
   // ---- batch lifecycle ------------------------------------------------------------
   Batch& start_batch(Instant now) {
+    // S8: the open batch holds no more records than the protocol can still number.
+    max_batch_records = std::min(config.max_batch_records, policy.record_room());
     Batch& b = at(size);
     b.id = next_batch_id++;
     b.first_ticket = next_ticket;
@@ -271,7 +274,9 @@ struct alignas(64) Producer<Policy>::Impl {
   }
 
   void complete_success(Batch& b) {
-    if constexpr (Policy::kChecksOrder) last_completed_ack = *b.ack;
+    if constexpr (Policy::kChecksOrder) {
+      if (!Policy::is_duplicate(*b.ack)) last_completed_ack = *b.ack;  // a duplicate has no position (S3)
+    }
     stats.records_succeeded += b.count;
     emit(TicketsCompleted<Policy>{BatchId{b.id}, Ticket{b.first_ticket}, Ticket{b.first_ticket + b.count - 1},
                                   std::move(*b.ack)});
@@ -284,7 +289,7 @@ struct alignas(64) Producer<Policy>::Impl {
       Batch& b = at(0);
       if constexpr (Policy::kChecksOrder) {
         if (last_completed_ack) {
-          if (auto why = Policy::check_order(*last_completed_ack, *b.ack)) {  // E5
+          if (auto why = policy.check_order(*last_completed_ack, *b.ack)) {  // E5
             b.state = BatchState::queued;
             b.ambiguous = true;
             fail_terminal(make_error(ErrorCode::invalid_ack, Certainty::indefinite, false,
@@ -661,8 +666,8 @@ struct alignas(64) Producer<Policy>::Impl {
       return reject(RejectReason::record_too_large, "record exceeds max_batch_bytes");
     }
     Batch* target = open_;
-    const bool fits = target != nullptr && target->count < config.max_batch_records &&
-                      target->body_bytes + meter <= config.max_batch_bytes;
+    const bool fits =
+        target != nullptr && target->count < max_batch_records && target->body_bytes + meter <= config.max_batch_bytes;
     const bool bytes_full = unacked_bytes + meter > config.max_unacked_bytes;
     const bool batches_full = !fits && size == ring.size();
     if (bytes_full || batches_full) {  // R1
@@ -677,6 +682,10 @@ struct alignas(64) Producer<Policy>::Impl {
     }
     bool sealed = false;
     if (!fits) {  // B1: the record that would overflow starts the next batch
+      // S8: no batch could be numbered after the open one: refused, the open batch left as it is.
+      if (policy.record_room(target != nullptr ? target->count : 0) == 0) {
+        return reject(RejectReason::sequence_exhausted, Policy::kExhausted);
+      }
       if (target != nullptr) {
         seal(*target);
         sealed = true;
@@ -685,7 +694,7 @@ struct alignas(64) Producer<Policy>::Impl {
     }
     append(*target, record, meter);
     const Ticket ticket{next_ticket++};
-    if (target->count == config.max_batch_records ||  // B1: full
+    if (target->count == max_batch_records ||  // B1: full (S8: or at the protocol's limit)
         target->body_bytes + policy.min_record_bytes() > config.max_batch_bytes) {
       seal(*target);
       sealed = true;

@@ -55,6 +55,11 @@ struct DurableStreamsIdempotentOptions {
   /// A duplicate answering a first attempt: accepted (and flagged) or a failure (S3).
   /// Default accept; the adapters' ProducerOptions::start chooses per start mode.
   FirstAttemptDuplicates first_attempt_duplicates = FirstAttemptDuplicates::accept;
+  /// First Producer-Seq of `epoch`, 0..2^53-1 (default 0, a new epoch). Above 0 only to
+  /// continue an epoch whose earlier seqs the server already holds (a resumed producer);
+  /// an epoch claim (S5) starts again at 0.
+  /// (Last member, so positional initializers of the fields above keep their meaning.)
+  std::uint64_t seq = 0;
   friend bool operator==(const DurableStreamsIdempotentOptions&, const DurableStreamsIdempotentOptions&) = default;
 };
 
@@ -111,8 +116,10 @@ class DurableStreamsPolicy {
   static constexpr std::uint64_t kMinBatchBytes = 3;
   /// Durable Streams bodies need no per-record index.
   static constexpr bool kKeepsRecordEnds = false;
-  /// Offsets are opaque: there is no position order to check between acks (E5).
-  static constexpr bool kChecksOrder = false;
+  /// Offsets are opaque but lexicographically sortable and strictly increasing
+  /// (PROTOCOL.md, "Offsets"): each batch's next offset is checked against the previous
+  /// batch's (E5).
+  static constexpr bool kChecksOrder = true;
   /// Largest Producer-Epoch / Producer-Seq the protocol allows: 2^53 - 1.
   static constexpr std::uint64_t kMaxSequenceValue = (1ULL << 53) - 1;
 
@@ -121,7 +128,7 @@ class DurableStreamsPolicy {
   static std::optional<ConfigError> validate(const Options& options);
 
   /// Builds the policy from options that passed validate(); starts at options.idempotent's
-  /// epoch, seq 0 (S1).
+  /// epoch and seq (S2).
   explicit DurableStreamsPolicy(const Options& options);
   ~DurableStreamsPolicy();                                ///< out of line: the JSON validator's state is private
   DurableStreamsPolicy(DurableStreamsPolicy&&) noexcept;  ///< moves the epoch/seq state too
@@ -153,8 +160,20 @@ class DurableStreamsPolicy {
   }
   /// Completes the body at seal (`]` in JSON mode).
   void frame_seal(std::vector<std::byte>& body) const;
-  /// Stamps a batch at seal: the next seq of the current epoch (S2).
+  /// Stamps a batch at seal: the next seq of the current epoch (S2). Precondition:
+  /// record_room() > 0 (the core never opens a batch it cannot stamp, S8).
   Stamp stamp(std::uint32_t record_count);
+  /// How many records a new batch may hold and still be stamped within the protocol's
+  /// limits (S8), once the open batch of `open_records` records (0: none open) is sealed:
+  /// unbounded (UINT32_MAX) while that batch's Producer-Seq would be at most 2^53-1 or the
+  /// producer is not idempotent, else 0 — Durable Streams numbers batches, not records.
+  [[nodiscard]] std::uint32_t record_room(std::uint32_t open_records = 0) const noexcept {
+    const std::uint64_t seq = next_seq_ + (open_records > 0 ? 1 : 0);
+    return !options_.idempotent || seq <= kMaxSequenceValue ? UINT32_MAX : 0;
+  }
+  /// Why record_room() is 0 (static text, S8).
+  static constexpr std::string_view kExhausted =
+      "Producer-Seq would pass 2^53-1: no more batches can be numbered in this epoch";
   /// True when an indefinite failure may be resent without duplicating (idempotent).
   [[nodiscard]] bool resend_is_safe() const noexcept { return options_.idempotent.has_value(); }
   /// True when a 403 stale epoch may be answered with an epoch claim (S5).
@@ -173,11 +192,19 @@ class DurableStreamsPolicy {
   /// (E5), or nullopt when it can.
   [[nodiscard]] std::optional<std::string> check_ack(const Stamp& stamp, std::uint32_t record_count,
                                                      const Ack& ack) const;
-  /// Why `next` cannot follow `previous` (E5). Offsets are opaque, so never.
-  [[nodiscard]] static std::optional<std::string> check_order(const Ack& previous, const Ack& next) {
-    (void)previous;
-    (void)next;
-    return std::nullopt;
+  /// Why `next` cannot follow `previous`, the acks of two batches completed one after
+  /// the other (E5). Idempotent producer only: the server appends its batches in seq
+  /// order, so the next offset after a later batch must be lexicographically greater
+  /// (PROTOCOL.md: offsets assigned to appended data are strictly increasing). Plain
+  /// appends on several connections may be appended out of batch order, so their offsets
+  /// are not compared. A duplicate carries no offset and is never compared (the core
+  /// skips it as `previous`).
+  [[nodiscard]] std::optional<std::string> check_order(const Ack& previous, const Ack& next) const {
+    if (!options_.idempotent || next.duplicate || previous.duplicate || next.next_offset > previous.next_offset) {
+      return std::nullopt;
+    }
+    return "offsets went backwards: Stream-Next-Offset " + next.next_offset + " is not above the previous batch's " +
+           previous.next_offset;
   }
   /// True when the ack reports a duplicate (S3).
   [[nodiscard]] static bool is_duplicate(const Ack& ack) noexcept { return ack.duplicate; }

@@ -129,7 +129,22 @@ class S2Policy {
   /// Nothing to close: the body is complete after the last record.
   static void frame_seal(std::vector<std::byte>& body) { (void)body; }
   /// Stamps match_seq_num (then advances it by record_count) and the token (S1).
+  /// Precondition: record_count <= record_room() (the core caps the open batch, S8).
   Stamp stamp(std::uint32_t record_count);
+  /// How many records a new batch may hold and still be stamped within the protocol's
+  /// limits (S8), once the open batch of `open_records` records (0: none open) is sealed:
+  /// with match_seq_num, 2^64-1 minus the new batch's match_seq_num (its end seq_num must
+  /// fit in a u64), at most UINT32_MAX; without it unbounded (the server numbers records,
+  /// and an ack whose range wraps is invalid, E5). The open batch itself never holds more
+  /// than record_room(0) allowed when it was opened.
+  [[nodiscard]] std::uint32_t record_room(std::uint32_t open_records = 0) const noexcept {
+    if (!next_match_) return UINT32_MAX;
+    const std::uint64_t room = UINT64_MAX - *next_match_ - open_records;
+    return room >= UINT32_MAX ? UINT32_MAX : static_cast<std::uint32_t>(room);
+  }
+  /// Why record_room() is 0 (static text, S8).
+  static constexpr std::string_view kExhausted =
+      "match_seq_num would pass 2^64-1: no more records can be appended under it";
   /// A resend is safe only with match_seq_num: a duplicate would fail its condition.
   [[nodiscard]] bool resend_is_safe() const noexcept { return next_match_.has_value(); }
   /// S2 has no epochs.
