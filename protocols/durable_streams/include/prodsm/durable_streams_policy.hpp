@@ -117,8 +117,8 @@ class DurableStreamsPolicy {
   /// Durable Streams bodies need no per-record index.
   static constexpr bool kKeepsRecordEnds = false;
   /// Offsets are opaque but lexicographically sortable and strictly increasing
-  /// (PROTOCOL.md, "Offsets"): each batch's next offset is checked against the previous
-  /// batch's (E5).
+  /// (PROTOCOL.md, "Offsets"): an idempotent producer's batch's next offset is checked
+  /// against the previous batch's (E5; see check_order).
   static constexpr bool kChecksOrder = true;
   /// Largest Producer-Epoch / Producer-Seq the protocol allows: 2^53 - 1.
   static constexpr std::uint64_t kMaxSequenceValue = (1ULL << 53) - 1;
