@@ -4,7 +4,7 @@
 //  - mode 0: bytes as HTTP/1.1 responses (arbitrary chunking, pipelined), each complete
 //    one classified as an append, read, tail check and stream creation; every error has a
 //    message and its HTTP status; a 412 is always a definite condition_failed (E3); a
-//    retryable error is unavailable; an ack always has start and end;
+//    retryable error is unavailable or, at a 408, request_timeout; an ack always has start and end;
 //  - mode 1: bytes as protobuf AppendAck / ReadBatch / AppendInput under random limits;
 //    a decoded AppendInput re-encodes to bytes that decode to the same input, and a
 //    decoded AppendAck re-encodes to bytes that decode to the same ack;
@@ -32,7 +32,9 @@ void check_error(const Error& e, const prodsm::http::Response& r) {
   if (r.status == 412 && (e.code != ErrorCode::condition_failed || e.certainty != Certainty::definite)) {
     __builtin_trap();
   }
-  if (e.retryable && e.code != ErrorCode::unavailable) __builtin_trap();
+  // Retryable: unavailable, or request_timeout (only for a 408).
+  if (e.retryable && e.code != ErrorCode::unavailable && e.code != ErrorCode::request_timeout) __builtin_trap();
+  if (e.code == ErrorCode::request_timeout && r.status != 408) __builtin_trap();
   if (e.retry_after_ns && (!e.retryable || e.retry_after_ns->count() < 0)) __builtin_trap();
 }
 

@@ -5,6 +5,9 @@
 #include <asio/executor_work_guard.hpp>
 #include <asio/io_context.hpp>
 
+#include <asio/post.hpp>
+
+#include <future>
 #include <thread>
 
 namespace prodsm::test {
@@ -19,5 +22,19 @@ struct IoThread {
     thread.join();
   }
 };
+
+/// Lets handlers that hop between two running contexts finish while both still exist:
+/// `rounds` times, a no-op posted to each is waited for. A producer whose callbacks run on
+/// `b` may drop its last reference there, and its session then posts its close to `a`;
+/// without this, destroying `a` first would let that post reach a destroyed context.
+inline void quiesce(IoThread& a, IoThread& b, int rounds = 4) {
+  for (int i = 0; i < rounds; ++i) {
+    for (IoThread* t : {&a, &b}) {
+      std::promise<void> done;
+      ::asio::post(t->io, [&done] { done.set_value(); });
+      done.get_future().wait();
+    }
+  }
+}
 
 }  // namespace prodsm::test
