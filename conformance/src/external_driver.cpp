@@ -159,15 +159,6 @@ SyncResult result_from(const json& r) {
   return out;
 }
 
-/// The `with` list of a respond: the other sends failed in the same instant.
-json with_list(const std::vector<std::pair<detail::PendingSend, Response>>& failed, Protocol protocol) {
-  json with = json::array();
-  for (const auto& [other, other_response] : failed) {
-    with.push_back({{"send", other.index}, {"response", response_to(other_response, protocol)}});
-  }
-  return with;
-}
-
 /// One driver process shared by the drivers a factory makes (one producer at a time).
 struct Shared {
   ExternalTarget target;
@@ -225,13 +216,7 @@ class ExternalDriver final : public Driver {
         if (failed.empty()) return true;  // nothing in flight: a change of server state only
         answered = failed.front();
         session_rest.assign(failed.begin() + 1, failed.end());
-        const auto& [sent, response] = *answered;
-        request = {
-            {"op", "respond"}, {"send", sent.index}, {"response", response_to(response, trace_.config.protocol)}};
-        input.kind = Input::Kind::respond;
-        input.send_index = sent.index;
-        input.response = response;
-        if (!session_rest.empty()) request["with"] = with_list(session_rest, trace_.config.protocol);
+        request = respond_request(*answered, session_rest, input);
         break;
       }
       case Command::Kind::invalid_ack:
@@ -246,16 +231,10 @@ class ExternalDriver final : public Driver {
       case Command::Kind::fail: {
         answered = server_.answer(c);
         if (!answered) return false;
-        const auto& [sent, response] = *answered;
-        request = {
-            {"op", "respond"}, {"send", sent.index}, {"response", response_to(response, trace_.config.protocol)}};
-        input.kind = Input::Kind::respond;
-        input.send_index = sent.index;
-        input.response = response;
         // S2: the failure kills the append session; its other in-flight appends fail in
         // the same instant, before the SDK can react to the first (docs/conformance.md).
-        session_rest = server_.fail_rest_of_session(c, sent);
-        if (!session_rest.empty()) request["with"] = with_list(session_rest, trace_.config.protocol);
+        session_rest = server_.fail_rest_of_session(c, answered->first);
+        request = respond_request(*answered, session_rest, input);
         break;
       }
     }
@@ -314,6 +293,27 @@ class ExternalDriver final : public Driver {
   [[nodiscard]] std::string unsupported_reason() const override { return unsupported_; }
 
  private:
+  using Answer = std::pair<detail::PendingSend, Response>;
+
+  /// The `respond` request delivering `answer`, with `rest` — the other sends failed in
+  /// the same instant — as its `with` list; sets `input` to the answer.
+  json respond_request(const Answer& answer, const std::vector<Answer>& rest, Input& input) const {
+    const auto& [sent, response] = answer;
+    json request = {
+        {"op", "respond"}, {"send", sent.index}, {"response", response_to(response, trace_.config.protocol)}};
+    if (!rest.empty()) {
+      json with = json::array();
+      for (const auto& [other, other_response] : rest) {
+        with.push_back({{"send", other.index}, {"response", response_to(other_response, trace_.config.protocol)}});
+      }
+      request["with"] = std::move(with);
+    }
+    input.kind = Input::Kind::respond;
+    input.send_index = sent.index;
+    input.response = response;
+    return request;
+  }
+
   std::shared_ptr<Shared> shared_;
   detail::DriverProcess* process_;
   std::unique_ptr<detail::DriverProcess> own_;  ///< set when the shared process was busy

@@ -19,6 +19,14 @@ DurableStreamsConfig starting_at(std::uint64_t epoch, std::uint64_t seq, bool au
   return c;
 }
 
+/// Plain (not idempotent) appends, one record per batch.
+DurableStreamsConfig plain_one_record_batches() {
+  auto c = ds_idempotent(Linger::after(1h));
+  c.protocol.idempotent.reset();
+  c.max_batch_records = 1;
+  return c;
+}
+
 TEST(S8, DurableStreamsStartsAtTheConfiguredSeq) {
   DsHarness h(starting_at(3, 41));
   h.submit("a");
@@ -127,10 +135,7 @@ TEST(E5, AnIdempotentBatchWhoseOffsetIsNotAboveThePreviousIsInvalid) {
 }
 
 TEST(E5, PlainAppendOffsetsAreNotCompared) {
-  auto c = ds_idempotent(Linger::after(1h));
-  c.protocol.idempotent.reset();  // plain appends may be applied out of batch order
-  c.max_batch_records = 1;
-  DsHarness h(c);
+  DsHarness h(plain_one_record_batches());  // plain appends may be applied out of batch order
   h.submit("a");
   h.submit("b");
   auto sends = h.take_all_sends();
@@ -147,10 +152,7 @@ TEST(E4, ARequestTimeoutIsResentByAnIdempotentProducerAndTerminalForAPlainOne) {
   idem.fail(idem.take_send(), timeout);
   idem.advance(1s);
   EXPECT_EQ(idem.take_send().attempt, 2U);
-  auto c = ds_idempotent(Linger::after(1h));
-  c.protocol.idempotent.reset();
-  c.max_batch_records = 1;
-  DsHarness plain(c);
+  DsHarness plain(plain_one_record_batches());
   plain.submit("a");
   plain.fail(plain.take_send(), timeout);
   ASSERT_EQ(plain.completions().size(), 1U);
