@@ -5,7 +5,12 @@
 // and match_seq_num make it safe and fail indefinite where not (E2, E4).
 #include <gtest/gtest.h>
 
+#include <asio/bind_cancellation_slot.hpp>
+#include <asio/cancellation_signal.hpp>
+#include <asio/post.hpp>
 #include <asio/use_future.hpp>
+
+#include <future>
 
 #include <mutex>
 #include <vector>
@@ -265,6 +270,51 @@ TEST_F(S2Asio, AttachChecksTheSessionsTransport) {  // B3, E4
   stalling->close();
   const auto records = stream_records();
   ASSERT_EQ(records.size(), 1U);
+}
+
+// R1 (the same operation as asio::Producer's): async_submit waits for capacity and then
+// completes when durable; a wait past submit_timeout_ns fails with would_block; a
+// cancelled wait fails with cancelled; nothing waiting is lost or reordered (P1).
+TEST_F(S2Asio, AsyncSubmitWaitsForCapacityTimesOutAndCancels) {
+  auto o = options();
+  o.producer.max_batch_bytes = 32;  // one 18-byte metered record (8 + 10) per batch
+  o.producer.max_unacked_bytes = 32;
+  o.producer.linger = prodsm::Linger::after(0ms);
+  auto p = make(o);
+  std::vector<std::future<asio::S2RecordResult>> futures;
+  for (int i = 0; i < 20; ++i)
+    futures.push_back(p.async_submit("record-" + std::to_string(100 + i), ::asio::use_future));
+  for (std::uint64_t i = 0; i < futures.size(); ++i) {
+    auto r = futures[i].get();
+    ASSERT_TRUE(r) << r.error().message;
+    EXPECT_EQ(r->seq_num(), i);  // FIFO behind the capacity wait (P1)
+  }
+  EXPECT_GT(p.stats().capacity_waits, 0U);
+
+  // Hold the next append for 1.5 s so capacity stays taken, then time out and cancel.
+  faults(R"([{"kind":"delay","delay_ms":1500,"stream":")" + stream_ + R"("}])");
+  auto slow_options = o;
+  slow_options.submit_timeout_ns = 200ms;
+  auto slow = make(slow_options);
+  auto first = slow.async_submit("record-held", ::asio::use_future);
+  auto timed_out = slow.async_submit("record-late", ::asio::use_future).get();
+  ASSERT_FALSE(timed_out);
+  EXPECT_EQ(timed_out.error().code, ErrorCode::would_block);
+  ::asio::cancellation_signal signal;
+  std::promise<asio::S2RecordResult> cancelled;
+  slow.async_submit("record-gone", ::asio::bind_cancellation_slot(signal.slot(), [&](asio::S2RecordResult r) {
+                      cancelled.set_value(std::move(r));
+                    }));
+  ::asio::post(io_.io, [&] { signal.emit(::asio::cancellation_type::all); });
+  auto c = cancelled.get_future().get();
+  ASSERT_FALSE(c);
+  EXPECT_EQ(c.error().code, ErrorCode::cancelled);
+  EXPECT_TRUE(first.get());
+  ASSERT_TRUE(slow.async_close(::asio::use_future).get());
+  ASSERT_TRUE(p.async_close(::asio::use_future).get());
+  const auto records = stream_records();
+  ASSERT_EQ(records.size(), 21U);  // the 20, then the held one; the refused two never
+  EXPECT_EQ(records.back().body, "record-held");
 }
 
 }  // namespace

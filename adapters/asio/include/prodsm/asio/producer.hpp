@@ -83,7 +83,7 @@ struct ProducerAdapterStats {
   ProducerStats core;                     ///< the core's counters
   SessionStats session;                   ///< the session's counters (owned or attached)
   std::uint64_t callback_exceptions = 0;  ///< A3
-  std::uint64_t capacity_waits = 0;       ///< async_submits that had to wait (R1)
+  std::uint64_t capacity_waits = 0;       ///< submits that had to wait for capacity (R1)
 };
 
 namespace detail {
@@ -122,8 +122,26 @@ class CallbackCompletion final : public Completion<Result> {
   F f_;
 };
 
-/// Cancellation of a capacity wait (async_submit).
-struct CancelState;
+/// An async_submit's completion and the hook that connects its capacity wait to the
+/// handler's cancellation slot (empty when the handler has none).
+template <class Result>
+struct SubmitOperation {
+  std::unique_ptr<Completion<Result>> completion;               ///< runs the handler
+  std::function<void(std::function<void()>)> install_cancel{};  ///< installs the cancel function
+};
+
+/// Wraps an async_submit handler (both producers' async_submit).
+template <class Result, class Handler>
+SubmitOperation<Result> make_submit_operation(Handler handler) {
+  auto slot = ::asio::get_associated_cancellation_slot(handler);
+  SubmitOperation<Result> op{std::make_unique<TokenCompletion<Result, Handler>>(std::move(handler))};
+  if (slot.is_connected()) {
+    op.install_cancel = [slot](std::function<void()> cancel) mutable {
+      slot.assign([cancel = std::move(cancel)](::asio::cancellation_type) { cancel(); });
+    };
+  }
+  return op;
+}
 }  // namespace detail
 
 /// The Durable Streams Producer on Asio.
@@ -177,16 +195,8 @@ class Producer {
   auto async_submit(std::string record, CompletionToken&& token) {
     return ::asio::async_initiate<CompletionToken, void(RecordResult)>(
         [this](auto handler, std::string r) {
-          auto slot = ::asio::get_associated_cancellation_slot(handler);
-          auto completion =
-              std::make_unique<detail::TokenCompletion<RecordResult, decltype(handler)>>(std::move(handler));
-          std::function<void(std::function<void()>)> install_cancel;
-          if (slot.is_connected()) {
-            install_cancel = [slot](std::function<void()> cancel) mutable {
-              slot.assign([cancel = std::move(cancel)](::asio::cancellation_type) { cancel(); });
-            };
-          }
-          initiate_submit(std::move(r), std::move(completion), std::move(install_cancel));
+          auto op = detail::make_submit_operation<RecordResult>(std::move(handler));
+          initiate_submit(std::move(r), std::move(op.completion), std::move(op.install_cancel));
         },
         token, std::move(record));
   }
@@ -270,8 +280,8 @@ class Producer {
   /// The parsed stream URL.
   [[nodiscard]] const ds::StreamUrl& url() const noexcept;
 
-  /// The private implementation (defined in producer.cpp). Public only so the adapter's
-  /// internal helpers (e.g. detail::CancelState) can name it; not for users.
+  /// The private implementation (defined in producer.cpp over producer_impl.hpp); not
+  /// for users.
   struct Impl;
 
  private:

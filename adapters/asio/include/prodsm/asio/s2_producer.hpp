@@ -10,9 +10,8 @@
 /// after the callbacks of the records they cover (A2), a throwing callback is caught and
 /// reported (A3), a refused submit registers nothing (A4).
 ///
-/// Differences from asio::Producer: no stream close (S2 producers have none), and
-/// async_submit does not wait for capacity — a full producer completes it at once with
-/// would_block (use submit_blocking to wait).
+/// The one difference from asio::Producer: no stream close (S2 producers have none).
+/// Both run on the adapter's one producer implementation.
 
 #include <asio/any_io_executor.hpp>
 #include <asio/async_result.hpp>
@@ -89,14 +88,16 @@ class S2Producer {
         std::make_unique<detail::CallbackCompletion<S2RecordResult, std::decay_t<F>>>(std::forward<F>(on_complete)));
   }
 
-  /// Submits a record as an Asio operation; signature void(S2RecordResult). A refusal
-  /// (would_block included: no capacity wait) completes at once with the error.
+  /// Submits a record as an Asio operation; signature void(S2RecordResult). Waits for
+  /// capacity when the producer is full (R1), up to submit_timeout_ns (then
+  /// would_block) and cancellably (per-operation cancellation: cancelled); completes
+  /// when the record is durable or failed. A refusal completes at once with the error.
   template <class CompletionToken>
   auto async_submit(std::string record, CompletionToken&& token) {
     return ::asio::async_initiate<CompletionToken, void(S2RecordResult)>(
         [this](auto handler, std::string r) {
-          initiate_submit(
-              r, std::make_unique<detail::TokenCompletion<S2RecordResult, decltype(handler)>>(std::move(handler)));
+          auto op = detail::make_submit_operation<S2RecordResult>(std::move(handler));
+          initiate_submit(std::move(r), std::move(op.completion), std::move(op.install_cancel));
         },
         token, std::move(record));
   }
@@ -137,7 +138,8 @@ class S2Producer {
                                               std::unique_ptr<detail::Completion<S2RecordResult>> c);
   tl::expected<Ticket, Rejection> submit_blocking_with(std::string_view record, Duration timeout_ns,
                                                        std::unique_ptr<detail::Completion<S2RecordResult>> c);
-  void initiate_submit(std::string_view record, std::unique_ptr<detail::Completion<S2RecordResult>> c);
+  void initiate_submit(std::string record, std::unique_ptr<detail::Completion<S2RecordResult>> c,
+                       std::function<void(std::function<void()>)> install_cancel);
   void initiate_flush(std::unique_ptr<detail::Completion<VoidResult>> c);
   void initiate_close(std::unique_ptr<detail::Completion<VoidResult>> c);
   std::shared_ptr<Impl> impl_;

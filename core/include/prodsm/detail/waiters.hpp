@@ -1,12 +1,16 @@
 // SPDX-License-Identifier: Apache-2.0
 #pragma once
 /// @file waiters.hpp
-/// Internal: what an adapter keeps for the producer client's events — the handler of
-/// each record (by ticket), of each flush (by barrier), of each close and stream close —
-/// and the routing of every ClientEvent to them. Both adapters use it; they only say how
-/// a completion is delivered (a strand, a dispatcher thread: A1, A2), through a sink.
-/// Not part of the public API.
+/// Internal: what an adapter keeps for a producer client's events — the handler of each
+/// record (by ticket), of each flush (by barrier), of each close and, for a protocol
+/// that closes streams (Durable Streams, S6), of each stream close — and the routing of
+/// every event of the client (ds::ClientEvent, s2::ClientEvent) to them. Every adapter
+/// producer uses it; the adapter only says how a completion is delivered (a strand, a
+/// dispatcher thread: A1, A2), through a sink. Protocol-agnostic: the record and stream
+/// close events are recognised by their shape. Not part of the public API.
 
+#include <concepts>
+#include <cstddef>
 #include <cstdint>
 #include <optional>
 #include <unordered_map>
@@ -14,15 +18,33 @@
 #include <variant>
 #include <vector>
 
+#include "prodsm/action.hpp"
 #include "prodsm/detail/ticket_table.hpp"
-#include "prodsm/ds/client.hpp"
 
-namespace prodsm::ds::detail {
+namespace prodsm::detail {
+
+/// A client's "records [first, last] completed" event (ds/s2 RecordsCompleted).
+template <class E>
+concept RecordsEvent = requires(const E& e) {
+  { e.first } -> std::convertible_to<Ticket>;
+  { e.last } -> std::convertible_to<Ticket>;
+  e.record(e.first);
+};
+
+/// A client's "stream close `op` finished" event (ds::StreamCloseCompleted, S6).
+template <class E>
+concept StreamCloseEvent = requires(const E& e) {
+  { e.op } -> std::convertible_to<std::uint64_t>;
+  e.result;
+};
 
 /// Handlers are movable and default-constructible as "none" (null pointers).
-template <class RecordHandler, class VoidHandler, class StreamCloseHandler>
+/// StreamCloseHandler is only used by a client with stream close events.
+template <class RecordHandler, class VoidHandler, class StreamCloseHandler = std::nullptr_t>
 class Waiters {
  public:
+  /// A flush's or close's outcome.
+  using VoidResult = tl::expected<void, Error>;
   /// The handlers of records [first, last] of a completed batch, in ticket order (A1).
   using RecordBatch = std::vector<std::pair<Ticket, RecordHandler>>;
 
@@ -40,21 +62,21 @@ class Waiters {
   /// The close's result, once Closed was routed.
   [[nodiscard]] const std::optional<VoidResult>& close_result() const noexcept { return close_result_; }
 
-  /// Routes `event` to its waiters through `sink`:
+  /// Routes `event` (a std::variant of the client's events) to its waiters through `sink`:
   ///  - sink.records(RecordsCompleted&&, RecordBatch&&, std::uint64_t count): a batch's
   ///    records completed (count = every record of the range, handler or not);
   ///  - sink.complete(VoidHandler&&, VoidResult): a flush or close completed;
-  ///  - sink.complete(StreamCloseHandler&&, CloseStreamResult): a stream close completed;
+  ///  - sink.complete(StreamCloseHandler&&, result): a stream close completed;
   ///  - sink.closed(const VoidResult&): the producer closed (after the close handlers);
   ///  - sink.capacity(): capacity came back (R1, R3).
-  template <class Sink>
-  void route(ClientEvent& event, Sink& sink) {
+  template <class Event, class Sink>
+  void route(Event& event, Sink& sink) {
     std::visit([&](auto& e) { route_one(e, sink); }, event);
   }
 
  private:
-  template <class Sink>
-  void route_one(RecordsCompleted& done, Sink& sink) {
+  template <RecordsEvent Done, class Sink>
+  void route_one(Done& done, Sink& sink) {
     RecordBatch batch;
     records_.take(done.first, done.last, [&](Ticket t, RecordHandler h) { batch.emplace_back(t, std::move(h)); });
     const std::uint64_t count = done.last.value - done.first.value + 1;
@@ -78,20 +100,20 @@ class Waiters {
   void route_one(CapacityAvailable&, Sink& sink) {
     sink.capacity();
   }
-  template <class Sink>
-  void route_one(StreamCloseCompleted& done, Sink& sink) {
+  template <StreamCloseEvent Done, class Sink>
+  void route_one(Done& done, Sink& sink) {
     auto it = stream_closes_.find(done.op);
     if (it == stream_closes_.end()) return;
     auto handlers = std::move(it->second);
     stream_closes_.erase(it);
-    for (auto& h : handlers) sink.complete(std::move(h), CloseStreamResult(done.result));
+    for (auto& h : handlers) sink.complete(std::move(h), done.result);
   }
 
-  prodsm::detail::TicketTable<RecordHandler> records_;
+  TicketTable<RecordHandler> records_;
   std::unordered_map<std::uint64_t, VoidHandler> flushes_;
   std::vector<VoidHandler> closes_;
   std::optional<VoidResult> close_result_;
   std::unordered_map<std::uint64_t, std::vector<StreamCloseHandler>> stream_closes_;
 };
 
-}  // namespace prodsm::ds::detail
+}  // namespace prodsm::detail

@@ -1,0 +1,346 @@
+// SPDX-License-Identifier: Apache-2.0
+#pragma once
+// The Asio producers' one implementation (Durable Streams and S2): a producer client
+// (ds::ProducerClient or s2::ProducerClient: core + policy + codec, sans-IO) driven by a
+// Session and one timer. Private to the adapter; Producer::Impl and S2Producer::Impl
+// are this template with their client.
+//
+// Locking: `mu` guards the client and every table of pending handlers. Everything that
+// must keep the client's order — requests (seal order), completions (A1 ticket order) —
+// is posted to its strand while `mu` is held, so strand FIFO order is client order.
+
+#include <asio/post.hpp>
+#include <asio/steady_timer.hpp>
+#include <asio/strand.hpp>
+
+#include <algorithm>
+#include <condition_variable>
+#include <cstddef>
+#include <deque>
+#include <functional>
+#include <memory>
+#include <mutex>
+#include <optional>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "prodsm/asio/producer.hpp"
+#include "prodsm/detail/producer_setup.hpp"
+#include "prodsm/detail/waiters.hpp"
+
+namespace prodsm::asio::detail {
+
+inline Instant steady_now() {
+  return std::chrono::steady_clock::now();
+}
+
+inline Error local_error(ErrorCode code, std::string message) {
+  return make_error(code, Certainty::definite, false, std::move(message));
+}
+
+/// Client: ds::ProducerClient or s2::ProducerClient. Options: the adapter's options
+/// (callback_executor, on_callback_exception, submit_timeout_ns). StreamCloseResult:
+/// the result of a stream close (Durable Streams, S6), or std::nullptr_t for none.
+template <class Client, class Options, class RecordResultT, class StreamCloseResult = std::nullptr_t>
+struct ProducerImpl : std::enable_shared_from_this<ProducerImpl<Client, Options, RecordResultT, StreamCloseResult>> {
+  using RecordCompletion = std::unique_ptr<Completion<RecordResultT>>;
+  using VoidCompletion = std::unique_ptr<Completion<VoidResult>>;
+  using StreamCloseCompletion = std::unique_ptr<Completion<StreamCloseResult>>;
+
+  struct Waiter {  // an async_submit waiting for capacity (R1)
+    std::uint64_t id;
+    std::string record;
+    RecordCompletion completion;
+    Instant deadline;
+  };
+
+  ProducerImpl(Options o, std::shared_ptr<Session> s, bool owned, Client c)
+      : options{std::move(o)},
+        session{std::move(s)},
+        owns_session{owned},
+        callback_strand{::asio::make_strand(options.callback_executor ? *options.callback_executor
+                                                                      : ::asio::any_io_executor{session->strand()})},
+        timer{session->strand()},
+        client{std::move(c)} {}
+
+  Options options;
+  std::shared_ptr<Session> session;
+  bool owns_session;
+  ::asio::strand<::asio::any_io_executor> callback_strand;
+  ::asio::steady_timer timer;  // used on the session strand only
+
+  mutable std::mutex mu;
+  Client client;
+  prodsm::detail::Waiters<RecordCompletion, VoidCompletion, StreamCloseCompletion> waiters;  // routed client events
+  std::deque<Waiter> capacity_waiters;
+  std::uint64_t next_waiter_id = 0;
+  std::optional<Instant> armed;  // what the timer is set to
+  bool session_released = false;
+  std::uint64_t callback_exceptions = 0;
+  std::uint64_t capacity_waits = 0;
+  std::condition_variable capacity_cv;  // submit_blocking waits here (with mu)
+
+  // ---- operations (each takes mu, changes the client, drives) -----------------------------
+
+  /// A submit that never waits; `c` (may be null) is registered only when accepted (A4).
+  tl::expected<Ticket, Rejection> submit(std::string_view record, RecordCompletion c) {
+    std::lock_guard lock(mu);
+    const Instant now = steady_now();
+    auto r = client.submit(now, record);
+    if (r && c) waiters.add_record(*r, std::move(c));
+    drive(now);
+    return r;
+  }
+
+  /// A submit that blocks the calling thread while the producer is full (R1).
+  tl::expected<Ticket, Rejection> submit_blocking(std::string_view record, Duration timeout_ns, RecordCompletion c) {
+    std::unique_lock lock(mu);
+    const auto give_up = saturating_add(steady_now(), timeout_ns);
+    bool waited = false;
+    while (true) {
+      const Instant now = steady_now();
+      auto r = client.submit(now, record);
+      if (r && c) waiters.add_record(*r, std::move(c));  // A4: registered only when accepted
+      drive(now);
+      if (r || r.error().reason != RejectReason::would_block) return r;
+      if (!std::exchange(waited, true)) ++capacity_waits;
+      // R1: wait for CapacityAvailable (or close); the core sealed the partial batch (R2).
+      if (capacity_cv.wait_until(lock, give_up) == std::cv_status::timeout) return r;
+    }
+  }
+
+  /// async_submit: accepted now, or queued behind earlier waiters until capacity comes
+  /// back (R1, FIFO: never overtakes, P1), up to submit_timeout_ns, cancellably.
+  void initiate_submit(std::string record, RecordCompletion c,
+                       std::function<void(std::function<void()>)> install_cancel) {
+    std::lock_guard lock(mu);
+    const Instant now = steady_now();
+    auto r = capacity_waiters.empty() ? client.submit(now, record)
+                                      : tl::expected<Ticket, Rejection>(tl::unexpected(Rejection{
+                                            RejectReason::would_block, "waiting behind earlier submits", {}}));
+    if (r) {
+      waiters.add_record(*r, std::move(c));
+    } else if (r.error().reason == RejectReason::would_block && options.submit_timeout_ns.count() > 0) {
+      const std::uint64_t id = next_waiter_id++;
+      ++capacity_waits;
+      capacity_waiters.push_back(
+          Waiter{id, std::move(record), std::move(c), saturating_add(now, options.submit_timeout_ns)});
+      if (install_cancel) {
+        install_cancel([weak = this->weak_from_this(), id] {
+          if (auto self = weak.lock()) self->cancel_waiter(id);
+        });
+      }
+    } else {
+      post_result<RecordResultT>(std::move(c), tl::unexpected(to_error(r.error())));
+    }
+    drive(now);
+  }
+
+  void initiate_flush(VoidCompletion c) {
+    std::lock_guard lock(mu);
+    const Instant now = steady_now();
+    auto r = client.flush(now);
+    if (r) {
+      waiters.add_flush(*r, std::move(c));
+    } else {  // A2: a refusal too is delivered behind the callbacks already queued
+      post_result<VoidResult>(std::move(c), tl::unexpected(to_error(r.error())));
+    }
+    drive(now);
+  }
+
+  void initiate_close(VoidCompletion c) {
+    std::lock_guard lock(mu);
+    if (const auto& done = waiters.close_result()) {  // C1: a second close returns the same result
+      post_result<VoidResult>(std::move(c), *done);
+      return;
+    }
+    const Instant now = steady_now();
+    waiters.add_close(std::move(c));
+    client.close(now);
+    drive(now);
+  }
+
+  /// A stream close (S6): `start(client, now)` starts it and gives its op or the error.
+  template <class Start>
+  void initiate_stream_close(Start start, StreamCloseCompletion c) {
+    std::lock_guard lock(mu);
+    const Instant now = steady_now();
+    auto op = start(client, now);
+    if (op) {
+      waiters.add_stream_close(*op, std::move(c));
+    } else {  // A2, as a flush
+      post_result<StreamCloseResult>(std::move(c), tl::unexpected(op.error()));
+    }
+    drive(now);
+  }
+
+  void abort() {
+    std::lock_guard lock(mu);
+    const Instant now = steady_now();
+    client.abort(now);
+    drive(now);
+  }
+
+  ProducerAdapterStats stats() const {
+    std::lock_guard lock(mu);
+    return ProducerAdapterStats{client.core().stats(), session->stats(), callback_exceptions, capacity_waits};
+  }
+
+  // ---- callbacks (A1–A3) ---------------------------------------------------------------
+
+  void run_callback(const std::function<void()>& f) {
+    try {
+      f();
+    } catch (...) {  // A3: never unwinds into Asio or the core
+      std::function<void(std::exception_ptr)> hook;
+      {
+        std::lock_guard lock(mu);
+        ++callback_exceptions;
+        hook = options.on_callback_exception;
+      }
+      if (hook) {
+        try {
+          hook(std::current_exception());
+        } catch (...) {
+        }
+      }
+    }
+  }
+
+  template <class Result, class C>
+  void post_result(C completion, Result result) {
+    auto shared = std::make_shared<C>(std::move(completion));
+    ::asio::post(callback_strand, [self = this->shared_from_this(), shared, result = std::move(result)] {
+      self->run_callback([&] { (*shared)->complete(result); });
+    });
+  }
+
+  // ---- the drive rule (mu held) ----------------------------------------------------------
+
+  void drive(Instant now) {
+    while (auto r = client.poll_request()) {
+      session->exchange(std::move(r->request), [weak = this->weak_from_this(), tag = r->tag](ExchangeResult result) {
+        auto self = weak.lock();
+        if (!self) return;
+        std::lock_guard lock(self->mu);
+        self->client.handle_outcome(steady_now(), tag, std::move(result));
+        self->drive(steady_now());
+      });
+    }
+    while (auto event = client.poll_event()) {
+      Sink sink{*this, now};
+      waiters.route(*event, sink);
+    }
+    if (!session_released && owns_session && client.finished()) {
+      session_released = true;
+      session->close();  // C4: an owned session is closed, an attached one left open
+    }
+    arm_timer();
+  }
+
+  /// How the client's events reach the handlers (prodsm::detail::Waiters routes them).
+  struct Sink {
+    ProducerImpl& self;
+    Instant now;
+    template <class Done, class Batch>
+    void records(Done done, Batch handlers, std::uint64_t count) {
+      if (handlers.empty()) {  // fire-and-forget records are delivered now (R3)
+        self.client.on_delivered(now, count);
+        return;
+      }
+      auto shared = std::make_shared<Batch>(std::move(handlers));
+      auto batch = std::make_shared<Done>(std::move(done));
+      ::asio::post(self.callback_strand, [impl = self.shared_from_this(), shared, batch, count] {
+        for (auto& entry : *shared) {  // A1: ticket order
+          impl->run_callback([&] { entry.second->complete(batch->record(entry.first)); });
+        }
+        std::lock_guard lock(impl->mu);
+        impl->client.on_delivered(steady_now(), count);
+        impl->drive(steady_now());
+      });
+    }
+    template <class Completion, class Result>
+    void complete(Completion c, Result result) {
+      self.post_result<Result>(std::move(c), std::move(result));
+    }
+    void closed(const VoidResult& result) {
+      self.capacity_cv.notify_all();
+      const Error e =
+          result ? local_error(ErrorCode::closed, "the producer closed while waiting for capacity") : result.error();
+      for (auto& w : std::exchange(self.capacity_waiters, {})) {
+        self.post_result<RecordResultT>(std::move(w.completion), tl::unexpected(e));
+      }
+    }
+    void capacity() {
+      self.capacity_cv.notify_all();
+      self.retry_waiters(now);
+    }
+  };
+
+  /// R1: capacity freed — retry waiting async_submits in FIFO order.
+  void retry_waiters(Instant now) {
+    while (!capacity_waiters.empty()) {
+      Waiter& w = capacity_waiters.front();
+      auto r = client.submit(now, w.record);
+      if (!r && r.error().reason == RejectReason::would_block) return;
+      if (r) {
+        waiters.add_record(*r, std::move(w.completion));
+      } else {
+        post_result<RecordResultT>(std::move(w.completion), tl::unexpected(to_error(r.error())));
+      }
+      capacity_waiters.pop_front();
+    }
+  }
+
+  void arm_timer() {
+    std::optional<Instant> when = client.next_deadline();
+    if (!capacity_waiters.empty()) {
+      const Instant w = capacity_waiters.front().deadline;  // FIFO: earliest submit, earliest deadline
+      when = when ? std::min(*when, w) : w;
+    }
+    if (when == armed) return;
+    armed = when;
+    ::asio::post(session->strand(), [weak = this->weak_from_this(), when] {
+      auto self = weak.lock();
+      if (!self) return;
+      if (!when) {
+        self->timer.cancel();
+        return;
+      }
+      self->timer.expires_at(*when);
+      self->timer.async_wait([weak](std::error_code ec) {
+        if (ec) return;  // re-armed or cancelled
+        if (auto s = weak.lock()) s->on_timer();
+      });
+    });
+  }
+
+  void on_timer() {
+    std::lock_guard lock(mu);
+    const Instant now = steady_now();
+    armed.reset();
+    while (!capacity_waiters.empty() && capacity_waiters.front().deadline <= now) {
+      post_result<RecordResultT>(std::move(capacity_waiters.front().completion),
+                                 tl::unexpected(local_error(ErrorCode::would_block,
+                                                            "no capacity within submit_timeout_ns (max_unacked_bytes "
+                                                            "or max_pending_records reached)")));
+      capacity_waiters.pop_front();
+    }
+    client.handle_timeout(now);  // linger, backoff, delivery deadline (B1, E4, E6)
+    drive(now);
+  }
+
+  void cancel_waiter(std::uint64_t id) {
+    std::lock_guard lock(mu);
+    auto it =
+        std::find_if(capacity_waiters.begin(), capacity_waiters.end(), [&](const Waiter& w) { return w.id == id; });
+    if (it == capacity_waiters.end()) return;  // already submitted: a durable record cannot be unsent
+    post_result<RecordResultT>(
+        std::move(it->completion),
+        tl::unexpected(local_error(ErrorCode::cancelled, "async_submit cancelled while waiting for capacity")));
+    capacity_waiters.erase(it);
+  }
+};
+
+}  // namespace prodsm::asio::detail

@@ -1,0 +1,382 @@
+// SPDX-License-Identifier: Apache-2.0
+#pragma once
+// The blocking producers' one implementation (Durable Streams and S2): a producer client
+// (ds::ProducerClient or s2::ProducerClient: core + policy + codec, sans-IO) behind one
+// mutex (`mu`), a Session whose I/O thread runs the connections and the client's
+// deadline, and a FIFO dispatcher for completions. Private to the adapter;
+// Producer::Impl and S2Producer::Impl are this template with their client.
+//
+// Order: every request and event is drained from the client under `mu` (the drive rule),
+// and everything whose order matters is queued while `mu` is held — requests to the
+// session (which writes them in that order: seal order), completions to the dispatcher
+// (so dispatcher order is client order: A1, A2).
+// Lock order: mu → Session::Impl::mu, and mu → Dispatcher::mu_ → Signal::mu. Dispatcher
+// tasks and session handlers run with no lock held and may take mu.
+
+#include <atomic>
+#include <condition_variable>
+#include <cstddef>
+#include <cstdint>
+#include <functional>
+#include <memory>
+#include <mutex>
+#include <optional>
+#include <string>
+#include <string_view>
+#include <utility>
+#include <vector>
+
+#include "dispatcher.hpp"
+#include "prodsm/detail/producer_setup.hpp"
+#include "prodsm/detail/waiters.hpp"
+#include "session_impl.hpp"
+
+namespace prodsm::blocking::detail {
+
+inline Instant steady_now() {
+  return std::chrono::steady_clock::now();
+}
+
+inline Error waits_for_itself(std::string_view what) {
+  return make_error(ErrorCode::would_block, Certainty::definite, false,
+                    std::string(what) + " called from a completion callback would wait for itself");
+}
+
+inline Error timed_out(std::string_view what) {
+  return make_error(ErrorCode::cancelled, Certainty::indefinite, false,
+                    std::string(what) + " did not complete within timeout_ns; it goes on");
+}
+
+inline std::optional<Instant> deadline_after(std::optional<Duration> timeout_ns) {
+  if (!timeout_ns) return std::nullopt;
+  return saturating_add(steady_now(), *timeout_ns);
+}
+
+/// One accepted record's outcome and callback, shared by the producer and the record's
+/// ticket handle (so a ticket outlives the producer).
+template <class Result>
+struct RecordState : Op<Result> {
+  RecordState(std::shared_ptr<Signal> s, std::function<void(const Result&)> cb)
+      : signal{std::move(s)}, callback{std::move(cb)} {}
+  std::shared_ptr<Signal> signal;
+  std::function<void(const Result&)> callback;  // touched by the dispatcher only, after acceptance
+};
+
+/// A ticket handle's ready().
+template <class Result>
+bool ticket_ready(const RecordState<Result>& state) {
+  std::lock_guard lock(state.signal->mu);
+  return state.value.has_value();
+}
+
+/// A ticket handle's wait(timeout_ns): the outcome, or nothing when `timeout_ns` passed.
+template <class Result>
+std::optional<Result> ticket_wait(const RecordState<Result>& state, Duration timeout_ns) {
+  if (in_callback()) timeout_ns = Duration::zero();  // the outcome comes from this dispatcher
+  return wait_for_value(*state.signal, state, saturating_add(steady_now(), timeout_ns));
+}
+
+/// A ticket handle's wait(): the outcome (inside a callback: would_block unless ready).
+template <class Result>
+Result ticket_wait(const RecordState<Result>& state, std::string_view what) {
+  if (in_callback()) {
+    if (auto r = ticket_wait(state, Duration::zero())) return *r;
+    return tl::unexpected(waits_for_itself(what));
+  }
+  return *wait_for_value(*state.signal, state, std::nullopt);
+}
+
+/// Client: ds::ProducerClient or s2::ProducerClient. Options: the adapter's options
+/// (callback_executor, on_callback_exception, submit_timeout_ns). State: the record
+/// state (a RecordState). StreamCloseResult: the result of a stream close (Durable
+/// Streams, S6), or std::nullptr_t for none.
+template <class Client, class Options, class State, class StreamCloseResult = std::nullptr_t>
+struct ProducerImpl : Participant,
+                      std::enable_shared_from_this<ProducerImpl<Client, Options, State, StreamCloseResult>> {
+  using StatePtr = std::shared_ptr<State>;
+  using Result = typename decltype(State::value)::value_type;
+  using VoidOp = Op<VoidResult>;
+  using StreamCloseOp = Op<StreamCloseResult>;
+
+  ProducerImpl(Options o, std::shared_ptr<Session> s, bool owned, Client c)
+      : options{std::move(o)}, session{std::move(s)}, owns_session{owned}, client{std::move(c)} {}
+
+  /// Starts the dispatcher and lets the session's I/O thread keep the client's deadline.
+  void start() {
+    dispatcher = Dispatcher::start(options.callback_executor);
+    session->impl()->attach(std::weak_ptr<Participant>(this->shared_from_this()));
+  }
+
+  // Set at creation, then read-only.
+  Options options;
+  std::shared_ptr<Session> session;
+  const bool owns_session;
+  std::shared_ptr<Signal> signal = std::make_shared<Signal>();
+  std::shared_ptr<Dispatcher> dispatcher;
+
+  // Guarded by mu.
+  mutable std::mutex mu;
+  Client client;
+  prodsm::detail::Waiters<StatePtr, std::shared_ptr<VoidOp>, std::shared_ptr<StreamCloseOp>> waiters;
+  std::shared_ptr<VoidOp> close_op;  // every close() waits for this one
+  std::optional<Instant> armed;      // the client deadline the session's I/O thread last saw
+  bool session_released = false;
+  std::condition_variable capacity_cv;
+  std::uint32_t capacity_waiters = 0;
+  std::uint64_t capacity_waits = 0;
+  std::atomic<std::uint64_t> callback_exceptions{0};
+
+  // ---- operations ----------------------------------------------------------------------------
+
+  /// submit(): accepted now, or waits for capacity up to submit_timeout_ns (R1; never in a
+  /// callback). The record's state is registered only when accepted (A4).
+  tl::expected<std::pair<Ticket, StatePtr>, Rejection> submit(std::string_view record,
+                                                              std::function<void(const Result&)> on_complete) {
+    std::unique_lock lock(mu);
+    std::optional<Instant> give_up;
+    while (true) {
+      const Instant now = steady_now();
+      auto r = client.submit(now, record);  // would_block also at max_pending_records (R3)
+      if (r) {
+        auto state = std::make_shared<State>(signal, std::move(on_complete));
+        waiters.add_record(*r, state);
+        drive(now);
+        return std::pair{*r, std::move(state)};
+      }
+      drive(now);  // a would-block sealed the partial batch (R2)
+      if (r.error().reason != RejectReason::would_block) return tl::unexpected(std::move(r.error()));
+      if (!give_up) {
+        if (in_callback() || options.submit_timeout_ns.count() == 0) return tl::unexpected(std::move(r.error()));
+        give_up = saturating_add(now, options.submit_timeout_ns);
+        ++capacity_waits;
+      } else if (now >= *give_up) {
+        return tl::unexpected(Rejection{RejectReason::would_block,
+                                        "no capacity within submit_timeout_ns (max_unacked_bytes, "
+                                        "max_unacked_batches or max_pending_records reached)",
+                                        {}});
+      }
+      // R1: woken by CapacityAvailable (the core's or the client's) or the close.
+      ++capacity_waiters;
+      capacity_cv.wait_until(lock, *give_up);
+      --capacity_waiters;
+    }
+  }
+
+  VoidResult flush(std::optional<Duration> timeout_ns) {
+    if (in_callback()) return tl::unexpected(waits_for_itself("flush()"));
+    const auto deadline = deadline_after(timeout_ns);
+    auto op = std::make_shared<VoidOp>();
+    {
+      std::lock_guard lock(mu);
+      const Instant now = steady_now();
+      auto r = client.flush(now);
+      if (r) {
+        waiters.add_flush(*r, op);
+      } else {  // A2: a refusal too is delivered behind the callbacks already queued
+        post_publish(op, VoidResult(tl::unexpected(to_error(r.error()))));
+      }
+      drive(now);
+    }
+    auto result = wait_for_value(*signal, *op, deadline);
+    if (!result) return tl::unexpected(timed_out("flush()"));
+    return *result;
+  }
+
+  VoidResult close(std::optional<Duration> timeout_ns) {
+    if (in_callback()) return tl::unexpected(waits_for_itself("close()"));
+    const auto deadline = deadline_after(timeout_ns);
+    std::shared_ptr<VoidOp> op;
+    {
+      std::lock_guard lock(mu);
+      if (!close_op) {
+        close_op = std::make_shared<VoidOp>();
+        if (const auto& done = waiters.close_result()) {
+          post_publish(close_op, *done);  // closed by an abort before any close()
+        } else {
+          waiters.add_close(close_op);
+        }
+      }
+      op = close_op;
+      const Instant now = steady_now();
+      client.close(now);  // C1: the result comes with Closed
+      drive(now);
+    }
+    auto result = wait_for_value(*signal, *op, deadline);
+    if (!result) return tl::unexpected(timed_out("close()"));
+    release_session();  // C4: the owned session is closed when close() returns
+    return *result;
+  }
+
+  /// A stream close (S6): `start(client, now)` starts it and gives its op or the error;
+  /// `closes_producer` when it closes the producer too (then the owned session is
+  /// released once it finished, C4).
+  template <class Start>
+  StreamCloseResult stream_close(Start start, std::optional<Duration> timeout_ns, std::string_view what,
+                                 bool closes_producer) {
+    if (in_callback()) return tl::unexpected(waits_for_itself(what));
+    const auto deadline = deadline_after(timeout_ns);
+    auto op = std::make_shared<StreamCloseOp>();
+    {
+      std::lock_guard lock(mu);
+      const Instant now = steady_now();
+      auto r = start(client, now);
+      if (r) {
+        waiters.add_stream_close(*r, op);
+      } else {  // A2, as in flush()
+        post_publish<StreamCloseResult>(op, tl::unexpected(r.error()));
+      }
+      drive(now);
+    }
+    auto result = wait_for_value<StreamCloseResult>(*signal, *op, deadline);
+    if (!result) return tl::unexpected(timed_out(what));
+    if (closes_producer) release_session();  // C4
+    return *result;
+  }
+
+  void abort() {
+    std::lock_guard lock(mu);
+    const Instant now = steady_now();
+    client.abort(now);
+    drive(now);
+  }
+
+  ProducerAdapterStats stats() const {
+    std::lock_guard lock(mu);
+    return ProducerAdapterStats{client.core().stats(), session->stats(), callback_exceptions.load(), capacity_waits};
+  }
+
+  // ---- completions (dispatcher) ----------------------------------------------------------
+
+  void run_callback(const std::function<void()>& f) {
+    try {
+      f();
+    } catch (...) {  // A3: caught, counted, reported; never unwinds into the dispatcher
+      ++callback_exceptions;
+      if (options.on_callback_exception) {
+        try {
+          options.on_callback_exception(std::current_exception());
+        } catch (...) {
+        }
+      }
+    }
+  }
+
+  /// Runs the callbacks of one completed batch in ticket order, then publishes the
+  /// outcomes (a ticket turns ready after its callback ran) and frees their room (R3).
+  template <class Done>
+  void deliver(const std::vector<StatePtr>& states, const Done& batch) {
+    std::vector<Result> results;
+    results.reserve(states.size());
+    for (std::size_t i = 0; i < states.size(); ++i) {
+      results.push_back(batch.record(Ticket{batch.first.value + i}));
+      if (auto& cb = states[i]->callback) {
+        run_callback([&] { cb(results.back()); });
+        cb = nullptr;
+      }
+    }
+    {
+      std::lock_guard lock(signal->mu);
+      for (std::size_t i = 0; i < states.size(); ++i) states[i]->value = std::move(results[i]);
+    }
+    signal->cv.notify_all();
+    std::lock_guard lock(mu);
+    client.on_delivered(steady_now(), states.size());
+    drive(steady_now());
+  }
+
+  template <class T>
+  void post_publish(std::shared_ptr<Op<T>> op, T value) {
+    dispatcher->post([signal = signal, op = std::move(op), value = std::move(value)]() mutable {
+      publish(*signal, *op, std::move(value));
+    });
+  }
+
+  // ---- the drive rule (mu held) ------------------------------------------------------------
+
+  /// How the client's events reach the waiters (prodsm::detail::Waiters routes them):
+  /// through the dispatcher, in order (A1, A2).
+  struct Sink {
+    ProducerImpl& self;
+    bool notify_capacity = false;
+    template <class Done, class Batch>
+    void records(Done done, Batch handlers, std::uint64_t) {
+      std::vector<StatePtr> states;  // every accepted ticket registered one, in order (P2)
+      states.reserve(handlers.size());
+      for (auto& h : handlers) states.push_back(std::move(h.second));
+      self.dispatcher->post([impl = self.shared_from_this(), states = std::move(states), batch = std::move(done)] {
+        impl->deliver(states, batch);
+      });
+    }
+    template <class OpPtr, class R>
+    void complete(OpPtr op, R result) {
+      self.post_publish<R>(std::move(op), std::move(result));
+    }
+    void closed(const VoidResult&) { notify_capacity = true; }
+    void capacity() { notify_capacity = true; }
+  };
+
+  void drive(Instant /*now*/) {
+    while (auto r = client.poll_request()) {
+      session->exchange(std::move(r->request), [weak = this->weak_from_this(), tag = r->tag](ExchangeResult result) {
+        auto self = weak.lock();
+        if (!self) return;
+        std::lock_guard lock(self->mu);
+        self->client.handle_outcome(steady_now(), tag, std::move(result));
+        self->drive(steady_now());
+      });
+    }
+    Sink sink{*this};
+    while (auto event = client.poll_event()) waiters.route(*event, sink);
+    if (owns_session && !session_released && client.finished()) {
+      session_released = true;
+      session->impl()->close();  // C4: the owned session stops (joined by close() or the destructor)
+    }
+    if (sink.notify_capacity && capacity_waiters > 0) capacity_cv.notify_all();
+    // Wake the session's I/O thread only when the deadline moved earlier than the one it
+    // last saw: a submit that joins the partial batch costs no syscall.
+    if (const auto next = client.next_deadline(); next && (!armed || *next < *armed)) {
+      armed = next;
+      session->impl()->wake();
+    }
+  }
+
+  // ---- Participant: the session's I/O thread runs the client's deadline -------------------
+
+  std::optional<Instant> deadline() override {
+    std::lock_guard lock(mu);
+    armed = client.next_deadline();
+    return armed;
+  }
+
+  void on_deadline(Instant now) override {
+    std::lock_guard lock(mu);
+    client.handle_timeout(now);  // linger, backoff, delivery deadline (B1, E4, E6)
+    drive(now);
+  }
+
+  /// C4: an owned session is closed and its I/O thread joined (never from it).
+  void release_session() {
+    if (!owns_session) return;
+    {
+      std::lock_guard lock(mu);
+      session_released = true;
+    }
+    session->close();
+  }
+
+  /// Destruction: abort unless closed (C5), stop the threads; the own dispatcher runs
+  /// every queued completion before it stops.
+  void shutdown() {
+    {
+      std::lock_guard lock(mu);
+      if (!client.finished()) {
+        client.abort(steady_now());
+        drive(steady_now());
+      }
+    }
+    release_session();
+    dispatcher->stop_and_join();
+  }
+};
+
+}  // namespace prodsm::blocking::detail
