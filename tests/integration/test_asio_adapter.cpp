@@ -290,6 +290,54 @@ TEST(AsioTokens, AsyncSubmitWaitsForCapacityTimesOutAndCancels) {
   client.clear_faults(ReferenceServer::shared().url());
 }
 
+// P1, P2, R3 with submit_many on Asio (no callbacks, never waits): records land once
+// and in order; the gauges count the open batch and drain to zero after the flush.
+TEST(SubmitMany, AsioRecordsLandInOrderAndTheGaugesDrain) {
+  IoThread io;
+  TestClient client;
+  const std::string url = new_stream(client, "submit-many");
+  auto options = options_for(url);
+  options.producer.max_batch_bytes = 256;
+  options.producer.linger = Linger::after(60s);  // in effect only size and flush seal
+  auto created = asio::Producer::create(io.io.get_executor(), options);
+  ASSERT_TRUE(created) << created.error();
+  auto& p = *created;
+  const std::vector<std::string_view> first{"a\n", "b\n"};
+  auto head = p.submit_many(first);
+  ASSERT_EQ(head.accepted, 2U);
+  EXPECT_FALSE(head.refused);
+  auto gauges = p.stats();
+  EXPECT_EQ(gauges.pending_records, 2U);
+  EXPECT_EQ(gauges.unacked_bytes, 4U);
+  EXPECT_EQ(gauges.unacked_batches, 1U);
+
+  std::string expected = "a\nb\n";
+  std::vector<std::string> lines;
+  for (int i = 0; i < 3000; ++i) lines.push_back("r" + std::to_string(i) + "\n");
+  std::size_t next = 0;
+  while (next < lines.size()) {
+    const std::size_t n = std::min<std::size_t>(17, lines.size() - next);
+    std::vector<std::string_view> views(lines.begin() + static_cast<std::ptrdiff_t>(next),
+                                        lines.begin() + static_cast<std::ptrdiff_t>(next + n));
+    auto r = p.submit_many(views);
+    for (std::size_t i = 0; i < r.accepted; ++i) expected += lines[next + i];
+    next += r.accepted;
+    if (r.refused) {  // A4: refused now (would_block at max_unacked_bytes); wait and go on
+      ASSERT_EQ(r.refused->reason, RejectReason::would_block) << r.refused->describe();
+      ASSERT_TRUE(p.async_flush(::asio::use_future).get().has_value());
+    }
+  }
+  ASSERT_TRUE(p.async_flush(::asio::use_future).get().has_value());
+  const auto drained = p.stats();
+  EXPECT_EQ(drained.pending_records, 0U);
+  EXPECT_EQ(drained.unacked_bytes, 0U);
+  EXPECT_EQ(drained.unacked_batches, 0U);
+  EXPECT_EQ(drained.in_flight_batches, 0U);
+  EXPECT_EQ(drained.core.records_succeeded, 3002U);
+  ASSERT_TRUE(p.async_close(::asio::use_future).get().has_value());
+  EXPECT_EQ(client.read_all(url, false), expected);
+}
+
 // C4: an owned session is closed by close(); an attached one is left open.
 TEST(C4, OwnedSessionIsClosedAttachedSessionIsLeftOpen) {
   IoThread io;

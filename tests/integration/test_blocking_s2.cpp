@@ -164,4 +164,34 @@ TEST_F(S2Blocking, SubmitAndFlushAfterCloseFailWithClosed) {  // C1, C2
   EXPECT_EQ(stream_records().size(), 1U);
 }
 
+// P1, P2, R3: submit_many on the S2 producer — the same implementation as the Durable
+// Streams one — lands records once, in order, at consecutive seq_nums; gauges drain.
+TEST_F(S2Blocking, SubmitManyLandsInOrderAndTheGaugesDrain) {
+  auto p = make(options());
+  std::vector<std::string> bodies;
+  for (int i = 0; i < 600; ++i) bodies.push_back("m" + std::to_string(i));
+  std::size_t next = 0;
+  while (next < bodies.size()) {
+    const std::size_t n = std::min<std::size_t>(25, bodies.size() - next);
+    std::vector<std::string_view> views(bodies.begin() + static_cast<std::ptrdiff_t>(next),
+                                        bodies.begin() + static_cast<std::ptrdiff_t>(next + n));
+    auto r = p.submit_many(views);
+    ASSERT_GT(r.accepted, 0U) << (r.refused ? r.refused->describe() : "");
+    EXPECT_EQ(r.first.value, next);  // contiguous tickets (P2)
+    next += r.accepted;
+  }
+  ASSERT_TRUE(p.flush());
+  const auto drained = p.stats();
+  EXPECT_EQ(drained.pending_records, 0U);
+  EXPECT_EQ(drained.unacked_bytes, 0U);
+  EXPECT_EQ(drained.core.records_succeeded, bodies.size());
+  ASSERT_TRUE(p.close());
+  const auto records = stream_records();
+  ASSERT_EQ(records.size(), bodies.size());
+  for (std::size_t i = 0; i < bodies.size(); ++i) {
+    ASSERT_EQ(records[i].seq_num, i);
+    ASSERT_EQ(records[i].body, bodies[i]);
+  }
+}
+
 }  // namespace

@@ -92,6 +92,10 @@ void Producer::initiate_close_with_stream(std::optional<std::string> final_recor
       std::move(c));
 }
 
+SubmitManyResult Producer::submit_many(std::span<const std::string_view> records) {
+  return impl_->submit_many(records);
+}
+
 void Producer::abort() {
   impl_->abort();
 }

@@ -21,6 +21,7 @@
 #include <memory>
 #include <mutex>
 #include <optional>
+#include <span>
 #include <string>
 #include <utility>
 #include <vector>
@@ -89,6 +90,16 @@ struct ProducerImpl : std::enable_shared_from_this<ProducerImpl<Client, Options,
     const Instant now = steady_now();
     auto r = client.submit(now, record);
     if (r && c) waiters.add_record(*r, std::move(c));
+    drive(now);
+    return r;
+  }
+
+  /// Fire-and-forget records in one call (the core's submit_many, P1, P2): accepted as a
+  /// prefix of the list, with contiguous tickets; stops at the first refusal.
+  SubmitManyResult submit_many(std::span<const std::string_view> records) {
+    std::lock_guard lock(mu);
+    const Instant now = steady_now();
+    auto r = client.submit_many(now, records);
     drive(now);
     return r;
   }
@@ -184,7 +195,10 @@ struct ProducerImpl : std::enable_shared_from_this<ProducerImpl<Client, Options,
 
   ProducerAdapterStats stats() const {
     std::lock_guard lock(mu);
-    return ProducerAdapterStats{client.core().stats(), session->stats(), callback_exceptions, capacity_waits};
+    const auto& core = client.core();
+    return ProducerAdapterStats{core.stats(),           session->stats(),        callback_exceptions,
+                                capacity_waits,         core.unacked_bytes(),    core.in_flight(),
+                                core.unacked_batches(), client.pending_records()};
   }
 
   // ---- callbacks (A1–A3) ---------------------------------------------------------------

@@ -82,6 +82,10 @@ void S2Producer::initiate_close(std::unique_ptr<detail::Completion<VoidResult>> 
   impl_->initiate_close(std::move(c));
 }
 
+SubmitManyResult S2Producer::submit_many(std::span<const std::string_view> records) {
+  return impl_->submit_many(records);
+}
+
 void S2Producer::abort() {
   impl_->abort();
 }

@@ -102,6 +102,10 @@ CloseStreamResult Producer::close_with_stream(std::optional<std::string> final_r
       timeout_ns, "close_with_stream()", true);
 }
 
+SubmitManyResult Producer::submit_many(std::span<const std::string_view> records) {
+  return impl_->submit_many(records);
+}
+
 void Producer::abort() {
   impl_->abort();
 }

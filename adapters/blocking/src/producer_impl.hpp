@@ -21,6 +21,7 @@
 #include <memory>
 #include <mutex>
 #include <optional>
+#include <span>
 #include <string>
 #include <string_view>
 #include <utility>
@@ -162,6 +163,35 @@ struct ProducerImpl : Participant,
     }
   }
 
+  /// Fire-and-forget records in one call (the core's submit_many, P1, P2): accepted as a
+  /// prefix of the list, with contiguous tickets. While nothing is accepted yet it waits
+  /// for capacity as submit() does (R1: up to submit_timeout_ns, never in a callback);
+  /// once a prefix is accepted it returns at the next refusal, so the tickets stay
+  /// contiguous (the caller submits the rest again).
+  SubmitManyResult submit_many(std::span<const std::string_view> records) {
+    std::unique_lock lock(mu);
+    std::optional<Instant> give_up;
+    while (true) {
+      const Instant now = steady_now();
+      auto r = client.submit_many(now, records);
+      drive(now);  // a would-block sealed the partial batch (R2)
+      if (r.accepted > 0 || !r.refused || r.refused->reason != RejectReason::would_block) return r;
+      if (!give_up) {
+        if (in_callback() || options.submit_timeout_ns.count() == 0) return r;
+        give_up = saturating_add(now, options.submit_timeout_ns);
+        ++capacity_waits;
+      } else if (now >= *give_up) {
+        r.refused->detail =
+            "no capacity within submit_timeout_ns (max_unacked_bytes, max_unacked_batches or "
+            "max_pending_records reached)";
+        return r;
+      }
+      ++capacity_waiters;
+      capacity_cv.wait_until(lock, *give_up);
+      --capacity_waiters;
+    }
+  }
+
   VoidResult flush(std::optional<Duration> timeout_ns) {
     if (in_callback()) return tl::unexpected(waits_for_itself("flush()"));
     const auto deadline = deadline_after(timeout_ns);
@@ -242,7 +272,10 @@ struct ProducerImpl : Participant,
 
   ProducerAdapterStats stats() const {
     std::lock_guard lock(mu);
-    return ProducerAdapterStats{client.core().stats(), session->stats(), callback_exceptions.load(), capacity_waits};
+    const auto& core = client.core();
+    return ProducerAdapterStats{core.stats(),           session->stats(),        callback_exceptions.load(),
+                                capacity_waits,         core.unacked_bytes(),    core.in_flight(),
+                                core.unacked_batches(), client.pending_records()};
   }
 
   // ---- completions (dispatcher) ----------------------------------------------------------
@@ -262,25 +295,26 @@ struct ProducerImpl : Participant,
   }
 
   /// Runs the callbacks of one completed batch in ticket order, then publishes the
-  /// outcomes (a ticket turns ready after its callback ran) and frees their room (R3).
-  template <class Done>
-  void deliver(const std::vector<StatePtr>& states, const Done& batch) {
+  /// outcomes (a ticket turns ready after its callback ran) and frees the room of the
+  /// batch's `count` records (R3).
+  template <class Done, class Batch>
+  void deliver(const Batch& handlers, const Done& batch, std::uint64_t count) {
     std::vector<Result> results;
-    results.reserve(states.size());
-    for (std::size_t i = 0; i < states.size(); ++i) {
-      results.push_back(batch.record(Ticket{batch.first.value + i}));
-      if (auto& cb = states[i]->callback) {
+    results.reserve(handlers.size());
+    for (const auto& [ticket, state] : handlers) {
+      results.push_back(batch.record(ticket));
+      if (auto& cb = state->callback) {
         run_callback([&] { cb(results.back()); });
         cb = nullptr;
       }
     }
     {
       std::lock_guard lock(signal->mu);
-      for (std::size_t i = 0; i < states.size(); ++i) states[i]->value = std::move(results[i]);
+      for (std::size_t i = 0; i < handlers.size(); ++i) handlers[i].second->value = std::move(results[i]);
     }
     signal->cv.notify_all();
     std::lock_guard lock(mu);
-    client.on_delivered(steady_now(), states.size());
+    client.on_delivered(steady_now(), count);
     drive(steady_now());
   }
 
@@ -299,13 +333,15 @@ struct ProducerImpl : Participant,
     ProducerImpl& self;
     bool notify_capacity = false;
     template <class Done, class Batch>
-    void records(Done done, Batch handlers, std::uint64_t) {
-      std::vector<StatePtr> states;  // every accepted ticket registered one, in order (P2)
-      states.reserve(handlers.size());
-      for (auto& h : handlers) states.push_back(std::move(h.second));
-      self.dispatcher->post([impl = self.shared_from_this(), states = std::move(states), batch = std::move(done)] {
-        impl->deliver(states, batch);
-      });
+    void records(Done done, Batch handlers, std::uint64_t count) {
+      if (handlers.empty()) {  // only fire-and-forget records (submit_many): delivered now (R3)
+        self.client.on_delivered(steady_now(), count);
+        return;
+      }
+      // `handlers` are the batch's submit()ed records (each registered a state), in
+      // ticket order; its submit_many()ed records have none but count for room.
+      self.dispatcher->post([impl = self.shared_from_this(), handlers = std::move(handlers), batch = std::move(done),
+                             count] { impl->deliver(handlers, batch, count); });
     }
     template <class OpPtr, class R>
     void complete(OpPtr op, R result) {

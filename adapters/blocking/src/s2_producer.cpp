@@ -92,6 +92,10 @@ VoidResult S2Producer::close(std::optional<Duration> timeout_ns) {
   return impl_->close(timeout_ns);
 }
 
+SubmitManyResult S2Producer::submit_many(std::span<const std::string_view> records) {
+  return impl_->submit_many(records);
+}
+
 void S2Producer::abort() {
   impl_->abort();
 }

@@ -36,11 +36,13 @@
 #include <functional>
 #include <memory>
 #include <optional>
+#include <span>
 #include <string>
 #include <string_view>
 
 #include <tl/expected.hpp>
 
+#include "prodsm/adapter_stats.hpp"
 #include "prodsm/asio/session.hpp"
 #include "prodsm/ds/client.hpp"
 #include "prodsm/durable_streams.hpp"
@@ -78,13 +80,8 @@ struct ProducerOptions : ds::ProducerOptions {
   std::function<void(std::exception_ptr)> on_callback_exception{};
 };
 
-/// Counters: the core's plus the adapter's.
-struct ProducerAdapterStats {
-  ProducerStats core;                     ///< the core's counters
-  SessionStats session;                   ///< the session's counters (owned or attached)
-  std::uint64_t callback_exceptions = 0;  ///< A3
-  std::uint64_t capacity_waits = 0;       ///< submits that had to wait for capacity (R1)
-};
+/// stats() of every adapter producer: counters and gauges (prodsm/adapter_stats.hpp).
+using ProducerAdapterStats = prodsm::ProducerAdapterStats;
 
 namespace detail {
 /// A type-erased, move-only completion for one operation.
@@ -176,6 +173,12 @@ class Producer {
                                    std::forward<F>(on_complete)));
   }
 
+  /// Submits many records in one call without callbacks (P1, P2: the core's
+  /// submit_many; A4: accepted or refused now, never waits): records [0, accepted) of the
+  /// list were accepted, with tickets first .. first + accepted - 1, and their outcomes
+  /// reach flush/close results and stats(). `refused` says why record `accepted` was
+  /// refused; the rest were not submitted (submit them again, e.g. after a would_block).
+  [[nodiscard]] SubmitManyResult submit_many(std::span<const std::string_view> records);
   /// Submits a record, blocking the calling thread while the producer is full (R1), up
   /// to `timeout_ns`; then would_block. Never call it from a thread that runs the
   /// producer's executor (it would wait for itself). Callback as in submit().

@@ -20,6 +20,7 @@
 #include <functional>
 #include <memory>
 #include <optional>
+#include <span>
 #include <string>
 #include <string_view>
 
@@ -76,6 +77,12 @@ class S2Producer {
     return submit_with(record, std::make_unique<detail::CallbackCompletion<S2RecordResult, std::decay_t<F>>>(
                                    std::forward<F>(on_complete)));
   }
+  /// Submits many records in one call without callbacks (P1, P2: the core's
+  /// submit_many; A4: accepted or refused now, never waits): records [0, accepted) of the
+  /// list were accepted, with tickets first .. first + accepted - 1, and their outcomes
+  /// reach flush/close results and stats(). `refused` says why record `accepted` was
+  /// refused; the rest were not submitted (submit them again, e.g. after a would_block).
+  [[nodiscard]] SubmitManyResult submit_many(std::span<const std::string_view> records);
   /// Submits a record, blocking the calling thread while the producer is full (R1), up
   /// to `timeout_ns` (then would_block). Never call it on the producer's executor.
   tl::expected<Ticket, Rejection> submit_blocking(std::string_view record, Duration timeout_ns);

@@ -35,11 +35,13 @@
 #include <functional>
 #include <memory>
 #include <optional>
+#include <span>
 #include <string>
 #include <string_view>
 
 #include <tl/expected.hpp>
 
+#include "prodsm/adapter_stats.hpp"
 #include "prodsm/blocking/session.hpp"
 #include "prodsm/ds/client.hpp"
 #include "prodsm/durable_streams.hpp"
@@ -114,13 +116,8 @@ struct ProducerOptions : ds::ProducerOptions {
   std::function<void(std::exception_ptr)> on_callback_exception{};
 };
 
-/// Counters: the core's plus the adapter's.
-struct ProducerAdapterStats {
-  ProducerStats core;                     ///< the core's counters
-  SessionStats session;                   ///< the session's counters (owned or attached)
-  std::uint64_t callback_exceptions = 0;  ///< A3
-  std::uint64_t capacity_waits = 0;       ///< submits that had to wait for capacity (R1)
-};
+/// stats() of every adapter producer: counters and gauges (prodsm/adapter_stats.hpp).
+using ProducerAdapterStats = prodsm::ProducerAdapterStats;
 
 /// The Durable Streams Producer on blocking POSIX sockets. Movable, not copyable.
 class Producer {
@@ -156,6 +153,14 @@ class Producer {
   /// ticket order (A1), before the ticket turns ready. A refused submit never registers
   /// it (A4): it is destroyed without being called.
   tl::expected<RecordTicket, Rejection> submit(std::string_view record, RecordCallback on_complete);
+  /// Submits many records in one call, without callbacks or ticket handles (P1, P2: the
+  /// core's submit_many): records [0, accepted) of the list were accepted, with tickets
+  /// first .. first + accepted - 1, and their outcomes reach flush/close results and
+  /// stats(). `refused` says why record `accepted` was refused; the rest were not
+  /// submitted (submit them again). While nothing is accepted it waits for capacity as
+  /// submit() does (R1: up to submit_timeout_ns; never inside a callback); once some
+  /// are accepted it returns at the next refusal, so the tickets stay contiguous.
+  [[nodiscard]] SubmitManyResult submit_many(std::span<const std::string_view> records);
 
   /// Flush barrier (F1–F5): seals the partial batch at once and blocks until every
   /// record accepted before it (the cut, see the file comment) is durable or failed and

@@ -18,6 +18,7 @@
 #include <functional>
 #include <memory>
 #include <optional>
+#include <span>
 #include <string>
 #include <string_view>
 
@@ -100,6 +101,14 @@ class S2Producer {
   /// Same, and `on_complete` runs exactly once with the outcome, on the dispatcher, in
   /// ticket order (A1). A refused submit never registers it (A4).
   tl::expected<S2RecordTicket, Rejection> submit(std::string_view record, S2RecordCallback on_complete);
+  /// Submits many records in one call, without callbacks or ticket handles (P1, P2: the
+  /// core's submit_many): records [0, accepted) of the list were accepted, with tickets
+  /// first .. first + accepted - 1, and their outcomes reach flush/close results and
+  /// stats(). `refused` says why record `accepted` was refused; the rest were not
+  /// submitted (submit them again). While nothing is accepted it waits for capacity as
+  /// submit() does (R1: up to submit_timeout_ns; never inside a callback); once some
+  /// are accepted it returns at the next refusal, so the tickets stay contiguous.
+  [[nodiscard]] SubmitManyResult submit_many(std::span<const std::string_view> records);
   /// Flush barrier (F1–F5): blocks until every record accepted before it is durable or
   /// failed and its callback ran (A2). `cancelled` when `timeout_ns` passed first.
   VoidResult flush(std::optional<Duration> timeout_ns = std::nullopt);
