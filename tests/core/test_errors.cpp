@@ -417,6 +417,21 @@ TEST(E6, DeliveryTimeoutBoundsRetries) {
   EXPECT_EQ(h.producer().state(), ProducerState::failed);
   EXPECT_EQ(h.completions()[0].error->code, ErrorCode::delivery_timeout);
   EXPECT_LE(h.now(), Instant{} + 2h + 10min);
+  // E6 names its cause: the last failure that was retried.
+  const std::string& why = h.completions()[0].error->message;
+  EXPECT_NE(why.find("the last failure retried: " + unavailable().describe()), std::string::npos) << why;
+}
+
+// E6: a delivery timeout with no failure before it (the server never answered) names none.
+TEST(E6, DeliveryTimeoutWithoutARetryNamesNoCause) {
+  auto c = ds_config(Linger::after(1ms));
+  c.delivery_timeout_ns = 2s;
+  DsHarness h(c);
+  h.submit("a");
+  h.advance(2s);
+  ASSERT_EQ(h.completions().size(), 1U);
+  EXPECT_EQ(h.completions()[0].error->code, ErrorCode::delivery_timeout);
+  EXPECT_EQ(h.completions()[0].error->message.find("last failure"), std::string::npos);
 }
 
 // A4, E1: a refusal becomes the error an adapter completes the refused operation with:

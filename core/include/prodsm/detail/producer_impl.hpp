@@ -57,6 +57,8 @@ struct alignas(64) Producer<Policy>::Impl {
                                     ///< near the protocol's sequence limit (S8)
   bool refusing = false;            ///< closing or failed: every submit takes the slow path
   ProducerStats stats;
+  /// The last failure that was retried (E4), named by a later delivery_timeout (E6).
+  std::optional<Error> last_retried_failure;
   std::vector<ActionType> actions;  ///< outputs not yet polled
   std::size_t action_read = 0;
   Config config;
@@ -506,6 +508,7 @@ struct alignas(64) Producer<Policy>::Impl {
     if (e.retryable && safe && budget_left) {
       ++b.retries;
       ++stats.retries;
+      last_retried_failure = e;
       if (detail::retries_at_once(b.retries, e)) {  // a lost connection: at once, on a new connection
         note_sendable(index);
         return;
@@ -816,9 +819,9 @@ struct alignas(64) Producer<Policy>::Impl {
     if (size > 0) {  // E6: the oldest batch has the earliest delivery deadline
       Batch& oldest = at(0);
       if (now >= saturating_add(oldest.first_submit, config.delivery_timeout_ns)) {
-        fail_terminal(make_error(ErrorCode::delivery_timeout, Certainty::definite, false,
-                                 "record not acknowledged within delivery_timeout_ns"),
-                      &oldest);
+        std::string why = "record not acknowledged within delivery_timeout_ns";
+        if (last_retried_failure) why += "; the last failure retried: " + last_retried_failure->describe();
+        fail_terminal(make_error(ErrorCode::delivery_timeout, Certainty::definite, false, std::move(why)), &oldest);
         return;
       }
     }
