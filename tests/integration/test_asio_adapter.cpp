@@ -249,6 +249,73 @@ TEST(AsioTokens, UseAwaitableInACoroutine) {
 #endif
 }
 
+// Submit, then acknowledgement (P2, A4): async_submit_ticket completes at acceptance with
+// a RecordTicket, so a coroutine awaiting it per record keeps many records in a batch;
+// each ticket's async_wait then gives the record's outcome, in ticket order (P3).
+TEST(AsioTokens, SubmitTicketThenAwaitTheAcknowledgement) {
+#if defined(ASIO_HAS_CO_AWAIT)
+  IoThread io;
+  TestClient client;
+  const std::string url = new_stream(client, "submit-ticket");
+  auto options = options_for(url);
+  options.producer.linger = Linger::after(50ms);  // a batch stays open while the loop runs
+  auto producer = asio::Producer::create(io.io.get_executor(), options).value();
+  constexpr int kRecords = 500;
+  std::promise<std::vector<std::uint64_t>> awaited;
+  ::asio::co_spawn(
+      io.io,
+      [&]() -> ::asio::awaitable<void> {
+        std::vector<asio::RecordTicket> tickets;
+        for (int i = 0; i < kRecords; ++i) {
+          auto t = co_await producer.async_submit_ticket(std::to_string(i) + "\n", ::asio::use_awaitable);
+          if (!t) break;
+          tickets.push_back(*t);
+        }
+        std::vector<std::uint64_t> ids;
+        for (auto& t : tickets) {
+          auto r = co_await t.async_wait(::asio::use_awaitable);  // durable, or why not
+          if (r && t.ready() && t.result()) ids.push_back(t.id().value);
+        }
+        awaited.set_value(std::move(ids));
+      },
+      ::asio::detached);
+  const auto ids = awaited.get_future().get();
+  ASSERT_EQ(ids.size(), static_cast<std::size_t>(kRecords));
+  for (std::size_t i = 0; i < ids.size(); ++i) ASSERT_EQ(ids[i], i);
+  // One batch per record is what awaiting the acknowledgement per record gives.
+  EXPECT_LT(producer.stats().core.batches_sealed, static_cast<std::uint64_t>(kRecords / 2));
+  ASSERT_TRUE(producer.async_close(::asio::use_future).get().has_value());
+  std::string expected;
+  for (int i = 0; i < kRecords; ++i) expected += std::to_string(i) + "\n";
+  EXPECT_EQ(client.read_all(url, false), expected);
+#else
+  GTEST_SKIP() << "this compiler's standard library has no C++20 coroutine support for Asio";
+#endif
+}
+
+// async_submit_ticket's refusals (A4) and a ticket waited for from another thread.
+TEST(AsioTokens, SubmitTicketRefusalsAndAFutureWait) {
+  IoThread io;
+  TestClient client;
+  const std::string url = new_stream(client, "submit-ticket-refused");
+  auto producer = asio::Producer::create(io.io.get_executor(), options_for(url)).value();
+  auto empty = producer.async_submit_ticket("", ::asio::use_future).get();
+  ASSERT_FALSE(empty);
+  EXPECT_EQ(empty.error().code, ErrorCode::invalid_record);
+  auto ticket = producer.async_submit_ticket("x\n", ::asio::use_future).get();
+  ASSERT_TRUE(ticket) << ticket.error().describe();
+  auto outcome = ticket->async_wait(::asio::use_future).get();
+  ASSERT_TRUE(outcome) << outcome.error().describe();
+  EXPECT_TRUE(ticket->ready());
+  auto again = ticket->async_wait(::asio::use_future).get();  // a ready ticket answers every wait
+  EXPECT_TRUE(again.has_value());
+  ASSERT_TRUE(producer.async_close(::asio::use_future).get().has_value());
+  auto late = producer.async_submit_ticket("y\n", ::asio::use_future).get();
+  ASSERT_FALSE(late);
+  EXPECT_EQ(late.error().code, ErrorCode::closed);  // C2
+  EXPECT_EQ(client.read_all(url, false), "x\n");
+}
+
 // R1: async_submit waits for capacity (then completes when durable); a wait past
 // submit_timeout_ns fails with would_block; a cancelled wait fails with cancelled.
 TEST(AsioTokens, AsyncSubmitWaitsForCapacityTimesOutAndCancels) {

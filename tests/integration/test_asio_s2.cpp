@@ -317,4 +317,24 @@ TEST_F(S2Asio, AsyncSubmitWaitsForCapacityTimesOutAndCancels) {
   EXPECT_EQ(records.back().body, "record-held");
 }
 
+// Submit, then acknowledgement on S2 (P2, P4): async_submit_ticket completes at
+// acceptance; each ticket's async_wait gives its seq_num, in ticket order.
+TEST_F(S2Asio, SubmitTicketThenAwaitTheAcknowledgement) {
+  auto p = make(options());
+  std::vector<asio::S2RecordTicket> tickets;
+  for (int i = 0; i < 200; ++i) {
+    auto t = p.async_submit_ticket("t" + std::to_string(i), ::asio::use_future).get();
+    ASSERT_TRUE(t) << t.error().describe();
+    tickets.push_back(*t);
+  }
+  for (std::uint64_t i = 0; i < tickets.size(); ++i) {
+    auto r = tickets[i].async_wait(::asio::use_future).get();
+    ASSERT_TRUE(r) << r.error().describe();
+    EXPECT_EQ(r->seq_num(), i);
+    EXPECT_EQ(tickets[i].id().value, i);
+  }
+  ASSERT_TRUE(p.async_close(::asio::use_future).get());
+  EXPECT_EQ(stream_records().size(), 200U);
+}
+
 }  // namespace

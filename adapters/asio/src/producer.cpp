@@ -72,6 +72,10 @@ void Producer::initiate_submit(std::string record, std::unique_ptr<detail::Compl
   impl_->initiate_submit(std::move(record), std::move(c), std::move(install_cancel));
 }
 
+void Producer::initiate_submit_ticket(std::string record, detail::TicketOperation<RecordResult> op) {
+  impl_->initiate_submit(std::move(record), std::move(op.record), std::move(op.install_cancel), std::move(op.accepted));
+}
+
 void Producer::initiate_flush(std::unique_ptr<detail::Completion<VoidResult>> c) {
   impl_->initiate_flush(std::move(c));
 }

@@ -48,12 +48,16 @@ struct ProducerImpl : std::enable_shared_from_this<ProducerImpl<Client, Options,
   using RecordCompletion = std::unique_ptr<Completion<RecordResultT>>;
   using VoidCompletion = std::unique_ptr<Completion<VoidResult>>;
   using StreamCloseCompletion = std::unique_ptr<Completion<StreamCloseResult>>;
+  /// Told the ticket when a waiting submit is accepted, or why it was refused
+  /// (async_submit_ticket); null for async_submit.
+  using AcceptCompletion = std::unique_ptr<Completion<tl::expected<Ticket, Error>>>;
 
   struct Waiter {  // an async_submit waiting for capacity (R1)
     std::uint64_t id;
     std::string record;
     RecordCompletion completion;
     Instant deadline;
+    AcceptCompletion accepted;  // async_submit_ticket: told at acceptance or refusal
   };
 
   ProducerImpl(Options o, std::shared_ptr<Session> s, bool owned, Client c)
@@ -121,31 +125,48 @@ struct ProducerImpl : std::enable_shared_from_this<ProducerImpl<Client, Options,
     }
   }
 
-  /// async_submit: accepted now, or queued behind earlier waiters until capacity comes
-  /// back (R1, FIFO: never overtakes, P1), up to submit_timeout_ns, cancellably.
+  /// async_submit and async_submit_ticket: accepted now, or queued behind earlier
+  /// waiters until capacity comes back (R1, FIFO: never overtakes, P1), up to
+  /// submit_timeout_ns, cancellably. `accepted` (may be null) is told the ticket at
+  /// acceptance, or the refusal instead of `c`.
   void initiate_submit(std::string record, RecordCompletion c,
-                       std::function<void(std::function<void()>)> install_cancel) {
+                       std::function<void(std::function<void()>)> install_cancel, AcceptCompletion accepted = nullptr) {
     std::lock_guard lock(mu);
     const Instant now = steady_now();
     auto r = capacity_waiters.empty() ? client.submit(now, record)
                                       : tl::expected<Ticket, Rejection>(tl::unexpected(Rejection{
                                             RejectReason::would_block, "waiting behind earlier submits", {}}));
+    Waiter w{next_waiter_id++, std::move(record), std::move(c), saturating_add(now, options.submit_timeout_ns),
+             std::move(accepted)};
     if (r) {
-      waiters.add_record(*r, std::move(c));
+      accept(*r, w);
     } else if (r.error().reason == RejectReason::would_block && options.submit_timeout_ns.count() > 0) {
-      const std::uint64_t id = next_waiter_id++;
       ++capacity_waits;
-      capacity_waiters.push_back(
-          Waiter{id, std::move(record), std::move(c), saturating_add(now, options.submit_timeout_ns)});
+      capacity_waiters.push_back(std::move(w));
       if (install_cancel) {
-        install_cancel([weak = this->weak_from_this(), id] {
+        install_cancel([weak = this->weak_from_this(), id = capacity_waiters.back().id] {
           if (auto self = weak.lock()) self->cancel_waiter(id);
         });
       }
     } else {
-      post_result<RecordResultT>(std::move(c), tl::unexpected(to_error(r.error())));
+      refuse(w, to_error(r.error()));
     }
     drive(now);
+  }
+
+  /// A waiting or immediate submit was accepted as `ticket` (A4: only now registered).
+  void accept(Ticket ticket, Waiter& w) {
+    if (w.completion) waiters.add_record(ticket, std::move(w.completion));
+    if (w.accepted) post_result<tl::expected<Ticket, Error>>(std::move(w.accepted), ticket);
+  }
+
+  /// A waiting or immediate submit was refused: its operation completes with `e`.
+  void refuse(Waiter& w, const Error& e) {
+    if (w.accepted) {
+      post_result<tl::expected<Ticket, Error>>(std::move(w.accepted), tl::unexpected(e));
+    } else {
+      post_result<RecordResultT>(std::move(w.completion), tl::unexpected(e));
+    }
   }
 
   void initiate_flush(VoidCompletion c) {
@@ -282,9 +303,7 @@ struct ProducerImpl : std::enable_shared_from_this<ProducerImpl<Client, Options,
       self.capacity_cv.notify_all();
       const Error e =
           result ? local_error(ErrorCode::closed, "the producer closed while waiting for capacity") : result.error();
-      for (auto& w : std::exchange(self.capacity_waiters, {})) {
-        self.post_result<RecordResultT>(std::move(w.completion), tl::unexpected(e));
-      }
+      for (auto& w : std::exchange(self.capacity_waiters, {})) self.refuse(w, e);
     }
     void capacity() {
       self.capacity_cv.notify_all();
@@ -299,9 +318,9 @@ struct ProducerImpl : std::enable_shared_from_this<ProducerImpl<Client, Options,
       auto r = client.submit(now, w.record);
       if (!r && r.error().reason == RejectReason::would_block) return;
       if (r) {
-        waiters.add_record(*r, std::move(w.completion));
+        accept(*r, w);
       } else {
-        post_result<RecordResultT>(std::move(w.completion), tl::unexpected(to_error(r.error())));
+        refuse(w, to_error(r.error()));
       }
       capacity_waiters.pop_front();
     }
@@ -335,10 +354,9 @@ struct ProducerImpl : std::enable_shared_from_this<ProducerImpl<Client, Options,
     const Instant now = steady_now();
     armed.reset();
     while (!capacity_waiters.empty() && capacity_waiters.front().deadline <= now) {
-      post_result<RecordResultT>(std::move(capacity_waiters.front().completion),
-                                 tl::unexpected(local_error(ErrorCode::would_block,
-                                                            "no capacity within submit_timeout_ns (max_unacked_bytes "
-                                                            "or max_pending_records reached)")));
+      refuse(capacity_waiters.front(), local_error(ErrorCode::would_block,
+                                                   "no capacity within submit_timeout_ns (max_unacked_bytes "
+                                                   "or max_pending_records reached)"));
       capacity_waiters.pop_front();
     }
     client.handle_timeout(now);  // linger, backoff, delivery deadline (B1, E4, E6)
@@ -350,9 +368,7 @@ struct ProducerImpl : std::enable_shared_from_this<ProducerImpl<Client, Options,
     auto it =
         std::find_if(capacity_waiters.begin(), capacity_waiters.end(), [&](const Waiter& w) { return w.id == id; });
     if (it == capacity_waiters.end()) return;  // already submitted: a durable record cannot be unsent
-    post_result<RecordResultT>(
-        std::move(it->completion),
-        tl::unexpected(local_error(ErrorCode::cancelled, "async_submit cancelled while waiting for capacity")));
+    refuse(*it, local_error(ErrorCode::cancelled, "async_submit cancelled while waiting for capacity"));
     capacity_waiters.erase(it);
   }
 };

@@ -74,6 +74,10 @@ void S2Producer::initiate_submit(std::string record, std::unique_ptr<detail::Com
   impl_->initiate_submit(std::move(record), std::move(c), std::move(install_cancel));
 }
 
+void S2Producer::initiate_submit_ticket(std::string record, detail::TicketOperation<S2RecordResult> op) {
+  impl_->initiate_submit(std::move(record), std::move(op.record), std::move(op.install_cancel), std::move(op.accepted));
+}
+
 void S2Producer::initiate_flush(std::unique_ptr<detail::Completion<VoidResult>> c) {
   impl_->initiate_flush(std::move(c));
 }

@@ -35,6 +35,8 @@ namespace prodsm::asio {
 /// An S2 record's outcome: durable at a seq_num (s2::RecordAck::seq_num(), P4), or the
 /// error that failed it (E1, E2, C5).
 using S2RecordResult = s2::RecordResult;
+/// A record accepted by S2Producer::async_submit_ticket.
+using S2RecordTicket = BasicRecordTicket<S2RecordResult>;
 
 /// Configuration of an S2Producer: the options both adapters share
 /// (s2::ProducerOptions: endpoint, stream, access token, core config, session transport
@@ -108,6 +110,18 @@ class S2Producer {
         },
         token, std::move(record));
   }
+  /// Submit, then acknowledgement, as asio::Producer::async_submit_ticket: completes
+  /// when the record is accepted (R1: after a capacity wait, cancellably) with its
+  /// S2RecordTicket; signature void(tl::expected<S2RecordTicket, Error>).
+  template <class CompletionToken>
+  auto async_submit_ticket(std::string record, CompletionToken&& token) {
+    return ::asio::async_initiate<CompletionToken, void(tl::expected<S2RecordTicket, Error>)>(
+        [this](auto handler, std::string r) {
+          auto op = detail::make_ticket_operation<S2RecordResult>(std::move(handler));
+          initiate_submit_ticket(std::move(r), std::move(op));
+        },
+        token, std::move(record));
+  }
   /// Flush barrier (F1–F5) as an Asio operation; signature void(VoidResult).
   template <class CompletionToken>
   auto async_flush(CompletionToken&& token) {
@@ -147,6 +161,7 @@ class S2Producer {
                                                        std::unique_ptr<detail::Completion<S2RecordResult>> c);
   void initiate_submit(std::string record, std::unique_ptr<detail::Completion<S2RecordResult>> c,
                        std::function<void(std::function<void()>)> install_cancel);
+  void initiate_submit_ticket(std::string record, detail::TicketOperation<S2RecordResult> op);
   void initiate_flush(std::unique_ptr<detail::Completion<VoidResult>> c);
   void initiate_close(std::unique_ptr<detail::Completion<VoidResult>> c);
   std::shared_ptr<Impl> impl_;
