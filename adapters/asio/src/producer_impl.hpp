@@ -216,10 +216,7 @@ struct ProducerImpl : std::enable_shared_from_this<ProducerImpl<Client, Options,
 
   ProducerAdapterStats stats() const {
     std::lock_guard lock(mu);
-    const auto& core = client.core();
-    return ProducerAdapterStats{core.stats(),           session->stats(),        callback_exceptions,
-                                capacity_waits,         core.unacked_bytes(),    core.in_flight(),
-                                core.unacked_batches(), client.pending_records()};
+    return prodsm::detail::adapter_stats(client, session->stats(), callback_exceptions, capacity_waits);
   }
 
   // ---- callbacks (A1–A3) ---------------------------------------------------------------

@@ -272,10 +272,7 @@ struct ProducerImpl : Participant,
 
   ProducerAdapterStats stats() const {
     std::lock_guard lock(mu);
-    const auto& core = client.core();
-    return ProducerAdapterStats{core.stats(),           session->stats(),        callback_exceptions.load(),
-                                capacity_waits,         core.unacked_bytes(),    core.in_flight(),
-                                core.unacked_batches(), client.pending_records()};
+    return prodsm::detail::adapter_stats(client, session->stats(), callback_exceptions.load(), capacity_waits);
   }
 
   // ---- completions (dispatcher) ----------------------------------------------------------

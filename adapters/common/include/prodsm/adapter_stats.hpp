@@ -26,4 +26,16 @@ struct ProducerAdapterStats {
   std::uint64_t pending_records = 0;    ///< records accepted whose outcome was not yet delivered (R3)
 };
 
+namespace detail {
+/// Every adapter producer's stats(), with its lock held: the client's core counters and
+/// gauges (Client: ds::ProducerClient or s2::ProducerClient) and the adapter's counters.
+template <class Client>
+ProducerAdapterStats adapter_stats(const Client& client, http::PoolStats session, std::uint64_t callback_exceptions,
+                                   std::uint64_t capacity_waits) {
+  const auto& core = client.core();
+  return ProducerAdapterStats{core.stats(),         session,          callback_exceptions,    capacity_waits,
+                              core.unacked_bytes(), core.in_flight(), core.unacked_batches(), client.pending_records()};
+}
+}  // namespace detail
+
 }  // namespace prodsm

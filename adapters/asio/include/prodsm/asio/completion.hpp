@@ -1,0 +1,228 @@
+// SPDX-License-Identifier: Apache-2.0
+#pragma once
+/// @file completion.hpp
+/// The Asio producers' operation plumbing (asio::Producer and asio::S2Producer): the
+/// type-erased completion of one operation (a completion token's handler or a plain
+/// callback), and submit, then acknowledgement — BasicRecordTicket, the handle
+/// async_submit_ticket gives at acceptance, whose async_wait gives the record's outcome
+/// (P2, A4). The detail:: parts are not for users.
+
+#include <asio/associated_cancellation_slot.hpp>
+#include <asio/associated_executor.hpp>
+#include <asio/async_result.hpp>
+#include <asio/dispatch.hpp>
+#include <asio/executor_work_guard.hpp>
+#include <asio/post.hpp>
+
+#include <functional>
+#include <memory>
+#include <mutex>
+#include <optional>
+#include <utility>
+#include <vector>
+
+#include <tl/expected.hpp>
+
+#include "prodsm/action.hpp"
+#include "prodsm/error.hpp"
+
+namespace prodsm::asio {
+
+namespace detail {
+/// A type-erased, move-only completion for one operation.
+template <class Result>
+struct Completion {
+  virtual ~Completion() = default;
+  /// Runs the handler with `result` (on the callback strand).
+  virtual void complete(Result result) = 0;
+  /// Runs the handler with `result` later, never inside this call (a ready outcome).
+  virtual void complete_later(Result result) { complete(std::move(result)); }
+};
+
+template <class Result, class Handler>
+class TokenCompletion final : public Completion<Result> {
+ public:
+  explicit TokenCompletion(Handler handler)
+      : handler_{std::move(handler)}, work_{::asio::get_associated_executor(handler_)} {}
+  void complete(Result result) override {
+    auto executor = ::asio::get_associated_executor(handler_);
+    ::asio::dispatch(executor, [handler = std::move(handler_), result = std::move(result)]() mutable {
+      std::move(handler)(std::move(result));
+    });
+  }
+  void complete_later(Result result) override {
+    auto executor = ::asio::get_associated_executor(handler_);
+    ::asio::post(executor, [handler = std::move(handler_), result = std::move(result)]() mutable {
+      std::move(handler)(std::move(result));
+    });
+  }
+
+ private:
+  Handler handler_;
+  ::asio::executor_work_guard<::asio::associated_executor_t<Handler>> work_;
+};
+
+template <class Result, class F>
+class CallbackCompletion final : public Completion<Result> {
+ public:
+  explicit CallbackCompletion(F f) : f_{std::move(f)} {}
+  void complete(Result result) override { f_(std::move(result)); }
+
+ private:
+  F f_;
+};
+
+/// An async_submit's completion and the hook that connects its capacity wait to the
+/// handler's cancellation slot (empty when the handler has none).
+template <class Result>
+struct SubmitOperation {
+  std::unique_ptr<Completion<Result>> completion;               ///< runs the handler
+  std::function<void(std::function<void()>)> install_cancel{};  ///< installs the cancel function
+};
+
+/// Wraps an async_submit handler (both producers' async_submit).
+template <class Result, class Handler>
+SubmitOperation<Result> make_submit_operation(Handler handler) {
+  auto slot = ::asio::get_associated_cancellation_slot(handler);
+  SubmitOperation<Result> op{std::make_unique<TokenCompletion<Result, Handler>>(std::move(handler))};
+  if (slot.is_connected()) {
+    op.install_cancel = [slot](std::function<void()> cancel) mutable {
+      slot.assign([cancel = std::move(cancel)](::asio::cancellation_type) { cancel(); });
+    };
+  }
+  return op;
+}
+
+/// The outcome of one record accepted by async_submit_ticket, shared by the producer and
+/// every copy of its BasicRecordTicket. Set once, on the callback strand (A1).
+template <class Result>
+class TicketOutcome {
+ public:
+  /// The record completed: its waiters run, in the order they started waiting.
+  void set(Result result) {
+    std::vector<std::unique_ptr<Completion<Result>>> waiting;
+    {
+      std::lock_guard lock(mu_);
+      value_ = result;
+      waiting.swap(waiters_);
+    }
+    for (auto& w : waiting) w->complete(result);
+  }
+  /// True once the record completed.
+  [[nodiscard]] bool ready() const {
+    std::lock_guard lock(mu_);
+    return value_.has_value();
+  }
+  /// The outcome, once the record completed.
+  [[nodiscard]] std::optional<Result> get() const {
+    std::lock_guard lock(mu_);
+    return value_;
+  }
+  /// Runs `c` with the outcome: at set(), or posted now when it is ready.
+  void wait(std::unique_ptr<Completion<Result>> c) {
+    std::optional<Result> ready;
+    {
+      std::lock_guard lock(mu_);
+      if (!value_) {
+        waiters_.push_back(std::move(c));
+        return;
+      }
+      ready = value_;
+    }
+    c->complete_later(std::move(*ready));
+  }
+
+ private:
+  mutable std::mutex mu_;
+  std::optional<Result> value_;
+  std::vector<std::unique_ptr<Completion<Result>>> waiters_;
+};
+
+/// The record completion of an async_submit_ticket: sets the shared outcome.
+template <class Result>
+class OutcomeCompletion final : public Completion<Result> {
+ public:
+  explicit OutcomeCompletion(std::shared_ptr<TicketOutcome<Result>> o) : outcome_{std::move(o)} {}
+  void complete(Result result) override { outcome_->set(std::move(result)); }
+
+ private:
+  std::shared_ptr<TicketOutcome<Result>> outcome_;
+};
+}  // namespace detail
+
+/// A handle to one record accepted by async_submit_ticket (P2): its ticket, and its
+/// outcome to wait for. Copyable; every copy sees the same outcome, also after the
+/// producer is gone. Result: RecordResult (Durable Streams) or S2RecordResult.
+template <class Result>
+class BasicRecordTicket {
+ public:
+  /// Made by async_submit_ticket when the record is accepted.
+  BasicRecordTicket(Ticket id, std::shared_ptr<detail::TicketOutcome<Result>> outcome) noexcept
+      : id_{id}, outcome_{std::move(outcome)} {}
+  /// The record's ticket (dense from 0 in acceptance order, P3).
+  [[nodiscard]] Ticket id() const noexcept { return id_; }
+  /// True once the record is durable or failed.
+  [[nodiscard]] bool ready() const { return outcome_->ready(); }
+  /// The outcome once ready(), else nothing.
+  [[nodiscard]] std::optional<Result> result() const { return outcome_->get(); }
+  /// Waits for the outcome as an Asio operation; signature void(Result). Completes when
+  /// the record is durable or failed (never inside this call); any number of waits, each
+  /// gets the outcome.
+  template <class CompletionToken>
+  auto async_wait(CompletionToken&& token) const {
+    return ::asio::async_initiate<CompletionToken, void(Result)>(
+        [outcome = outcome_](auto handler) {
+          outcome->wait(std::make_unique<detail::TokenCompletion<Result, decltype(handler)>>(std::move(handler)));
+        },
+        token);
+  }
+
+ private:
+  Ticket id_;
+  std::shared_ptr<detail::TicketOutcome<Result>> outcome_;
+};
+
+namespace detail {
+/// An async_submit_ticket's parts: the record's completion (sets the shared outcome),
+/// the acceptance completion (the handler, given a BasicRecordTicket or the refusal),
+/// and the cancellation hook of its capacity wait.
+template <class Result>
+struct TicketOperation {
+  std::unique_ptr<Completion<Result>> record;
+  std::unique_ptr<Completion<tl::expected<Ticket, Error>>> accepted;
+  std::function<void(std::function<void()>)> install_cancel{};
+};
+
+/// Turns the accepted ticket into a BasicRecordTicket for the handler.
+template <class Result, class Handler>
+class AcceptCompletion final : public Completion<tl::expected<Ticket, Error>> {
+ public:
+  AcceptCompletion(std::shared_ptr<TicketOutcome<Result>> o, Handler handler)
+      : outcome_{std::move(o)}, inner_{std::move(handler)} {}
+  void complete(tl::expected<Ticket, Error> r) override {
+    if (!r) return inner_.complete(tl::unexpected(std::move(r.error())));
+    inner_.complete(BasicRecordTicket<Result>(*r, outcome_));
+  }
+
+ private:
+  std::shared_ptr<TicketOutcome<Result>> outcome_;
+  TokenCompletion<tl::expected<BasicRecordTicket<Result>, Error>, Handler> inner_;
+};
+
+/// Wraps an async_submit_ticket handler (both producers').
+template <class Result, class Handler>
+TicketOperation<Result> make_ticket_operation(Handler handler) {
+  auto slot = ::asio::get_associated_cancellation_slot(handler);
+  auto outcome = std::make_shared<TicketOutcome<Result>>();
+  TicketOperation<Result> op{std::make_unique<OutcomeCompletion<Result>>(outcome),
+                             std::make_unique<AcceptCompletion<Result, Handler>>(outcome, std::move(handler))};
+  if (slot.is_connected()) {
+    op.install_cancel = [slot](std::function<void()> cancel) mutable {
+      slot.assign([cancel = std::move(cancel)](::asio::cancellation_type) { cancel(); });
+    };
+  }
+  return op;
+}
+}  // namespace detail
+
+}  // namespace prodsm::asio
