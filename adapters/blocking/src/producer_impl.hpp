@@ -146,20 +146,11 @@ struct ProducerImpl : Participant,
       }
       drive(now);  // a would-block sealed the partial batch (R2)
       if (r.error().reason != RejectReason::would_block) return tl::unexpected(std::move(r.error()));
-      if (!give_up) {
-        if (in_callback() || options.submit_timeout_ns.count() == 0) return tl::unexpected(std::move(r.error()));
-        give_up = saturating_add(now, options.submit_timeout_ns);
-        ++capacity_waits;
-      } else if (now >= *give_up) {
-        return tl::unexpected(Rejection{RejectReason::would_block,
-                                        "no capacity within submit_timeout_ns (max_unacked_bytes, "
-                                        "max_unacked_batches or max_pending_records reached)",
-                                        {}});
+      switch (wait_for_capacity(lock, now, give_up)) {
+        case CapacityWait::waited: break;
+        case CapacityWait::refused: return tl::unexpected(std::move(r.error()));
+        case CapacityWait::timed_out: return tl::unexpected(Rejection{RejectReason::would_block, kNoCapacity, {}});
       }
-      // R1: woken by CapacityAvailable (the core's or the client's) or the close.
-      ++capacity_waiters;
-      capacity_cv.wait_until(lock, *give_up);
-      --capacity_waiters;
     }
   }
 
@@ -176,20 +167,38 @@ struct ProducerImpl : Participant,
       auto r = client.submit_many(now, records);
       drive(now);  // a would-block sealed the partial batch (R2)
       if (r.accepted > 0 || !r.refused || r.refused->reason != RejectReason::would_block) return r;
-      if (!give_up) {
-        if (in_callback() || options.submit_timeout_ns.count() == 0) return r;
-        give_up = saturating_add(now, options.submit_timeout_ns);
-        ++capacity_waits;
-      } else if (now >= *give_up) {
-        r.refused->detail =
-            "no capacity within submit_timeout_ns (max_unacked_bytes, max_unacked_batches or "
-            "max_pending_records reached)";
-        return r;
+      switch (wait_for_capacity(lock, now, give_up)) {
+        case CapacityWait::waited: break;
+        case CapacityWait::refused: return r;
+        case CapacityWait::timed_out: r.refused->detail = kNoCapacity; return r;
       }
-      ++capacity_waiters;
-      capacity_cv.wait_until(lock, *give_up);
-      --capacity_waiters;
     }
+  }
+
+  /// What wait_for_capacity did.
+  enum class CapacityWait : std::uint8_t {
+    waited,     ///< woken or its deadline came: submit again
+    refused,    ///< no wait allowed (inside a callback, or submit_timeout_ns 0): the refusal stands
+    timed_out,  ///< submit_timeout_ns passed since the first refusal
+  };
+  static constexpr std::string_view kNoCapacity =
+      "no capacity within submit_timeout_ns (max_unacked_bytes, max_unacked_batches or max_pending_records reached)";
+
+  /// R1, after a would_block at `now` (mu held by `lock`): the first call starts the wait
+  /// (`give_up` = now + submit_timeout_ns), every call waits until woken by
+  /// CapacityAvailable (the core's or the client's) or the close, or until `give_up`.
+  CapacityWait wait_for_capacity(std::unique_lock<std::mutex>& lock, Instant now, std::optional<Instant>& give_up) {
+    if (!give_up) {
+      if (in_callback() || options.submit_timeout_ns.count() == 0) return CapacityWait::refused;
+      give_up = saturating_add(now, options.submit_timeout_ns);
+      ++capacity_waits;
+    } else if (now >= *give_up) {
+      return CapacityWait::timed_out;
+    }
+    ++capacity_waiters;
+    capacity_cv.wait_until(lock, *give_up);
+    --capacity_waiters;
+    return CapacityWait::waited;
   }
 
   VoidResult flush(std::optional<Duration> timeout_ns) {

@@ -72,6 +72,16 @@ class CallbackCompletion final : public Completion<Result> {
   F f_;
 };
 
+/// The hook that connects a capacity wait's cancel function to a handler's cancellation
+/// slot (per-operation cancellation); empty when the slot is not connected.
+template <class Slot>
+std::function<void(std::function<void()>)> cancel_installer(Slot slot) {
+  if (!slot.is_connected()) return {};
+  return [slot](std::function<void()> cancel) mutable {
+    slot.assign([cancel = std::move(cancel)](::asio::cancellation_type) { cancel(); });
+  };
+}
+
 /// An async_submit's completion and the hook that connects its capacity wait to the
 /// handler's cancellation slot (empty when the handler has none).
 template <class Result>
@@ -85,11 +95,7 @@ template <class Result, class Handler>
 SubmitOperation<Result> make_submit_operation(Handler handler) {
   auto slot = ::asio::get_associated_cancellation_slot(handler);
   SubmitOperation<Result> op{std::make_unique<TokenCompletion<Result, Handler>>(std::move(handler))};
-  if (slot.is_connected()) {
-    op.install_cancel = [slot](std::function<void()> cancel) mutable {
-      slot.assign([cancel = std::move(cancel)](::asio::cancellation_type) { cancel(); });
-    };
-  }
+  op.install_cancel = cancel_installer(slot);
   return op;
 }
 
@@ -216,11 +222,7 @@ TicketOperation<Result> make_ticket_operation(Handler handler) {
   auto outcome = std::make_shared<TicketOutcome<Result>>();
   TicketOperation<Result> op{std::make_unique<OutcomeCompletion<Result>>(outcome),
                              std::make_unique<AcceptCompletion<Result, Handler>>(outcome, std::move(handler))};
-  if (slot.is_connected()) {
-    op.install_cancel = [slot](std::function<void()> cancel) mutable {
-      slot.assign([cancel = std::move(cancel)](::asio::cancellation_type) { cancel(); });
-    };
-  }
+  op.install_cancel = cancel_installer(slot);
   return op;
 }
 }  // namespace detail
