@@ -180,6 +180,7 @@ TEST(B3, InvalidLimitsAreRejectedWithTheFieldName) {
     ASSERT_FALSE(r.has_value()) << tc.field;
     EXPECT_EQ(r.error().field, tc.field);
     EXPECT_NE(r.error().message().find(tc.field), std::string::npos);
+    EXPECT_EQ(r.error().describe(), r.error().message());
   }
   EXPECT_TRUE(DurableStreamsProducer::create(DurableStreamsConfig{}).has_value());
 }

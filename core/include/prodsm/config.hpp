@@ -81,6 +81,8 @@ struct ConfigError {
   std::string reason;  ///< why, with the accepted range and the value given
   /// "<field>: <reason>"
   [[nodiscard]] std::string message() const { return field + ": " + reason; }
+  /// The same as message(), under the name every error-like type of prodsm has.
+  [[nodiscard]] std::string describe() const { return message(); }
   friend bool operator==(const ConfigError&, const ConfigError&) = default;
 };
 

@@ -133,10 +133,10 @@ class Producer {
 
   /// Checks every field (B2, B3, R1, R3, E6) and the protocol options; the first
   /// invalid field is reported by name. Nothing is clamped.
-  static std::optional<ConfigError> validate(const Config& config);
+  [[nodiscard]] static std::optional<ConfigError> validate(const Config& config);
 
   /// Validates `config` and builds a Producer, or returns the ConfigError.
-  static tl::expected<Producer, ConfigError> create(Config config);
+  [[nodiscard]] static tl::expected<Producer, ConfigError> create(Config config);
 
   Producer(Producer&&) noexcept;
   Producer& operator=(Producer&&) noexcept;
@@ -147,7 +147,7 @@ class Producer {
   /// Accepts one record (bytes copied; the caller keeps nothing alive) and returns its
   /// ticket, or refuses it (P1, P2, B1, B4, R1, R2, C2, E1). The ticket completes
   /// exactly once through a TicketsCompleted action.
-  tl::expected<Ticket, Rejection> submit(Instant now, std::span<const std::byte> record) {
+  [[nodiscard]] tl::expected<Ticket, Rejection> submit(Instant now, std::span<const std::byte> record) {
     // The common case returns a plain ticket number from out of line; only a record that
     // does not simply join the partial batch builds the full result there.
     const std::uint64_t ticket = submit_fast(now, record);
@@ -157,7 +157,7 @@ class Producer {
     return submit_slow(now, record);
   }
   /// Same, for text records.
-  tl::expected<Ticket, Rejection> submit(Instant now, std::string_view record) {
+  [[nodiscard]] tl::expected<Ticket, Rejection> submit(Instant now, std::string_view record) {
     return submit(now, std::as_bytes(std::span<const char>(record.data(), record.size())));
   }
 
@@ -167,20 +167,20 @@ class Producer {
   /// the caller keeps nothing alive. One call amortises the per-call work, which makes
   /// it the fast way to feed many small records (docs/performance.md); like librdkafka's
   /// rd_kafka_produce_batch, a partial acceptance is normal under back-pressure.
-  SubmitManyResult submit_many(Instant now, std::span<const std::span<const std::byte>> records);
+  [[nodiscard]] SubmitManyResult submit_many(Instant now, std::span<const std::span<const std::byte>> records);
   /// Same, for text records.
-  SubmitManyResult submit_many(Instant now, std::span<const std::string_view> records);
+  [[nodiscard]] SubmitManyResult submit_many(Instant now, std::span<const std::string_view> records);
 
   /// Places a flush barrier after every record submitted so far (F1–F5): seals the
   /// partial batch at once; the BarrierCompleted action arrives when every covered
   /// record completed (at once when none is pending, F3). Refused when closed (C2),
   /// failed (E1), or with max_pending_barriers barriers pending (would_block).
-  tl::expected<BarrierId, Rejection> flush(Instant now);
+  [[nodiscard]] tl::expected<BarrierId, Rejection> flush(Instant now);
 
   /// Starts close: seals the partial batch, drains every record, then emits Closed
   /// with success or the terminal error (C1, E1). Idempotent: returns the final result
   /// when Closed was already emitted, else nullopt (the Closed action brings it).
-  std::optional<tl::expected<void, Error>> close(Instant now);
+  [[nodiscard]] std::optional<tl::expected<void, Error>> close(Instant now);
 
   /// Fails every unresolved ticket, barrier and close with `aborted` (each ticket range
   /// marked definite if never sent, indefinite if it may have been appended) and emits
@@ -205,7 +205,7 @@ class Producer {
   /// The next output, or nullopt when there is none. Spans inside a SendBatch stay
   /// valid until that batch's TicketsCompleted was polled. Inline when there is nothing
   /// to poll: the drive rule polls after every submit, and most submits emit nothing.
-  std::optional<ActionType> poll_action() {
+  [[nodiscard]] std::optional<ActionType> poll_action() {
     if (*unpolled_ == 0) return std::nullopt;
     return poll_action_slow();
   }
@@ -235,15 +235,15 @@ class Producer {
  private:
   struct Impl;
   explicit Producer(std::unique_ptr<Impl> impl) noexcept;
-  std::optional<ActionType> poll_action_slow();
+  [[nodiscard]] std::optional<ActionType> poll_action_slow();
   static constexpr std::uint64_t kNoTicket = UINT64_MAX;  ///< submit_fast: take the slow path
   /// The record joined the partial batch: its ticket; else kNoTicket (nothing changed,
   /// unless an allocation failed, which fails the Producer first: D4).
   std::uint64_t submit_fast(Instant now, std::span<const std::byte> record) noexcept;
-  tl::expected<Ticket, Rejection> submit_slow(Instant now, std::span<const std::byte> record);
+  [[nodiscard]] tl::expected<Ticket, Rejection> submit_slow(Instant now, std::span<const std::byte> record);
   /// Both submit_many overloads: Impl::submit_many inside the D4 guard.
   template <class Record>
-  SubmitManyResult submit_many_guarded(Instant now, std::span<const Record> records);
+  [[nodiscard]] SubmitManyResult submit_many_guarded(Instant now, std::span<const Record> records);
   static constexpr std::size_t kNoActions = 0;  ///< what a moved-from Producer reads
   std::unique_ptr<Impl> impl_;                  // a moved-from Producer may only be destroyed or assigned
   const std::size_t* unpolled_;                 ///< Impl::unpolled: actions waiting (never null)

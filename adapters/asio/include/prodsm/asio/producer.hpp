@@ -97,10 +97,12 @@ class Producer {
   /// it). Errors name the invalid option ("url: ...", "content_type: ...", a core
   /// ConfigError's field prefixed "producer." as in "producer.max_batch_bytes: ...",
   /// "session.max_connections: ...").
-  static tl::expected<Producer, std::string> create(::asio::any_io_executor executor, ProducerOptions options);
+  [[nodiscard]] static tl::expected<Producer, std::string> create(::asio::any_io_executor executor,
+                                                                  ProducerOptions options);
   /// Creates a producer attached to `session` (C4: close() leaves it open). The
   /// session must talk to the URL's host and port.
-  static tl::expected<Producer, std::string> attach(std::shared_ptr<Session> session, ProducerOptions options);
+  [[nodiscard]] static tl::expected<Producer, std::string> attach(std::shared_ptr<Session> session,
+                                                                  ProducerOptions options);
 
   Producer(Producer&&) noexcept;
   Producer& operator=(Producer&&) noexcept;
@@ -112,12 +114,12 @@ class Producer {
 
   /// Submits a record without a callback (A4: accepted or rejected now). Its outcome is
   /// visible through flush/close results and stats.
-  tl::expected<Ticket, Rejection> submit(std::string_view record);
+  [[nodiscard]] tl::expected<Ticket, Rejection> submit(std::string_view record);
 
   /// Submits a record; `on_complete(RecordResult)` runs exactly once when the record is
   /// durable or failed (A1–A3), unless the submit is rejected now (A4: never runs).
   template <class F>
-  tl::expected<Ticket, Rejection> submit(std::string_view record, F&& on_complete) {
+  [[nodiscard]] tl::expected<Ticket, Rejection> submit(std::string_view record, F&& on_complete) {
     return submit_with(record, std::make_unique<detail::CallbackCompletion<RecordResult, std::decay_t<F>>>(
                                    std::forward<F>(on_complete)));
   }
@@ -131,9 +133,10 @@ class Producer {
   /// Submits a record, blocking the calling thread while the producer is full (R1), up
   /// to `timeout_ns`; then would_block. Never call it from a thread that runs the
   /// producer's executor (it would wait for itself). Callback as in submit().
-  tl::expected<Ticket, Rejection> submit_blocking(std::string_view record, Duration timeout_ns);
+  [[nodiscard]] tl::expected<Ticket, Rejection> submit_blocking(std::string_view record, Duration timeout_ns);
   template <class F>
-  tl::expected<Ticket, Rejection> submit_blocking(std::string_view record, Duration timeout_ns, F&& on_complete) {
+  [[nodiscard]] tl::expected<Ticket, Rejection> submit_blocking(std::string_view record, Duration timeout_ns,
+                                                                F&& on_complete) {
     return submit_blocking_with(
         record, timeout_ns,
         std::make_unique<detail::CallbackCompletion<RecordResult, std::decay_t<F>>>(std::forward<F>(on_complete)));
@@ -254,10 +257,10 @@ class Producer {
 
  private:
   explicit Producer(std::shared_ptr<Impl> impl);
-  tl::expected<Ticket, Rejection> submit_with(std::string_view record,
-                                              std::unique_ptr<detail::Completion<RecordResult>> c);
-  tl::expected<Ticket, Rejection> submit_blocking_with(std::string_view record, Duration timeout_ns,
-                                                       std::unique_ptr<detail::Completion<RecordResult>> c);
+  [[nodiscard]] tl::expected<Ticket, Rejection> submit_with(std::string_view record,
+                                                            std::unique_ptr<detail::Completion<RecordResult>> c);
+  [[nodiscard]] tl::expected<Ticket, Rejection> submit_blocking_with(
+      std::string_view record, Duration timeout_ns, std::unique_ptr<detail::Completion<RecordResult>> c);
   void initiate_submit(std::string record, std::unique_ptr<detail::Completion<RecordResult>> c,
                        std::function<void(std::function<void()>)> install_cancel);
   void initiate_submit_ticket(std::string record, detail::TicketOperation<RecordResult> op);

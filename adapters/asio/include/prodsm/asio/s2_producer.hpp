@@ -58,10 +58,12 @@ class S2Producer {
   /// Validates `options` (s2::validate: the error names the field), creates and owns a
   /// Session to the endpoint's host and port (TLS for https endpoints). C4: close()
   /// closes the owned session.
-  static tl::expected<S2Producer, std::string> create(::asio::any_io_executor executor, S2ProducerOptions options);
+  [[nodiscard]] static tl::expected<S2Producer, std::string> create(::asio::any_io_executor executor,
+                                                                    S2ProducerOptions options);
   /// Creates a producer attached to `session` (C4: close() leaves it open). The session
   /// must talk to the endpoint's host and port; options.header_provider must be empty.
-  static tl::expected<S2Producer, std::string> attach(std::shared_ptr<Session> session, S2ProducerOptions options);
+  [[nodiscard]] static tl::expected<S2Producer, std::string> attach(std::shared_ptr<Session> session,
+                                                                    S2ProducerOptions options);
 
   S2Producer(S2Producer&&) noexcept;             ///< movable
   S2Producer& operator=(S2Producer&&) noexcept;  ///< aborts the replaced producer unless closed (C5)
@@ -71,11 +73,11 @@ class S2Producer {
   ~S2Producer();
 
   /// Submits a record without a callback (A4: accepted or rejected now).
-  tl::expected<Ticket, Rejection> submit(std::string_view record);
+  [[nodiscard]] tl::expected<Ticket, Rejection> submit(std::string_view record);
   /// Submits a record; `on_complete(S2RecordResult)` runs exactly once (A1–A3) unless the
   /// submit is rejected now (A4).
   template <class F>
-  tl::expected<Ticket, Rejection> submit(std::string_view record, F&& on_complete) {
+  [[nodiscard]] tl::expected<Ticket, Rejection> submit(std::string_view record, F&& on_complete) {
     return submit_with(record, std::make_unique<detail::CallbackCompletion<S2RecordResult, std::decay_t<F>>>(
                                    std::forward<F>(on_complete)));
   }
@@ -87,11 +89,12 @@ class S2Producer {
   [[nodiscard]] SubmitManyResult submit_many(std::span<const std::string_view> records);
   /// Submits a record, blocking the calling thread while the producer is full (R1), up
   /// to `timeout_ns` (then would_block). Never call it on the producer's executor.
-  tl::expected<Ticket, Rejection> submit_blocking(std::string_view record, Duration timeout_ns);
+  [[nodiscard]] tl::expected<Ticket, Rejection> submit_blocking(std::string_view record, Duration timeout_ns);
   /// Same, and `on_complete(S2RecordResult)` runs exactly once unless the submit is
   /// refused (A4).
   template <class F>
-  tl::expected<Ticket, Rejection> submit_blocking(std::string_view record, Duration timeout_ns, F&& on_complete) {
+  [[nodiscard]] tl::expected<Ticket, Rejection> submit_blocking(std::string_view record, Duration timeout_ns,
+                                                                F&& on_complete) {
     return submit_blocking_with(
         record, timeout_ns,
         std::make_unique<detail::CallbackCompletion<S2RecordResult, std::decay_t<F>>>(std::forward<F>(on_complete)));
@@ -155,10 +158,10 @@ class S2Producer {
 
  private:
   explicit S2Producer(std::shared_ptr<Impl> impl);
-  tl::expected<Ticket, Rejection> submit_with(std::string_view record,
-                                              std::unique_ptr<detail::Completion<S2RecordResult>> c);
-  tl::expected<Ticket, Rejection> submit_blocking_with(std::string_view record, Duration timeout_ns,
-                                                       std::unique_ptr<detail::Completion<S2RecordResult>> c);
+  [[nodiscard]] tl::expected<Ticket, Rejection> submit_with(std::string_view record,
+                                                            std::unique_ptr<detail::Completion<S2RecordResult>> c);
+  [[nodiscard]] tl::expected<Ticket, Rejection> submit_blocking_with(
+      std::string_view record, Duration timeout_ns, std::unique_ptr<detail::Completion<S2RecordResult>> c);
   void initiate_submit(std::string record, std::unique_ptr<detail::Completion<S2RecordResult>> c,
                        std::function<void(std::function<void()>)> install_cancel);
   void initiate_submit_ticket(std::string record, detail::TicketOperation<S2RecordResult> op);

@@ -67,13 +67,14 @@ class Session : public std::enable_shared_from_this<Session> {
 
   /// A session to `host:port` (plaintext). Error text names the invalid option
   /// ("session.<field>: ...").
-  static tl::expected<std::shared_ptr<Session>, std::string> create(::asio::any_io_executor executor, std::string host,
-                                                                    std::uint16_t port, SessionOptions options = {});
+  [[nodiscard]] static tl::expected<std::shared_ptr<Session>, std::string> create(::asio::any_io_executor executor,
+                                                                                  std::string host, std::uint16_t port,
+                                                                                  SessionOptions options = {});
   /// A session to the server of `url` (its host and port; TLS for https://, with
   /// options.tls: "session.tls.ca_file: ..." when the trust store cannot be loaded).
-  static tl::expected<std::shared_ptr<Session>, std::string> create(::asio::any_io_executor executor,
-                                                                    const ds::StreamUrl& url,
-                                                                    SessionOptions options = {});
+  [[nodiscard]] static tl::expected<std::shared_ptr<Session>, std::string> create(::asio::any_io_executor executor,
+                                                                                  const ds::StreamUrl& url,
+                                                                                  SessionOptions options = {});
 
   /// Closes the connections (on the strand): outstanding requests fail as after close().
   ~Session();

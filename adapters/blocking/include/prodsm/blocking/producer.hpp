@@ -127,10 +127,11 @@ class Producer {
   /// thread (unless an executor is injected). Errors name the invalid option: "url: ...",
   /// "content_type: ...", "producer.<core field>: ...", "session.<field>: ...". C4: the
   /// producer's close() closes the owned session.
-  static tl::expected<Producer, std::string> create(ProducerOptions options);
+  [[nodiscard]] static tl::expected<Producer, std::string> create(ProducerOptions options);
   /// Creates a producer attached to `session` (C4: close() leaves it open; options.session
   /// is ignored). The session must talk to the URL's host and port.
-  static tl::expected<Producer, std::string> attach(std::shared_ptr<Session> session, ProducerOptions options);
+  [[nodiscard]] static tl::expected<Producer, std::string> attach(std::shared_ptr<Session> session,
+                                                                  ProducerOptions options);
 
   Producer(Producer&&) noexcept;
   /// Aborts the producer being replaced unless it was closed (C5).
@@ -148,11 +149,11 @@ class Producer {
   /// error (E1), `record_too_large` (B4), `invalid_record` (B5), or `would_block` when
   /// no capacity freed within submit_timeout_ns (R1, R3). Blocks only while waiting for
   /// capacity.
-  tl::expected<RecordTicket, Rejection> submit(std::string_view record);
+  [[nodiscard]] tl::expected<RecordTicket, Rejection> submit(std::string_view record);
   /// Same, and `on_complete` runs exactly once with the outcome, on the dispatcher, in
   /// ticket order (A1), before the ticket turns ready. A refused submit never registers
   /// it (A4): it is destroyed without being called.
-  tl::expected<RecordTicket, Rejection> submit(std::string_view record, RecordCallback on_complete);
+  [[nodiscard]] tl::expected<RecordTicket, Rejection> submit(std::string_view record, RecordCallback on_complete);
   /// Submits many records in one call, without callbacks or ticket handles (P1, P2: the
   /// core's submit_many): records [0, accepted) of the list were accepted, with tickets
   /// first .. first + accepted - 1, and their outcomes reach flush/close results and
@@ -169,14 +170,14 @@ class Producer {
   /// failed (E1); `closed` after close (C2); `would_block` with max_pending_barriers pending;
   /// `cancelled` when `timeout_ns` (ns) passed first — the barrier stays in place and
   /// completes unobserved.
-  VoidResult flush(std::optional<Duration> timeout_ns = std::nullopt);
+  [[nodiscard]] VoidResult flush(std::optional<Duration> timeout_ns = std::nullopt);
 
   /// Closes the producer (C1): flush, drain, release. Blocks until every record's
   /// callback ran (A2), then closes the owned connection and stops the I/O thread (C4);
   /// the stream on the server stays open (see close_stream). Success or the terminal
   /// error; a second close returns the same result. `cancelled` when `timeout_ns` (ns)
   /// passed first (the close goes on; call close() again to wait for it).
-  VoidResult close(std::optional<Duration> timeout_ns = std::nullopt);
+  [[nodiscard]] VoidResult close(std::optional<Duration> timeout_ns = std::nullopt);
 
   /// Closes the *stream* on the server, a separate operation from close() (C4): a flush
   /// barrier, then — if every covered record succeeded — `POST` with
@@ -184,7 +185,7 @@ class Producer {
   /// within the retry policy). Returns the final offset, or the barrier's error, or the
   /// request's classified error. `cancelled` when `timeout_ns` (ns) passed first. The
   /// producer stays open, but later appends fail with stream_closed (S6).
-  CloseStreamResult close_stream(std::optional<Duration> timeout_ns = std::nullopt);
+  [[nodiscard]] CloseStreamResult close_stream(std::optional<Duration> timeout_ns = std::nullopt);
 
   /// Closes the producer *and* the stream in one sequenced step, as the TypeScript
   /// IdempotentProducer.close(finalMessage) does (C1 + S2 + S6): close() first (every
@@ -196,8 +197,8 @@ class Producer {
   /// 403 stale epoch with auto_claim the close is resent once as server epoch + 1, seq 0
   /// (S5). Returns the final offset or the error; a second call returns the same result;
   /// after a plain close() it fails with `closed`. `cancelled` when `timeout_ns` passed.
-  CloseStreamResult close_with_stream(std::optional<std::string> final_record = std::nullopt,
-                                      std::optional<Duration> timeout_ns = std::nullopt);
+  [[nodiscard]] CloseStreamResult close_with_stream(std::optional<std::string> final_record = std::nullopt,
+                                                    std::optional<Duration> timeout_ns = std::nullopt);
 
   /// Aborts (C5): every unresolved record, flush and close fails with `aborted`.
   void abort();

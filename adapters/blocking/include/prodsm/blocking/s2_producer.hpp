@@ -82,10 +82,11 @@ class S2Producer {
   /// Validates `options` (s2::validate: the error names the field), creates and owns a
   /// Session to the endpoint (TLS for https) and starts the dispatcher. C4: close()
   /// closes the owned session.
-  static tl::expected<S2Producer, std::string> create(S2ProducerOptions options);
+  [[nodiscard]] static tl::expected<S2Producer, std::string> create(S2ProducerOptions options);
   /// Creates a producer attached to `session` (C4: close() leaves it open). The session
   /// must talk to the endpoint's host and port.
-  static tl::expected<S2Producer, std::string> attach(std::shared_ptr<Session> session, S2ProducerOptions options);
+  [[nodiscard]] static tl::expected<S2Producer, std::string> attach(std::shared_ptr<Session> session,
+                                                                    S2ProducerOptions options);
 
   S2Producer(S2Producer&&) noexcept;             ///< movable
   S2Producer& operator=(S2Producer&&) noexcept;  ///< aborts the replaced producer unless closed (C5)
@@ -97,10 +98,10 @@ class S2Producer {
   /// Submits one record (bytes copied). Accepted: the ticket (P2). Refused (A4): `closed`
   /// (C2), `failed` with the sticky error (E1), `record_too_large` (B4), `invalid_record`,
   /// or `would_block` when no capacity freed within submit_timeout_ns (R1, R3).
-  tl::expected<S2RecordTicket, Rejection> submit(std::string_view record);
+  [[nodiscard]] tl::expected<S2RecordTicket, Rejection> submit(std::string_view record);
   /// Same, and `on_complete` runs exactly once with the outcome, on the dispatcher, in
   /// ticket order (A1). A refused submit never registers it (A4).
-  tl::expected<S2RecordTicket, Rejection> submit(std::string_view record, S2RecordCallback on_complete);
+  [[nodiscard]] tl::expected<S2RecordTicket, Rejection> submit(std::string_view record, S2RecordCallback on_complete);
   /// Submits many records in one call, without callbacks or ticket handles (P1, P2: the
   /// core's submit_many): records [0, accepted) of the list were accepted, with tickets
   /// first .. first + accepted - 1, and their outcomes reach flush/close results and
@@ -111,10 +112,10 @@ class S2Producer {
   [[nodiscard]] SubmitManyResult submit_many(std::span<const std::string_view> records);
   /// Flush barrier (F1–F5): blocks until every record accepted before it is durable or
   /// failed and its callback ran (A2). `cancelled` when `timeout_ns` passed first.
-  VoidResult flush(std::optional<Duration> timeout_ns = std::nullopt);
+  [[nodiscard]] VoidResult flush(std::optional<Duration> timeout_ns = std::nullopt);
   /// Closes the producer (C1): flush, drain, release the owned session (C4). A second
   /// close returns the same result. `cancelled` when `timeout_ns` passed first.
-  VoidResult close(std::optional<Duration> timeout_ns = std::nullopt);
+  [[nodiscard]] VoidResult close(std::optional<Duration> timeout_ns = std::nullopt);
   /// Aborts (C5): every unresolved record, flush and close fails with `aborted`.
   void abort();
 

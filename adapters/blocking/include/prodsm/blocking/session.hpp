@@ -57,12 +57,12 @@ class Session : public std::enable_shared_from_this<Session> {
 
   /// A session to `host:port` (its I/O thread starts now; no connection is opened
   /// before the first request). Error text names the invalid option ("session.<field>: ...").
-  static tl::expected<std::shared_ptr<Session>, std::string> create(std::string host, std::uint16_t port,
-                                                                    SessionOptions options = {});
+  [[nodiscard]] static tl::expected<std::shared_ptr<Session>, std::string> create(std::string host, std::uint16_t port,
+                                                                                  SessionOptions options = {});
   /// A session to the server of `url` (its host and port; TLS for https://, with
   /// options.tls: "session.tls.ca_file: ..." when the trust store cannot be loaded).
-  static tl::expected<std::shared_ptr<Session>, std::string> create(const ds::StreamUrl& url,
-                                                                    SessionOptions options = {});
+  [[nodiscard]] static tl::expected<std::shared_ptr<Session>, std::string> create(const ds::StreamUrl& url,
+                                                                                  SessionOptions options = {});
 
   /// Closes (see close()) and joins the I/O thread.
   ~Session();

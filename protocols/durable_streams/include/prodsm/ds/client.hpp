@@ -138,8 +138,8 @@ class ProducerClient {
  public:
   /// Validates `options` (see validate()) and builds the client, starting as
   /// `options.start` says at wall-clock time `wall_now` (starting_config).
-  static tl::expected<ProducerClient, std::string> create(const ProducerOptions& options,
-                                                          std::chrono::system_clock::time_point wall_now);
+  [[nodiscard]] static tl::expected<ProducerClient, std::string> create(const ProducerOptions& options,
+                                                                        std::chrono::system_clock::time_point wall_now);
 
   ProducerClient(ProducerClient&&) noexcept = default;             ///< movable
   ProducerClient& operator=(ProducerClient&&) noexcept = default;  ///< movable
@@ -150,11 +150,11 @@ class ProducerClient {
   // ---- producer operations -------------------------------------------------------------
   /// Core submit (P1, P2, B1, B4, R1, R2, C2, E1), refused with would_block also when
   /// max_pending_records records await delivery (R3).
-  tl::expected<Ticket, Rejection> submit(Instant now, std::string_view record);
+  [[nodiscard]] tl::expected<Ticket, Rejection> submit(Instant now, std::string_view record);
   /// Core submit_many, stopping at max_pending_records as at any other refusal.
-  SubmitManyResult submit_many(Instant now, std::span<const std::string_view> records);
+  [[nodiscard]] SubmitManyResult submit_many(Instant now, std::span<const std::string_view> records);
   /// Flush barrier (F1–F5): the BarrierCompleted event brings the result.
-  tl::expected<BarrierId, Rejection> flush(Instant now);
+  [[nodiscard]] tl::expected<BarrierId, Rejection> flush(Instant now);
   /// Closes the producer (C1): the Closed event brings the result (a second close brings
   /// nothing new; Closed is emitted once).
   void close(Instant now);
@@ -162,7 +162,7 @@ class ProducerClient {
   /// record succeeded — a plain `Stream-Closed: true` request (idempotent: a repeat is
   /// answered 204), retried within the retry policy. The StreamCloseCompleted event with
   /// the returned op brings the result. Refused (the error) when the flush is refused.
-  tl::expected<std::uint64_t, Error> close_stream(Instant now);
+  [[nodiscard]] tl::expected<std::uint64_t, Error> close_stream(Instant now);
   /// Closes the producer, then the stream in one sequenced request (the next unused seq
   /// of the current epoch, `final_record` as its body when present: JSON mode frames it
   /// as `[record]`). On 403 stale epoch with auto_claim it is resent once as server
@@ -171,7 +171,8 @@ class ProducerClient {
   /// event; a second call returns the same op while it runs, and a new op completed at
   /// once with the same result afterwards. Refused: `invalid_record` (the final record),
   /// `closed` (the producer was already closed without it).
-  tl::expected<std::uint64_t, Error> close_with_stream(Instant now, std::optional<std::string> final_record);
+  [[nodiscard]] tl::expected<std::uint64_t, Error> close_with_stream(Instant now,
+                                                                     std::optional<std::string> final_record);
   /// Aborts (C5): every unresolved record, flush, close and stream close fails with
   /// `aborted`.
   void abort(Instant now);
@@ -182,7 +183,7 @@ class ProducerClient {
   // ---- transport ------------------------------------------------------------------------
   /// The next request to send, or nullopt. Requests come in the order they must reach
   /// the server (batches in seal order).
-  std::optional<ClientRequest> poll_request();
+  [[nodiscard]] std::optional<ClientRequest> poll_request();
   /// The outcome of the request `tag`: classified (S7) and given to the core, or to the
   /// stream close it was for. Unknown tags are ignored.
   void handle_outcome(Instant now, std::uint64_t tag, tl::expected<http::Response, Error> result);
@@ -195,7 +196,7 @@ class ProducerClient {
   // ---- outputs and queries --------------------------------------------------------------
   /// The next event, or nullopt. Record completions come in ticket order (P3); Closed
   /// comes after every record's completion (C1).
-  std::optional<ClientEvent> poll_event();
+  [[nodiscard]] std::optional<ClientEvent> poll_event();
   /// True once the producer is closed and no stream close is pending: an owned session
   /// may be released (C4).
   [[nodiscard]] bool finished() const noexcept;

@@ -144,7 +144,7 @@ using ClientEvent = std::variant<RecordsCompleted, BarrierCompleted, Closed, Cap
 class ProducerClient {
  public:
   /// Validates `options` (see validate()) and builds the client.
-  static tl::expected<ProducerClient, std::string> create(const ProducerOptions& options);
+  [[nodiscard]] static tl::expected<ProducerClient, std::string> create(const ProducerOptions& options);
 
   ProducerClient(ProducerClient&&) noexcept = default;             ///< movable
   ProducerClient& operator=(ProducerClient&&) noexcept = default;  ///< movable
@@ -155,11 +155,11 @@ class ProducerClient {
   // ---- producer operations -------------------------------------------------------------
   /// Core submit (P1, P2, B1, B4, R1, R2, C2, E1), refused with would_block also when
   /// max_pending_records records await delivery (R3).
-  tl::expected<Ticket, Rejection> submit(Instant now, std::string_view record);
+  [[nodiscard]] tl::expected<Ticket, Rejection> submit(Instant now, std::string_view record);
   /// Core submit_many, stopping at max_pending_records as at any other refusal.
-  SubmitManyResult submit_many(Instant now, std::span<const std::string_view> records);
+  [[nodiscard]] SubmitManyResult submit_many(Instant now, std::span<const std::string_view> records);
   /// Flush barrier (F1–F5): the BarrierCompleted event brings the result.
-  tl::expected<BarrierId, Rejection> flush(Instant now);
+  [[nodiscard]] tl::expected<BarrierId, Rejection> flush(Instant now);
   /// Closes the producer (C1): the Closed event brings the result (emitted once).
   void close(Instant now);
   /// Aborts (C5): every unresolved record, flush and close fails with `aborted`.
@@ -170,7 +170,7 @@ class ProducerClient {
 
   // ---- transport ------------------------------------------------------------------------
   /// The next request to send, or nullopt; batches in seal order.
-  std::optional<ClientRequest> poll_request();
+  [[nodiscard]] std::optional<ClientRequest> poll_request();
   /// The outcome of the request `tag`: classified (classify_append, S7) and given to the
   /// core. Unknown tags are ignored.
   void handle_outcome(Instant now, std::uint64_t tag, tl::expected<http::Response, Error> result);
@@ -182,7 +182,7 @@ class ProducerClient {
   // ---- outputs and queries --------------------------------------------------------------
   /// The next event, or nullopt. Record completions come in ticket order (P3); Closed
   /// comes after every record's completion (C1).
-  std::optional<ClientEvent> poll_event();
+  [[nodiscard]] std::optional<ClientEvent> poll_event();
   /// True once the producer is closed: an owned session may be released (C4).
   [[nodiscard]] bool finished() const noexcept;
   /// The core (state, stats, policy: the next match_seq_num).
