@@ -25,6 +25,7 @@ class AsioProducerUnderTest final : public ProducerUnderTest {
     options.session = setup.session;
     options.header_provider = setup.header_provider;
     options.start = setup.start;
+    options.events = event_options(setup, events_);
     auto p = asio::Producer::create(io_.get_executor(), options);
     if (!p) {
       ADD_FAILURE() << p.error();
@@ -65,6 +66,8 @@ class AsioProducerUnderTest final : public ProducerUnderTest {
   }
   std::vector<Completion> completions() override { return log_->snapshot(); }
   ProducerStats stats() override { return producer_->stats().core; }
+  ProducerAdapterStats adapter_stats() override { return producer_->stats(); }
+  std::vector<ProducerEvent> events() override { return events_->snapshot(); }
 
  private:
   static tl::expected<void, Error> wait(std::future<asio::VoidResult> f, Duration timeout) {
@@ -80,6 +83,7 @@ class AsioProducerUnderTest final : public ProducerUnderTest {
   std::vector<std::thread> threads_;
   std::optional<asio::Producer> producer_;
   std::shared_ptr<CompletionLog> log_ = std::make_shared<CompletionLog>();
+  std::shared_ptr<EventLog> events_ = std::make_shared<EventLog>();
 };
 
 }  // namespace

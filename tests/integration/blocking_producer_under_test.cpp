@@ -16,6 +16,7 @@ class BlockingProducerUnderTest final : public ProducerUnderTest {
     options.session = setup.session;
     options.header_provider = setup.header_provider;
     options.start = setup.start;
+    options.events = event_options(setup, events_);
     options.submit_timeout_ns = std::chrono::minutes{2};  // "waiting while the producer is full"
     auto p = blocking::Producer::create(options);
     if (!p) {
@@ -50,10 +51,13 @@ class BlockingProducerUnderTest final : public ProducerUnderTest {
   tl::expected<void, Error> close(Duration timeout) override { return producer_->close(timeout); }
   std::vector<Completion> completions() override { return log_->snapshot(); }
   ProducerStats stats() override { return producer_->stats().core; }
+  ProducerAdapterStats adapter_stats() override { return producer_->stats(); }
+  std::vector<ProducerEvent> events() override { return events_->snapshot(); }
 
  private:
   std::optional<blocking::Producer> producer_;
   std::shared_ptr<CompletionLog> log_ = std::make_shared<CompletionLog>();
+  std::shared_ptr<EventLog> events_ = std::make_shared<EventLog>();
 };
 
 }  // namespace

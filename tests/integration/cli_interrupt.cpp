@@ -86,5 +86,4 @@ void interrupt_produce_reading_a_fifo(std::vector<std::string> args, const std::
   std::remove(err.c_str());
 }
 
-
 }  // namespace prodsm::test

@@ -84,7 +84,8 @@ TEST_P(Scenario, BearerTokenRotatesDuringALongRun) {
   auto token = std::make_shared<std::string>("Bearer v1");
   auto mu = std::make_shared<std::mutex>();
   auto calls = std::make_shared<std::atomic<int>>(0);
-  ProducerSetup setup{endpoint.secure(plain), "application/octet-stream", idempotent("hdr-rotate"), without_stall_detection()};
+  ProducerSetup setup{endpoint.secure(plain), "application/octet-stream", idempotent("hdr-rotate"),
+                      without_stall_detection()};
   setup.session.tls.ca_file = tls_certs() + "/ca.pem";
   setup.config.max_batch_bytes = 2048;
   setup.header_provider = [token, mu, calls](const http::RequestInfo&) -> Fields {
@@ -114,7 +115,8 @@ TEST_P(Scenario, BearerTokenRotatesDuringALongRun) {
   EXPECT_EQ(client.read_all(plain, false), expected);
 
   // The old token, fixed, is refused now: the check is real.
-  ProducerSetup stale{endpoint.secure(plain), "application/octet-stream", idempotent("hdr-stale"), without_stall_detection()};
+  ProducerSetup stale{endpoint.secure(plain), "application/octet-stream", idempotent("hdr-stale"),
+                      without_stall_detection()};
   stale.session.tls.ca_file = tls_certs() + "/ca.pem";
   stale.header_provider = [](const http::RequestInfo&) -> Fields {
     http::RequestFields f;

@@ -12,10 +12,12 @@
 #include <string>
 #include <vector>
 
+#include "prodsm/adapter_stats.hpp"
 #include "prodsm/ds/client.hpp"
 #include "prodsm/durable_streams.hpp"
 #include "prodsm/header_provider.hpp"
 #include "prodsm/http/pool.hpp"
+#include "prodsm/producer_event.hpp"
 
 namespace prodsm::test {
 
@@ -27,6 +29,8 @@ struct ProducerSetup {
   http::TransportOptions session{};                          ///< connection mode, timeouts, stall detection
   ds::ProducerStart start = ds::ProducerStart::fresh_epoch;  ///< what the start is (restarts)
   HeaderProvider header_provider{};                          ///< per-request headers of the producer's session
+  EventLevel event_level = EventLevel::info;                 ///< the event hook's min_level
+  std::function<void(const ProducerEvent&)> on_event{};      ///< also called by the event hook, after the log
 };
 
 /// Transport options with stall detection off, for scenarios that assert exact attempt
@@ -51,6 +55,34 @@ struct Completion {
   ErrorCode code = ErrorCode::internal;
   Certainty certainty = Certainty::definite;
 };
+
+/// Thread-safe log of a producer's events, filled by its event hook (in hook order).
+class EventLog {
+ public:
+  void add(const ProducerEvent& e) {
+    std::lock_guard lock(mu_);
+    log_.push_back(e);
+  }
+  std::vector<ProducerEvent> snapshot() const {
+    std::lock_guard lock(mu_);
+    return log_;
+  }
+
+ private:
+  mutable std::mutex mu_;
+  std::vector<ProducerEvent> log_;
+};
+
+/// The event hook of a setup: logs, then calls setup.on_event.
+inline EventOptions event_options(const ProducerSetup& setup, std::shared_ptr<EventLog> log) {
+  EventOptions o;
+  o.min_level = setup.event_level;
+  o.on_event = [log = std::move(log), extra = setup.on_event](const ProducerEvent& e) {
+    log->add(e);
+    if (extra) extra(e);
+  };
+  return o;
+}
 
 /// Thread-safe log of completions, filled by the adapters' callbacks.
 class CompletionLog {
@@ -82,6 +114,10 @@ class ProducerUnderTest {
   virtual std::vector<Completion> completions() = 0;
   /// The core's counters.
   virtual ProducerStats stats() = 0;
+  /// Every counter and gauge of the adapter producer (stats()).
+  virtual ProducerAdapterStats adapter_stats() = 0;
+  /// Every event its hook was given so far, in hook order.
+  virtual std::vector<ProducerEvent> events() = 0;
 };
 
 /// Builds a producer for a setup; one per adapter.

@@ -27,6 +27,7 @@
 #include <vector>
 
 #include "prodsm/asio/producer.hpp"
+#include "prodsm/detail/event_tracker.hpp"
 #include "prodsm/detail/producer_setup.hpp"
 #include "prodsm/detail/waiters.hpp"
 
@@ -67,7 +68,8 @@ struct ProducerImpl : std::enable_shared_from_this<ProducerImpl<Client, Options,
         callback_strand{::asio::make_strand(options.callback_executor ? *options.callback_executor
                                                                       : ::asio::any_io_executor{session->strand()})},
         timer{session->strand()},
-        client{std::move(c)} {}
+        client{std::move(c)},
+        tracker{session->stats(), options.events.min_level} {}
 
   Options options;
   std::shared_ptr<Session> session;
@@ -84,7 +86,9 @@ struct ProducerImpl : std::enable_shared_from_this<ProducerImpl<Client, Options,
   bool session_released = false;
   std::uint64_t callback_exceptions = 0;
   std::uint64_t capacity_waits = 0;
-  std::condition_variable capacity_cv;  // submit_blocking waits here (with mu)
+  std::condition_variable capacity_cv;   // submit_blocking waits here (with mu)
+  prodsm::detail::EventTracker tracker;  // what the event hook is told
+  std::uint64_t events_made = 0;
 
   // ---- operations (each takes mu, changes the client, drives) -----------------------------
 
@@ -216,7 +220,7 @@ struct ProducerImpl : std::enable_shared_from_this<ProducerImpl<Client, Options,
 
   ProducerAdapterStats stats() const {
     std::lock_guard lock(mu);
-    return prodsm::detail::adapter_stats(client, session->stats(), callback_exceptions, capacity_waits);
+    return prodsm::detail::adapter_stats(client, session->stats(), callback_exceptions, capacity_waits, events_made);
   }
 
   // ---- callbacks (A1–A3) ---------------------------------------------------------------
@@ -258,6 +262,7 @@ struct ProducerImpl : std::enable_shared_from_this<ProducerImpl<Client, Options,
         std::lock_guard lock(self->mu);
         self->client.handle_outcome(steady_now(), tag, std::move(result));
         self->drive(steady_now());
+        self->observe_events();
       });
     }
     while (auto event = client.poll_event()) {
@@ -358,6 +363,21 @@ struct ProducerImpl : std::enable_shared_from_this<ProducerImpl<Client, Options,
     }
     client.handle_timeout(now);  // linger, backoff, delivery deadline (B1, E4, E6)
     drive(now);
+    observe_events();
+  }
+
+  /// The events the last input made (mu held), to the hook on the callback strand: behind
+  /// the completions the same input posted, never under mu.
+  void observe_events() {
+    if (!options.events.on_event) return;
+    std::vector<ProducerEvent> made;
+    tracker.observe(client, session->stats(), made);
+    for (auto& e : made) {
+      ++events_made;
+      ::asio::post(callback_strand, [self = this->shared_from_this(), e = std::move(e)] {
+        self->run_callback([&] { self->options.events.on_event(e); });
+      });
+    }
   }
 
   void cancel_waiter(std::uint64_t id) {

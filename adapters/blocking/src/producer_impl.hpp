@@ -28,6 +28,7 @@
 #include <vector>
 
 #include "dispatcher.hpp"
+#include "prodsm/detail/event_tracker.hpp"
 #include "prodsm/detail/producer_setup.hpp"
 #include "prodsm/detail/waiters.hpp"
 #include "session_impl.hpp"
@@ -100,7 +101,11 @@ struct ProducerImpl : Participant,
   using StreamCloseOp = Op<StreamCloseResult>;
 
   ProducerImpl(Options o, std::shared_ptr<Session> s, bool owned, Client c)
-      : options{std::move(o)}, session{std::move(s)}, owns_session{owned}, client{std::move(c)} {}
+      : options{std::move(o)},
+        session{std::move(s)},
+        owns_session{owned},
+        client{std::move(c)},
+        tracker{session->stats(), options.events.min_level} {}
 
   /// Starts the dispatcher and lets the session's I/O thread keep the client's deadline.
   void start() {
@@ -126,6 +131,8 @@ struct ProducerImpl : Participant,
   std::uint32_t capacity_waiters = 0;
   std::uint64_t capacity_waits = 0;
   std::atomic<std::uint64_t> callback_exceptions{0};
+  prodsm::detail::EventTracker tracker;  // what the event hook is told
+  std::uint64_t events_made = 0;
 
   // ---- operations ----------------------------------------------------------------------------
 
@@ -281,7 +288,8 @@ struct ProducerImpl : Participant,
 
   ProducerAdapterStats stats() const {
     std::lock_guard lock(mu);
-    return prodsm::detail::adapter_stats(client, session->stats(), callback_exceptions.load(), capacity_waits);
+    return prodsm::detail::adapter_stats(client, session->stats(), callback_exceptions.load(), capacity_waits,
+                                         events_made);
   }
 
   // ---- completions (dispatcher) ----------------------------------------------------------
@@ -365,6 +373,7 @@ struct ProducerImpl : Participant,
         std::lock_guard lock(self->mu);
         self->client.handle_outcome(steady_now(), tag, std::move(result));
         self->drive(steady_now());
+        self->observe_events();
       });
     }
     Sink sink{*this};
@@ -394,6 +403,21 @@ struct ProducerImpl : Participant,
     std::lock_guard lock(mu);
     client.handle_timeout(now);  // linger, backoff, delivery deadline (B1, E4, E6)
     drive(now);
+    observe_events();
+  }
+
+  /// The events the last input made (mu held), to the hook through the dispatcher: behind
+  /// the completions the same input posted, never under mu.
+  void observe_events() {
+    if (!options.events.on_event) return;
+    std::vector<ProducerEvent> made;
+    tracker.observe(client, session->stats(), made);
+    for (auto& e : made) {
+      ++events_made;
+      dispatcher->post([self = this->shared_from_this(), e = std::move(e)] {
+        self->run_callback([&] { self->options.events.on_event(e); });
+      });
+    }
   }
 
   /// C4: an owned session is closed and its I/O thread joined (never from it).

@@ -101,7 +101,10 @@ tl::expected<Ticket, Rejection> ProducerClient::submit(Instant now, std::string_
     return tl::unexpected(Rejection{RejectReason::would_block, "max_pending_records reached", {}});
   }
   auto r = core_.submit(now, record);
-  if (r) ++accepted_;
+  if (r) {
+    ++accepted_;
+    latency_.accepted(*r, 1, now);
+  }
   drive(now);
   return r;
 }
@@ -114,6 +117,7 @@ SubmitManyResult ProducerClient::submit_many(Instant now, std::span<const std::s
   const auto take = static_cast<std::size_t>(std::min<std::uint64_t>(room, records.size()));
   SubmitManyResult r = core_.submit_many(now, records.first(take));
   accepted_ += r.accepted;
+  latency_.accepted(r.first, r.accepted, now);
   if (!r.refused && r.accepted < records.size()) {  // stopped by max_pending_records (R3)
     pending_wanted_ = true;
     r.refused = Rejection{RejectReason::would_block, "max_pending_records reached", {}};
@@ -203,7 +207,6 @@ std::uint64_t ProducerClient::push_request(http::Request request, Outstanding wh
 
 /// Drains the core's actions into requests and events (the core's drive rule).
 void ProducerClient::drive(Instant now) {
-  (void)now;
   while (auto action = core_.poll_action()) {
     std::visit(
         [&](auto& a) {
@@ -228,6 +231,7 @@ void ProducerClient::drive(Instant now) {
                                                          ProducerStamp{a.stamp.epoch, a.stamp.seq}});
           } else if constexpr (std::is_same_v<T, TicketsCompleted<DurableStreamsPolicy>>) {
             RecordsCompleted done{a.first, a.last, tl::unexpected(Error{})};
+            latency_.completed(a.first, a.last, a.result.has_value(), now);
             if (a.result) {
               done.result = std::make_shared<const DurableStreamsPolicy::Ack>(std::move(*a.result));
             } else {

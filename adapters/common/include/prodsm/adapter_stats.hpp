@@ -8,6 +8,7 @@
 #include <cstdint>
 
 #include "prodsm/http/pool.hpp"
+#include "prodsm/latency.hpp"
 #include "prodsm/producer.hpp"
 
 namespace prodsm {
@@ -24,6 +25,13 @@ struct ProducerAdapterStats {
   std::uint32_t in_flight_batches = 0;  ///< batches with an attempt outstanding (R1)
   std::uint32_t unacked_batches = 0;    ///< batches accepted and not completed, the partial one included (R3)
   std::uint64_t pending_records = 0;    ///< records accepted whose outcome was not yet delivered (R3)
+  /// Submit-to-acknowledgement latency of every acknowledged record since creation
+  /// (percentiles in ns, within 6.25 %; prodsm/latency.hpp): from the submit that
+  /// accepted the record to the input that acknowledged it, before its callback ran.
+  LatencySummary submit_to_ack{};
+  /// Events passed to the event hook (at or above its min_level; 0 without a hook:
+  /// prodsm/producer_event.hpp).
+  std::uint64_t events = 0;
 };
 
 namespace detail {
@@ -31,10 +39,13 @@ namespace detail {
 /// gauges (Client: ds::ProducerClient or s2::ProducerClient) and the adapter's counters.
 template <class Client>
 ProducerAdapterStats adapter_stats(const Client& client, http::PoolStats session, std::uint64_t callback_exceptions,
-                                   std::uint64_t capacity_waits) {
+                                   std::uint64_t capacity_waits, std::uint64_t events) {
   const auto& core = client.core();
-  return ProducerAdapterStats{core.stats(),         session,          callback_exceptions,    capacity_waits,
-                              core.unacked_bytes(), core.in_flight(), core.unacked_batches(), client.pending_records()};
+  return ProducerAdapterStats{core.stats(),           session,
+                              callback_exceptions,    capacity_waits,
+                              core.unacked_bytes(),   core.in_flight(),
+                              core.unacked_batches(), client.pending_records(),
+                              client.submit_to_ack(), events};
 }
 }  // namespace detail
 

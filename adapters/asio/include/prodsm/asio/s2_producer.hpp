@@ -28,6 +28,7 @@
 
 #include "prodsm/asio/producer.hpp"
 #include "prodsm/asio/session.hpp"
+#include "prodsm/producer_event.hpp"
 #include "prodsm/s2/client.hpp"
 
 namespace prodsm::asio {
@@ -50,6 +51,10 @@ struct S2ProducerOptions : s2::ProducerOptions {
   HeaderProvider header_provider{};
   /// A3: called with every exception a completion callback threw.
   std::function<void(std::exception_ptr)> on_callback_exception{};
+  /// Retries, reconnects, epoch claims and the terminal error, each with its cause and a
+  /// level (prodsm/producer_event.hpp): events.on_event runs on the callback strand, in order
+  /// with the completions, never under the producer's lock; its exceptions count as A3's.
+  EventOptions events{};
 };
 
 /// The S2 Producer on Asio (see the file comment). Movable, not copyable.

@@ -45,6 +45,7 @@
 #include "prodsm/blocking/session.hpp"
 #include "prodsm/ds/client.hpp"
 #include "prodsm/durable_streams.hpp"
+#include "prodsm/producer_event.hpp"
 
 namespace prodsm::blocking {
 
@@ -114,6 +115,10 @@ struct ProducerOptions : ds::ProducerOptions {
   HeaderProvider header_provider{};
   /// A3: called (on the dispatcher) with every exception a completion callback threw.
   std::function<void(std::exception_ptr)> on_callback_exception{};
+  /// Retries, reconnects, epoch claims and the terminal error, each with its cause and a
+  /// level (prodsm/producer_event.hpp): events.on_event runs on the dispatcher, in order
+  /// with the completions, never under the producer's lock; its exceptions count as A3's.
+  EventOptions events{};
 };
 
 /// stats() of every adapter producer: counters and gauges (prodsm/adapter_stats.hpp).

@@ -1,0 +1,205 @@
+// SPDX-License-Identifier: Apache-2.0
+// What the adapters' event hook is told (prodsm/detail/event_tracker.hpp) and the
+// submit-to-ack latency they report (ds::ProducerClient::submit_to_ack), on a
+// ds::ProducerClient driven by hand on virtual time: no network, no sleeps.
+#include <gtest/gtest.h>
+
+#include <vector>
+
+#include "prodsm/detail/event_tracker.hpp"
+#include "prodsm/ds/client.hpp"
+
+namespace prodsm::ds::test {
+namespace {
+
+using namespace std::chrono_literals;
+
+const Instant kT0 = Instant{} + 1s;
+
+ProducerClient client(bool auto_claim = false) {
+  ProducerOptions o;
+  o.url = "http://127.0.0.1:4437/s";
+  o.producer.protocol.idempotent = {{"p", 7, auto_claim}};
+  o.start = ProducerStart::given_epoch;
+  return ProducerClient::create(o, std::chrono::system_clock::time_point{}).value();
+}
+
+/// Submits `record` at `now`, flushes and returns the batch's request.
+ClientRequest send(ProducerClient& c, Instant now, const std::string& record) {
+  EXPECT_TRUE(c.submit(now, record).has_value());
+  EXPECT_TRUE(c.flush(now).has_value());
+  auto r = c.poll_request();
+  EXPECT_TRUE(r.has_value());
+  return r.value_or(ClientRequest{});
+}
+
+http::Response status(int code, http::Headers headers = {}) {
+  http::Response r;
+  r.status = code;
+  r.headers = std::move(headers);
+  return r;
+}
+
+http::Response appended(std::uint64_t epoch, std::uint64_t seq) {
+  return status(200, {{"Stream-Next-Offset", std::to_string(seq + 1)},
+                      {"Producer-Epoch", std::to_string(epoch)},
+                      {"Producer-Seq", std::to_string(seq)}});
+}
+
+/// The events a look at `c` and `session` makes.
+std::vector<ProducerEvent> look(prodsm::detail::EventTracker& t, const ProducerClient& c,
+                                const http::PoolStats& session = {}) {
+  std::vector<ProducerEvent> out;
+  t.observe(c, session, out);
+  return out;
+}
+
+// E4: a retried attempt is one warning naming the failure; the resend's success is none.
+TEST(E4, ARetryIsAWarningEventNamingTheFailedAttempt) {
+  ProducerClient c = client();
+  prodsm::detail::EventTracker t({}, EventLevel::debug);
+  const ClientRequest first = send(c, kT0, "a");
+  c.handle_outcome(kT0 + 1ms, first.tag, status(503));
+  auto events = look(t, c);
+  ASSERT_EQ(events.size(), 1U);
+  EXPECT_EQ(events[0].kind, EventKind::retry);
+  EXPECT_EQ(events[0].level, EventLevel::warning);
+  EXPECT_EQ(events[0].count, 1U);
+  ASSERT_TRUE(events[0].cause.has_value());
+  EXPECT_EQ(events[0].cause->code, ErrorCode::unavailable);
+  EXPECT_EQ(events[0].cause->http_status, 503);
+  EXPECT_NE(events[0].describe().find("warning retry: "), std::string::npos) << events[0].describe();
+  EXPECT_NE(events[0].describe().find("cause: unavailable"), std::string::npos) << events[0].describe();
+  EXPECT_TRUE(look(t, c).empty()) << "an event is made once";
+  // The resend is acknowledged: no event.
+  const Instant resend_at = c.next_deadline().value();
+  c.handle_timeout(resend_at);
+  auto resend = c.poll_request();
+  ASSERT_TRUE(resend.has_value());
+  c.handle_outcome(resend_at + 1ms, resend->tag, appended(7, 0));
+  EXPECT_TRUE(look(t, c).empty());
+}
+
+// S5: an auto-claim is a warning naming the epoch claimed and the 403 behind it.
+TEST(S5, AClaimIsAnEventNamingTheNewEpochAndTheStaleEpochAnswer) {
+  ProducerClient c = client(/*auto_claim=*/true);
+  prodsm::detail::EventTracker t({}, EventLevel::info);
+  const ClientRequest first = send(c, kT0, "a");
+  c.handle_outcome(kT0 + 1ms, first.tag, status(403, {{"Producer-Epoch", "9"}}));
+  auto events = look(t, c);
+  ASSERT_EQ(events.size(), 1U);
+  EXPECT_EQ(events[0].kind, EventKind::claim);
+  EXPECT_EQ(events[0].level, EventLevel::warning);
+  EXPECT_EQ(events[0].epoch, 10U);
+  ASSERT_TRUE(events[0].cause.has_value());
+  EXPECT_EQ(events[0].cause->code, ErrorCode::stale_epoch);
+  EXPECT_EQ(events[0].cause->server_epoch, 9U);
+}
+
+// E1: the terminal error is one error-level event with the sticky error, made once.
+TEST(E1, TheTerminalErrorIsOneEventWithTheStickyError) {
+  ProducerClient c = client();
+  prodsm::detail::EventTracker t({}, EventLevel::error);  // retries are below min_level
+  const ClientRequest first = send(c, kT0, "a");
+  c.handle_outcome(kT0 + 1ms, first.tag, status(400));
+  auto events = look(t, c);
+  ASSERT_EQ(events.size(), 1U);
+  EXPECT_EQ(events[0].kind, EventKind::terminal);
+  EXPECT_EQ(events[0].level, EventLevel::error);
+  ASSERT_TRUE(events[0].cause.has_value());
+  EXPECT_EQ(events[0].cause->code, ErrorCode::rejected);
+  EXPECT_EQ(events[0].cause, c.core().terminal_error());
+  c.close(kT0 + 2ms);
+  EXPECT_TRUE(look(t, c).empty()) << "terminal is emitted once";
+}
+
+// Below min_level nothing is made.
+TEST(Events, MinLevelFiltersRetriesOut) {
+  ProducerClient c = client();
+  prodsm::detail::EventTracker t({}, EventLevel::error);
+  const ClientRequest first = send(c, kT0, "a");
+  c.handle_outcome(kT0 + 1ms, first.tag, status(503));
+  EXPECT_TRUE(look(t, c).empty());
+}
+
+// A reconnect is a connection opened after a loss (E2), not the pool growing or the first
+// connect; a failed connect is a warning; an attached session's past is not news.
+TEST(E2, AReconnectIsAConnectionOpenedAfterALossNotPoolGrowth) {
+  ProducerClient c = client();
+  http::PoolStats s;
+  s.connections_opened = 2;
+  s.transport_failures = 3;  // before this producer attached
+  prodsm::detail::EventTracker t(s, EventLevel::debug);
+  s.connections_opened = 4;  // the pool grew
+  EXPECT_TRUE(look(t, c, s).empty());
+  s.transport_failures = 4;  // a loss, and no new connection yet
+  EXPECT_TRUE(look(t, c, s).empty());
+  s.connections_opened = 5;
+  auto events = look(t, c, s);
+  ASSERT_EQ(events.size(), 1U);
+  EXPECT_EQ(events[0].kind, EventKind::reconnect);
+  EXPECT_EQ(events[0].level, EventLevel::info);
+  s.connections_opened = 6;  // no loss since: growth again
+  EXPECT_TRUE(look(t, c, s).empty());
+  s.stalls = 1;
+  s.connections_opened = 7;
+  EXPECT_EQ(look(t, c, s).size(), 1U) << "a stalled connection replaced is a reconnect";
+  s.connect_failures = 2;
+  events = look(t, c, s);
+  ASSERT_EQ(events.size(), 1U);
+  EXPECT_EQ(events[0].kind, EventKind::reconnect);
+  EXPECT_EQ(events[0].level, EventLevel::warning);
+  EXPECT_EQ(events[0].count, 2U);
+}
+
+// A reconnect names the transport failure the producer retried.
+TEST(E2, AReconnectNamesTheLastTransportFailure) {
+  ProducerClient c = client();
+  http::PoolStats s;
+  s.connections_opened = 1;
+  prodsm::detail::EventTracker t(s, EventLevel::info);
+  const ClientRequest first = send(c, kT0, "a");
+  c.handle_outcome(kT0 + 1ms, first.tag,
+                   tl::unexpected(make_error(ErrorCode::connection_lost, Certainty::indefinite, true, "reset")));
+  s.transport_failures = 1;
+  s.connections_opened = 2;
+  auto events = look(t, c, s);
+  ASSERT_EQ(events.size(), 2U);
+  EXPECT_EQ(events[0].kind, EventKind::retry);
+  EXPECT_EQ(events[1].kind, EventKind::reconnect);
+  ASSERT_TRUE(events[1].cause.has_value());
+  EXPECT_EQ(events[1].cause->code, ErrorCode::connection_lost);
+}
+
+// Submit-to-ack latency: from the accepting submit's `now` to the acknowledging input's,
+// per record; failed records are not counted.
+TEST(Latency, SubmitToAckIsMeasuredOnTheInputsTimes) {
+  ProducerClient c = client();
+  const ClientRequest first = send(c, kT0, "a");
+  c.handle_outcome(kT0 + 40ms, first.tag, appended(7, 0));
+  auto l = c.submit_to_ack();
+  EXPECT_EQ(l.count, 1U);
+  EXPECT_EQ(l.max_ns, 40ms);
+  EXPECT_EQ(l.p50_ns, 40ms) << "the quantile is capped at the exact maximum";
+  // Three records in one batch, submitted 0, 10 and 20 ms before the ack at +100 ms.
+  const Instant t1 = kT0 + 1s;
+  ASSERT_TRUE(c.submit(t1, "b").has_value());
+  ASSERT_TRUE(c.submit(t1 + 10ms, "c").has_value());
+  ASSERT_TRUE(c.submit(t1 + 20ms, "d").has_value());
+  ASSERT_TRUE(c.flush(t1 + 20ms).has_value());
+  auto second = c.poll_request();
+  ASSERT_TRUE(second.has_value());
+  c.handle_outcome(t1 + 100ms, second->tag, appended(7, 1));
+  l = c.submit_to_ack();
+  EXPECT_EQ(l.count, 4U);
+  EXPECT_EQ(l.max_ns, 100ms);
+  EXPECT_GE(l.p50_ns, 80ms);  // ranks 2 of 40, 80, 90, 100 ms: the bucket of 80 ms
+  EXPECT_LE(l.p50_ns, 80ms + 80ms / 16);
+  // A failed record is not acknowledged: not counted.
+  const ClientRequest third = send(c, t1 + 1s, "e");
+  c.handle_outcome(t1 + 1s + 1ms, third.tag, status(400));
+  EXPECT_EQ(c.submit_to_ack().count, 4U);
+}
+
+}  // namespace
+}  // namespace prodsm::ds::test
