@@ -316,47 +316,6 @@ TEST(AsioTokens, SubmitTicketRefusalsAndAFutureWait) {
   EXPECT_EQ(client.read_all(url, false), "x\n");
 }
 
-// R1: async_submit waits for capacity (then completes when durable); a wait past
-// submit_timeout_ns fails with would_block; a cancelled wait fails with cancelled.
-TEST(AsioTokens, AsyncSubmitWaitsForCapacityTimesOutAndCancels) {
-  IoThread io;
-  TestClient client;
-  const std::string url = new_stream(client, "capacity");
-  auto options = options_for(url);
-  options.producer.max_batch_bytes = 16;
-  options.producer.max_unacked_bytes = 16;
-  options.producer.linger = Linger::after(0ms);
-  auto producer = asio::Producer::create(io.io.get_executor(), options).value();
-  std::vector<std::future<asio::RecordResult>> futures;
-  for (int i = 0; i < 40; ++i) futures.push_back(producer.async_submit("0123456789\n", ::asio::use_future));
-  for (auto& fut : futures) ASSERT_TRUE(fut.get().has_value());
-  EXPECT_GT(producer.stats().capacity_waits, 0U);
-
-  // Block the server for 1.5 s so capacity stays taken, then time out a waiter.
-  const std::string path = ds::StreamUrl::parse(url)->path;
-  client.inject_fault(ReferenceServer::shared().url(), R"({"path":")" + path + R"(","method":"POST","delayMs":1500})");
-  auto options2 = options;
-  options2.submit_timeout_ns = 200ms;
-  auto slow = asio::Producer::create(io.io.get_executor(), options2).value();
-  auto first = slow.async_submit("0123456789\n", ::asio::use_future);
-  auto timed_out = slow.async_submit("0123456789\n", ::asio::use_future).get();
-  ASSERT_FALSE(timed_out.has_value());
-  EXPECT_EQ(timed_out.error().code, ErrorCode::would_block);
-  ::asio::cancellation_signal signal;
-  std::promise<asio::RecordResult> cancelled;
-  slow.async_submit("0123456789\n", ::asio::bind_cancellation_slot(signal.slot(), [&](asio::RecordResult r) {
-                      cancelled.set_value(std::move(r));
-                    }));
-  ::asio::post(io.io, [&] { signal.emit(::asio::cancellation_type::all); });
-  auto c = cancelled.get_future().get();
-  ASSERT_FALSE(c.has_value());
-  EXPECT_EQ(c.error().code, ErrorCode::cancelled);
-  EXPECT_TRUE(first.get().has_value());
-  ASSERT_TRUE(slow.async_close(::asio::use_future).get().has_value());
-  ASSERT_TRUE(producer.async_close(::asio::use_future).get().has_value());
-  client.clear_faults(ReferenceServer::shared().url());
-}
-
 // P1, P2, R3 with submit_many on Asio (no callbacks, never waits): records land once
 // and in order; the gauges count the open batch and drain to zero after the flush.
 TEST(SubmitMany, AsioRecordsLandInOrderAndTheGaugesDrain) {

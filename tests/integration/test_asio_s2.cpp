@@ -158,12 +158,21 @@ TEST_F(S2Asio, AMatchSeqNumMismatchFailsDefiniteWithTheTail) {  // E3
 TEST_F(S2Asio, ANoSideEffectErrorIsRetriedAndTheRecordLandsOnce) {  // E2, E4
   faults(R"([{"kind":"error_before_commit","stream":")" + stream_ +
          R"(","status":429,"code":"rate_limited","retry_after_ms":20}])");
-  auto p = make(options());  // no match_seq_num: only definite failures are retried
+  auto o = options();                         // no match_seq_num: only definite failures are retried
+  std::vector<prodsm::ProducerEvent> events;  // the hook runs on the callback strand, in order
+  o.events.on_event = [&events](const prodsm::ProducerEvent& e) { events.push_back(e); };
+  auto p = make(o);
   auto r = p.async_submit("once", ::asio::use_future).get();
   ASSERT_TRUE(r) << r.error().describe();
   EXPECT_EQ(r->seq_num(), 0U);
   ASSERT_TRUE(p.async_close(::asio::use_future).get());
   EXPECT_EQ(p.stats().core.retries, 1U);
+  // The retry's event ran before the record's completion (posted before it, same strand).
+  ASSERT_EQ(events.size(), 1U);
+  EXPECT_EQ(events[0].kind, prodsm::EventKind::retry);
+  ASSERT_TRUE(events[0].cause.has_value());
+  EXPECT_EQ(events[0].cause->http_status, 429);
+  EXPECT_EQ(p.stats().submit_to_ack.count, 1U);
   const auto records = stream_records();
   ASSERT_EQ(records.size(), 1U);
   EXPECT_EQ(records[0].body, "once");
@@ -177,6 +186,7 @@ TEST_F(S2Asio, AMaybeAppliedErrorWithoutMatchSeqNumFailsIndefinite) {  // E4
   EXPECT_EQ(r.error().certainty, Certainty::indefinite);
   EXPECT_EQ(p.stats().core.retries, 0U);   // not resent: it could have appended twice
   EXPECT_EQ(stream_records().size(), 1U);  // it was in fact appended
+  EXPECT_EQ(p.stats().submit_to_ack.count, 0U) << "a failed record is not acknowledged";
 }
 
 TEST_F(S2Asio, ADroppedConnectionBeforeCommitWithMatchSeqNumIsResentAndLandsOnce) {  // E4

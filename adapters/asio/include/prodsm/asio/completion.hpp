@@ -18,6 +18,7 @@
 #include <memory>
 #include <mutex>
 #include <optional>
+#include <string>
 #include <utility>
 #include <vector>
 
@@ -80,6 +81,57 @@ std::function<void(std::function<void()>)> cancel_installer(Slot slot) {
   return [slot](std::function<void()> cancel) mutable {
     slot.assign([cancel = std::move(cancel)](::asio::cancellation_type) { cancel(); });
   };
+}
+
+/// A completion whose handler's cancellation slot may end the wait first (per-operation
+/// cancellation): the handler then gets `cancelled` at once, and the operation's own
+/// completion later finds nothing to run. The operation itself goes on (a flush barrier
+/// stays, a close keeps draining): a durable record cannot be unsent.
+template <class Result>
+class CancellableCompletion final : public Completion<Result> {
+ public:
+  /// The handler's completion, shared with the slot's cancel function.
+  struct Shared {
+    std::mutex mu;
+    std::unique_ptr<Completion<Result>> inner;
+    /// The completion, once: null after it ran or was cancelled.
+    std::unique_ptr<Completion<Result>> take() {
+      std::lock_guard lock(mu);
+      return std::move(inner);
+    }
+  };
+  explicit CancellableCompletion(std::shared_ptr<Shared> shared) : shared_{std::move(shared)} {}
+  void complete(Result result) override {
+    if (auto c = shared_->take()) c->complete(std::move(result));
+  }
+  void complete_later(Result result) override {
+    if (auto c = shared_->take()) c->complete_later(std::move(result));
+  }
+
+ private:
+  std::shared_ptr<Shared> shared_;
+};
+
+/// Wraps the handler of a waiting operation (async_flush, async_close, the stream closes,
+/// a ticket's async_wait): cancellable through its slot when one is connected; a cancel
+/// completes it with ErrorCode::cancelled naming `what`.
+template <class Result, class Handler>
+std::unique_ptr<Completion<Result>> make_waiting_completion(Handler handler, const char* what) {
+  auto slot = ::asio::get_associated_cancellation_slot(handler);
+  auto inner = std::make_unique<TokenCompletion<Result, Handler>>(std::move(handler));
+  if (!slot.is_connected()) return inner;
+  auto shared = std::make_shared<typename CancellableCompletion<Result>::Shared>();
+  shared->inner = std::move(inner);
+  slot.assign([weak = std::weak_ptr(shared), what](::asio::cancellation_type) {
+    auto s = weak.lock();
+    if (!s) return;
+    if (auto c = s->take()) {
+      c->complete_later(Result(tl::unexpected(
+          make_error(ErrorCode::cancelled, Certainty::indefinite, false,
+                     std::string(what) + " cancelled: the wait ended; the operation goes on (abort() stops it)"))));
+    }
+  });
+  return std::make_unique<CancellableCompletion<Result>>(std::move(shared));
 }
 
 /// An async_submit's completion and the hook that connects its capacity wait to the
@@ -173,12 +225,13 @@ class BasicRecordTicket {
   [[nodiscard]] std::optional<Result> result() const { return outcome_->get(); }
   /// Waits for the outcome as an Asio operation; signature void(Result). Completes when
   /// the record is durable or failed (never inside this call); any number of waits, each
-  /// gets the outcome.
+  /// gets the outcome. A cancelled wait (its cancellation slot) completes with `cancelled`
+  /// at once; the record is unaffected.
   template <class CompletionToken>
   auto async_wait(CompletionToken&& token) const {
     return ::asio::async_initiate<CompletionToken, void(Result)>(
         [outcome = outcome_](auto handler) {
-          outcome->wait(std::make_unique<detail::TokenCompletion<Result, decltype(handler)>>(std::move(handler)));
+          outcome->wait(detail::make_waiting_completion<Result>(std::move(handler), "async_wait"));
         },
         token);
   }

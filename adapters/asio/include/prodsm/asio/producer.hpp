@@ -179,11 +179,14 @@ class Producer {
 
   /// Flush barrier (F1–F5) as an Asio operation; signature void(VoidResult). Completes
   /// after every record submitted before it is durable and its callback ran (A2).
+  /// Cancellable through the handler's cancellation slot (e.g. a timer and a
+  /// cancellation_signal, or a parallel_group): the handler then gets `cancelled` at once;
+  /// the barrier and the records stay (a flush bounded in time).
   template <class CompletionToken>
   auto async_flush(CompletionToken&& token) {
     return ::asio::async_initiate<CompletionToken, void(VoidResult)>(
         [this](auto handler) {
-          initiate_flush(std::make_unique<detail::TokenCompletion<VoidResult, decltype(handler)>>(std::move(handler)));
+          initiate_flush(detail::make_waiting_completion<VoidResult>(std::move(handler), "async_flush"));
         },
         token);
   }
@@ -191,12 +194,13 @@ class Producer {
   /// Closes the producer (C1): flush, drain, then release what it owns — an owned
   /// session is closed, an attached one is left open (C4). The stream on the server
   /// stays open (see async_close_stream). Signature void(VoidResult); a second close
-  /// completes with the same result.
+  /// completes with the same result. Cancelling it (its cancellation slot) ends the wait
+  /// with `cancelled`; the producer keeps closing (abort() stops it).
   template <class CompletionToken>
   auto async_close(CompletionToken&& token) {
     return ::asio::async_initiate<CompletionToken, void(VoidResult)>(
         [this](auto handler) {
-          initiate_close(std::make_unique<detail::TokenCompletion<VoidResult, decltype(handler)>>(std::move(handler)));
+          initiate_close(detail::make_waiting_completion<VoidResult>(std::move(handler), "async_close"));
         },
         token);
   }
@@ -209,9 +213,8 @@ class Producer {
   auto async_close_stream(CompletionToken&& token) {
     return ::asio::async_initiate<CompletionToken, void(tl::expected<ds::CloseResult, Error>)>(
         [this](auto handler) {
-          initiate_close_stream(
-              std::make_unique<detail::TokenCompletion<tl::expected<ds::CloseResult, Error>, decltype(handler)>>(
-                  std::move(handler)));
+          initiate_close_stream(detail::make_waiting_completion<tl::expected<ds::CloseResult, Error>>(
+              std::move(handler), "async_close_stream"));
         },
         token);
   }
@@ -238,10 +241,9 @@ class Producer {
   auto async_close_with_stream(std::optional<std::string> final_record, CompletionToken&& token) {
     return ::asio::async_initiate<CompletionToken, void(tl::expected<ds::CloseResult, Error>)>(
         [this](auto handler, std::optional<std::string> record) {
-          initiate_close_with_stream(
-              std::move(record),
-              std::make_unique<detail::TokenCompletion<tl::expected<ds::CloseResult, Error>, decltype(handler)>>(
-                  std::move(handler)));
+          initiate_close_with_stream(std::move(record),
+                                     detail::make_waiting_completion<tl::expected<ds::CloseResult, Error>>(
+                                         std::move(handler), "async_close_with_stream"));
         },
         token, std::move(final_record));
   }

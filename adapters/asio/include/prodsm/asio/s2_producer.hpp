@@ -131,21 +131,23 @@ class S2Producer {
         token, std::move(record));
   }
   /// Flush barrier (F1–F5) as an Asio operation; signature void(VoidResult).
+  /// Cancellable as asio::Producer::async_flush (the barrier stays).
   template <class CompletionToken>
   auto async_flush(CompletionToken&& token) {
     return ::asio::async_initiate<CompletionToken, void(VoidResult)>(
         [this](auto handler) {
-          initiate_flush(std::make_unique<detail::TokenCompletion<VoidResult, decltype(handler)>>(std::move(handler)));
+          initiate_flush(detail::make_waiting_completion<VoidResult>(std::move(handler), "async_flush"));
         },
         token);
   }
   /// Closes the producer (C1): flush, drain, release the owned session (C4); signature
-  /// void(VoidResult); a second close completes with the same result.
+  /// void(VoidResult); a second close completes with the same result. Cancellable as
+  /// asio::Producer::async_close (the producer keeps closing).
   template <class CompletionToken>
   auto async_close(CompletionToken&& token) {
     return ::asio::async_initiate<CompletionToken, void(VoidResult)>(
         [this](auto handler) {
-          initiate_close(std::make_unique<detail::TokenCompletion<VoidResult, decltype(handler)>>(std::move(handler)));
+          initiate_close(detail::make_waiting_completion<VoidResult>(std::move(handler), "async_close"));
         },
         token);
   }
