@@ -46,6 +46,11 @@ int main(int argc, char** argv) {
   options.url = argv[1];
   options.content_type = "text/plain";
   options.producer.protocol.idempotent = {{"example-asio-producer", 0, /*auto_claim=*/true}};
+  // Retries, reconnects, epoch claims and a terminal error, as they happen (never under
+  // the producer's lock; on the thread that runs the callbacks).
+  options.events.on_event = [](const prodsm::ProducerEvent& e) {
+    std::fprintf(stderr, "asio_producer: %s\n", e.describe().c_str());
+  };
   auto producer = prodsm::asio::Producer::create(io.get_executor(), options);
   if (!producer) {
     std::fprintf(stderr, "asio_producer: %s\n", producer.error().c_str());

@@ -37,6 +37,11 @@ int main(int argc, char** argv) {
   options.content_type = "text/plain";
   // A fixed producer id: a restart fences the previous run (S5) and starts a fresh epoch.
   options.producer.protocol.idempotent = {{"example-blocking-producer", 0, /*auto_claim=*/true}};
+  // Retries, reconnects, epoch claims and a terminal error, as they happen (never under
+  // the producer's lock; on the thread that runs the callbacks).
+  options.events.on_event = [](const prodsm::ProducerEvent& e) {
+    std::fprintf(stderr, "blocking_producer: %s\n", e.describe().c_str());
+  };
   auto producer = prodsm::blocking::Producer::create(options);
   if (!producer) {
     std::fprintf(stderr, "blocking_producer: %s\n", producer.error().c_str());
