@@ -36,20 +36,23 @@ using ReadHandler = std::function<bool(const ds::ReadChunk&)>;
 /// PUT `url` with `content_type` and `create` (TTL, expiry, created closed). Success on
 /// 201 (created) or 200 (same configuration); 409: conflict. `timeout_ns`: how long to
 /// wait (then `cancelled`).
-CreateStreamResult create_stream(Session& session, const ds::StreamUrl& url, const std::string& content_type,
-                                 const ds::CreateOptions& create = {}, const ds::RequestOptions& options = {},
-                                 std::optional<Duration> timeout_ns = std::nullopt);
+[[nodiscard]] CreateStreamResult create_stream(Session& session, const ds::StreamUrl& url,
+                                               const std::string& content_type, const ds::CreateOptions& create = {},
+                                               const ds::RequestOptions& options = {},
+                                               std::optional<Duration> timeout_ns = std::nullopt);
 /// HEAD `url`: content type, next offset, closed. 404/410: not_found.
-HeadStreamResult head_stream(Session& session, const ds::StreamUrl& url, const ds::RequestOptions& options = {},
-                             std::optional<Duration> timeout_ns = std::nullopt);
+[[nodiscard]] HeadStreamResult head_stream(Session& session, const ds::StreamUrl& url,
+                                           const ds::RequestOptions& options = {},
+                                           std::optional<Duration> timeout_ns = std::nullopt);
 /// DELETE `url`. Success on 200/204; 404/410: not_found.
-DeleteStreamResult delete_stream(Session& session, const ds::StreamUrl& url, const ds::RequestOptions& options = {},
-                                 std::optional<Duration> timeout_ns = std::nullopt);
+[[nodiscard]] DeleteStreamResult delete_stream(Session& session, const ds::StreamUrl& url,
+                                               const ds::RequestOptions& options = {},
+                                               std::optional<Duration> timeout_ns = std::nullopt);
 /// POST `url` with an empty body and `Stream-Closed: true`, without producer headers.
 /// Success on 200/204 (the final offset); 409 with Stream-Closed: stream_closed (S6).
-CloseStreamResult close_stream(Session& session, const ds::StreamUrl& url, const std::string& content_type,
-                               const ds::RequestOptions& options = {},
-                               std::optional<Duration> timeout_ns = std::nullopt);
+[[nodiscard]] CloseStreamResult close_stream(Session& session, const ds::StreamUrl& url,
+                                             const std::string& content_type, const ds::RequestOptions& options = {},
+                                             std::optional<Duration> timeout_ns = std::nullopt);
 /// A streamed catch-up read (ds::StreamReader): from options.offset until the server says
 /// up to date or closed, handing each piece of data to `on_data` as it arrives (bytes
 /// runs, or JSON elements), and waits for its end. Errors as the Asio adapter's
@@ -57,11 +60,12 @@ CloseStreamResult close_stream(Session& session, const ds::StreamUrl& url, const
 /// protocol_error; 429/5xx/lost connections retried within options.retry; `cancelled`
 /// when on_data stopped it or options.timeout_ns passed; invalid options: `rejected`
 /// naming the field). From a session handler: `would_block`.
-ReadOutcome read_stream(Session& session, const ds::StreamUrl& url, ds::ReadOptions options, ReadHandler on_data);
+[[nodiscard]] ReadOutcome read_stream(Session& session, const ds::StreamUrl& url, ds::ReadOptions options,
+                                      ReadHandler on_data);
 /// Reads from offset "-1" until up to date, collecting everything (read_stream);
 /// `json`: a JSON stream (elements joined into one array text). At most `max_bytes`
 /// bytes (then protocol_error, R3).
-ReadStreamResult read_stream_all(Session& session, const ds::StreamUrl& url, bool json, std::size_t max_bytes,
-                                 const ds::RequestOptions& options = {});
+[[nodiscard]] ReadStreamResult read_stream_all(Session& session, const ds::StreamUrl& url, bool json,
+                                               std::size_t max_bytes, const ds::RequestOptions& options = {});
 
 }  // namespace prodsm::blocking
