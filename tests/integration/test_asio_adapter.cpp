@@ -33,14 +33,6 @@ asio::ProducerOptions options_for(const std::string& url) {
   return o;
 }
 
-std::string new_stream(TestClient& client, const std::string& prefix) {
-  auto& server = ReferenceServer::shared();
-  EXPECT_FALSE(server.url().empty()) << server.error();
-  std::string url = server.stream_url(prefix);
-  client.create(url, "application/octet-stream");
-  return url;
-}
-
 // A1: plain callbacks run in ticket order from one FIFO dispatcher, even with records
 // submitted from two threads.
 TEST(A1, CallbacksRunInTicketOrderFromOneDispatcher) {

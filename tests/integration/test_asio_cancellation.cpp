@@ -28,14 +28,6 @@ asio::ProducerOptions options_for(const std::string& url) {
   return o;
 }
 
-std::string new_stream(TestClient& client, const std::string& prefix) {
-  auto& server = ReferenceServer::shared();
-  EXPECT_FALSE(server.url().empty()) << server.error();
-  std::string url = server.stream_url(prefix);
-  client.create(url, "application/octet-stream");
-  return url;
-}
-
 // R1: async_submit waits for capacity (then completes when durable); a wait past
 // submit_timeout_ns fails with would_block; a cancelled wait fails with cancelled.
 TEST(AsioTokens, AsyncSubmitWaitsForCapacityTimesOutAndCancels) {

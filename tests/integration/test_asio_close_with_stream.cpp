@@ -31,14 +31,6 @@ asio::ProducerOptions options_for(const std::string& url, const std::string& pro
   return o;
 }
 
-std::string new_stream(TestClient& client, const std::string& prefix, const std::string& content_type) {
-  auto& server = ReferenceServer::shared();
-  EXPECT_FALSE(server.url().empty()) << server.error();
-  std::string url = server.stream_url(prefix);
-  client.create(url, content_type);
-  return url;
-}
-
 bool is_closed(IoThread& io, const std::string& url) {
   const auto parsed = ds::StreamUrl::parse(url).value();
   auto session = asio::Session::create(io.io.get_executor(), parsed).value();

@@ -27,14 +27,6 @@ namespace {
 using namespace std::chrono_literals;
 constexpr Duration kWait = 60s;  // a liveness bound, not a timing assertion
 
-std::string new_stream(TestClient& client, const std::string& prefix) {
-  auto& server = ReferenceServer::shared();
-  EXPECT_FALSE(server.url().empty()) << server.error();
-  std::string url = server.stream_url(prefix);
-  client.create(url, "application/octet-stream");
-  return url;
-}
-
 blocking::ProducerOptions options_for(const std::string& url, const std::string& producer_id = "blocking-test") {
   blocking::ProducerOptions o;
   o.url = url;

@@ -20,14 +20,6 @@ namespace {
 using namespace std::chrono_literals;
 constexpr Duration kWait = 60s;  // a liveness bound, not a timing assertion
 
-std::string new_stream(TestClient& client, const std::string& prefix, const std::string& content_type) {
-  auto& server = ReferenceServer::shared();
-  EXPECT_FALSE(server.url().empty()) << server.error();
-  std::string url = server.stream_url(prefix);
-  client.create(url, content_type);
-  return url;
-}
-
 blocking::ProducerOptions options_for(const std::string& url, const std::string& producer_id, std::uint64_t epoch = 0,
                                       bool auto_claim = false) {
   blocking::ProducerOptions o;

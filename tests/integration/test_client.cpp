@@ -1,6 +1,8 @@
 // SPDX-License-Identifier: Apache-2.0
 #include "test_client.hpp"
 
+#include "reference_server.hpp"
+
 #include <gtest/gtest.h>
 #include <asio/use_future.hpp>
 
@@ -89,6 +91,14 @@ void TestClient::clear_faults(const std::string& base_url) {
   auto r = session->async_exchange(ds::encode_delete(u, {}), false, ::asio::use_future).get();
   session->close();
   ASSERT_TRUE(r.has_value());
+}
+
+std::string new_stream(TestClient& client, const std::string& prefix, const std::string& content_type) {
+  auto& server = ReferenceServer::shared();
+  EXPECT_FALSE(server.url().empty()) << server.error();
+  std::string url = server.stream_url(prefix);
+  client.create(url, content_type);
+  return url;
 }
 
 }  // namespace prodsm::test

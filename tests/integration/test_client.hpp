@@ -48,4 +48,9 @@ class TestClient {
   std::thread thread_;
 };
 
+/// A new stream on the shared reference server, named from `prefix` (created with
+/// `content_type`): its URL. Fails the test when the server did not start.
+std::string new_stream(TestClient& client, const std::string& prefix,
+                       const std::string& content_type = "application/octet-stream");
+
 }  // namespace prodsm::test
