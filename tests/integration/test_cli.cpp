@@ -129,6 +129,12 @@ TEST_F(Cli, BenchProducesEveryRecordAndReportsItsFigures) {
   EXPECT_EQ(latency.at("samples"), 3000) << "a short run times every record";
   EXPECT_LE(latency.at("p50").get<double>(), latency.at("p99").get<double>());
   EXPECT_LE(latency.at("p99").get<double>(), latency.at("max").get<double>());
+  // The producer's own percentiles (stats().submit_to_ack) cover every acknowledged record.
+  const auto& own = figures.at("producer_submit_to_ack_ms");
+  EXPECT_EQ(own.at("records"), 3000);
+  EXPECT_GT(own.at("p50").get<double>(), 0.0);
+  EXPECT_LE(own.at("p50").get<double>(), own.at("p99").get<double>());
+  EXPECT_LE(own.at("p99").get<double>(), own.at("max").get<double>());
   EXPECT_GT(figures.at("records_per_s").get<double>(), 0.0);
   const std::string stream = client.read_all(u, false);
   ASSERT_EQ(stream.size(), 3000U * 40U);
