@@ -113,6 +113,31 @@ TEST(E1, TheTerminalErrorIsOneEventWithTheStickyError) {
   EXPECT_TRUE(look(t, c).empty()) << "terminal is emitted once";
 }
 
+// E1: the terminal event is the last of its look — after the session's events noticed at
+// the same input — and no event follows it.
+TEST(E1, TheTerminalEventIsLastAndNothingFollowsIt) {
+  ProducerClient c = client();
+  http::PoolStats s;
+  s.connections_opened = 1;
+  prodsm::detail::EventTracker t(s, EventLevel::debug);
+  const ClientRequest first = send(c, kT0, "a");
+  c.handle_outcome(kT0 + 1ms, first.tag,
+                   tl::unexpected(make_error(ErrorCode::unavailable, Certainty::definite, false, "refused")));
+  s.connect_failures = 1;  // the failed connect behind that failure, and a reconnect
+  s.transport_failures = 1;
+  s.connections_opened = 2;
+  auto events = look(t, c, s);
+  ASSERT_EQ(events.size(), 3U);
+  EXPECT_EQ(events[0].kind, EventKind::reconnect);
+  EXPECT_EQ(events[0].level, EventLevel::warning) << "the failed connect is reported with the failure";
+  EXPECT_EQ(events[1].kind, EventKind::reconnect);
+  EXPECT_EQ(events.back().kind, EventKind::terminal);
+  s.transport_failures = 2;  // the session goes on (an attached one, other producers)
+  s.connections_opened = 3;
+  s.connect_failures = 2;
+  EXPECT_TRUE(look(t, c, s).empty()) << "nothing after the terminal event";
+}
+
 // Below min_level nothing is made.
 TEST(Events, MinLevelFiltersRetriesOut) {
   ProducerClient c = client();

@@ -123,5 +123,38 @@ TEST(AsioTokens, FlushCloseAndTicketWaitsAreCancellableAndTheWorkGoesOn) {
   client.clear_faults(ReferenceServer::shared().url());
 }
 
+// A cancel never replaces an outcome already decided: a flush or close refused or
+// answered at once (here: after the close) gives that outcome even when the slot fires in
+// the same handler; an emit of cancellation_type::none cancels nothing.
+TEST(AsioTokens, ACancelNeverReplacesAnOutcomeAlreadyDecided) {
+  IoThread io;
+  TestClient client;
+  const std::string url = new_stream(client, "cancel-decided");
+  auto producer = asio::Producer::create(io.io.get_executor(), options_for(url)).value();
+  ASSERT_TRUE(producer.async_close(::asio::use_future).get().has_value());
+  auto start_and_cancel = [&](bool flush, ::asio::cancellation_type type) {
+    std::promise<asio::VoidResult> got;
+    ::asio::cancellation_signal signal;
+    ::asio::post(io.io, [&] {
+      auto h = ::asio::bind_cancellation_slot(signal.slot(), [&](asio::VoidResult r) { got.set_value(r); });
+      if (flush) {
+        producer.async_flush(std::move(h));
+      } else {
+        producer.async_close(std::move(h));
+      }
+      signal.emit(type);  // before the posted outcome ran
+    });
+    return got.get_future().get();
+  };
+  const auto flush = start_and_cancel(true, ::asio::cancellation_type::terminal);
+  ASSERT_FALSE(flush.has_value());
+  EXPECT_EQ(flush.error().code, ErrorCode::closed) << flush.error().describe();
+  const auto close = start_and_cancel(false, ::asio::cancellation_type::terminal);
+  EXPECT_TRUE(close.has_value()) << "C1: a second close gives the first one's result";
+  const auto none = start_and_cancel(true, ::asio::cancellation_type::none);
+  ASSERT_FALSE(none.has_value());
+  EXPECT_EQ(none.error().code, ErrorCode::closed);
+}
+
 }  // namespace
 }  // namespace prodsm::test

@@ -246,6 +246,7 @@ struct ProducerImpl : std::enable_shared_from_this<ProducerImpl<Client, Options,
 
   template <class Result, class C>
   void post_result(C completion, Result result) {
+    if (completion) completion->settle();  // decided: a cancel may no longer replace it
     auto shared = std::make_shared<C>(std::move(completion));
     ::asio::post(callback_strand, [self = this->shared_from_this(), shared, result = std::move(result)] {
       self->run_callback([&] { (*shared)->complete(result); });

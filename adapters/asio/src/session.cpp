@@ -83,12 +83,17 @@ struct Session::Impl : std::enable_shared_from_this<Session::Impl> {
         if (it == handlers.end()) continue;
         ExchangeHandler done = std::move(it->second);
         handlers.erase(it);
+        refresh_stats();  // the handler's producer reads them (its events: a reconnect, a failed connect)
         done(std::move(outcome->result));  // may call exchange() again: it only posts
         continue;
       }
       break;
     }
     arm_timer();
+    refresh_stats();
+  }
+
+  void refresh_stats() {
     std::lock_guard lock(stats_mu);
     stats_snapshot = pool.stats();
   }

@@ -153,11 +153,16 @@ void Session::Impl::drive(Instant now) {
       if (it == handlers.end()) continue;
       ExchangeHandler done = std::move(it->second);
       handlers.erase(it);
+      refresh_stats();  // the handler's producer reads them (its events: a reconnect, a failed connect)
       done(std::move(outcome->result));  // may call exchange(): it only queues
       continue;
     }
     break;
   }
+  refresh_stats();
+}
+
+void Session::Impl::refresh_stats() {
   std::lock_guard lock(stats_mu);
   stats_snapshot = pool.stats();
 }

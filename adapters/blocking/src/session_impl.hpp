@@ -57,6 +57,8 @@ struct Session::Impl : std::enable_shared_from_this<Session::Impl> {
   void run();
   void take_inbox(Instant now);
   void drive(Instant now);
+  /// Copies the pool's counters into stats_snapshot (before each handler and after a drive).
+  void refresh_stats();
   void connect(http::ConnectionId id, Instant now);
   bool try_connect_from(Socket& s, std::size_t index);
   void on_socket_events(std::uint64_t id, short revents, Instant now);

@@ -29,8 +29,8 @@ struct ProducerAdapterStats {
   /// (percentiles in ns, within 6.25 %; prodsm/latency.hpp): from the submit that
   /// accepted the record to the input that acknowledged it, before its callback ran.
   LatencySummary submit_to_ack{};
-  /// Events passed to the event hook (at or above its min_level; 0 without a hook:
-  /// prodsm/producer_event.hpp).
+  /// Events made for the event hook (at or above its min_level; 0 without a hook:
+  /// prodsm/producer_event.hpp), counted when queued: the hook may not have run yet.
   std::uint64_t events = 0;
 };
 

@@ -38,6 +38,8 @@ struct Completion {
   virtual void complete(Result result) = 0;
   /// Runs the handler with `result` later, never inside this call (a ready outcome).
   virtual void complete_later(Result result) { complete(std::move(result)); }
+  /// The outcome is decided and on its way (posted): a cancel may no longer replace it.
+  virtual void settle() noexcept {}
 };
 
 template <class Result, class Handler>
@@ -79,14 +81,17 @@ template <class Slot>
 std::function<void(std::function<void()>)> cancel_installer(Slot slot) {
   if (!slot.is_connected()) return {};
   return [slot](std::function<void()> cancel) mutable {
-    slot.assign([cancel = std::move(cancel)](::asio::cancellation_type) { cancel(); });
+    slot.assign([cancel = std::move(cancel)](::asio::cancellation_type type) {
+      if (type != ::asio::cancellation_type::none) cancel();
+    });
   };
 }
 
 /// A completion whose handler's cancellation slot may end the wait first (per-operation
 /// cancellation): the handler then gets `cancelled` at once, and the operation's own
-/// completion later finds nothing to run. The operation itself goes on (a flush barrier
-/// stays, a close keeps draining): a durable record cannot be unsent.
+/// completion later finds nothing to run. Once the outcome is decided (settle(): a
+/// refusal or a result posted to the callback strand), a cancel changes nothing. The operation itself goes on (a flush
+/// barrier stays, a close keeps draining): a durable record cannot be unsent.
 template <class Result>
 class CancellableCompletion final : public Completion<Result> {
  public:
@@ -94,9 +99,16 @@ class CancellableCompletion final : public Completion<Result> {
   struct Shared {
     std::mutex mu;
     std::unique_ptr<Completion<Result>> inner;
+    bool settled = false;  ///< the outcome is decided: a cancel finds nothing to end
     /// The completion, once: null after it ran or was cancelled.
     std::unique_ptr<Completion<Result>> take() {
       std::lock_guard lock(mu);
+      return std::move(inner);
+    }
+    /// The completion for a cancel: null once settled, ran or cancelled.
+    std::unique_ptr<Completion<Result>> take_unsettled() {
+      std::lock_guard lock(mu);
+      if (settled) return nullptr;
       return std::move(inner);
     }
   };
@@ -106,6 +118,10 @@ class CancellableCompletion final : public Completion<Result> {
   }
   void complete_later(Result result) override {
     if (auto c = shared_->take()) c->complete_later(std::move(result));
+  }
+  void settle() noexcept override {
+    std::lock_guard lock(shared_->mu);
+    shared_->settled = true;
   }
 
  private:
@@ -122,10 +138,11 @@ std::unique_ptr<Completion<Result>> make_waiting_completion(Handler handler, con
   if (!slot.is_connected()) return inner;
   auto shared = std::make_shared<typename CancellableCompletion<Result>::Shared>();
   shared->inner = std::move(inner);
-  slot.assign([weak = std::weak_ptr(shared), what](::asio::cancellation_type) {
+  slot.assign([weak = std::weak_ptr(shared), what](::asio::cancellation_type type) {
+    if (type == ::asio::cancellation_type::none) return;
     auto s = weak.lock();
     if (!s) return;
-    if (auto c = s->take()) {
+    if (auto c = s->take_unsettled()) {
       c->complete_later(Result(tl::unexpected(
           make_error(ErrorCode::cancelled, Certainty::indefinite, false,
                      std::string(what) + " cancelled: the wait ended; the operation goes on (abort() stops it)"))));

@@ -10,10 +10,14 @@
 //  - retry: the core's `retries` counter grew (E4; cause: the client's last failure), or
 //    its `gap_resends` (S4, debug);
 //  - claim: `epoch_claims` grew (S5; cause: the 403 stale epoch);
-//  - terminal: the core reached ProducerState::failed (E1; cause: its sticky error), once;
+//  - terminal: the core reached ProducerState::failed (E1; cause: its sticky error), once
+//    and last: it comes after the other events of the same look, and nothing follows it;
 //  - reconnect: the session opened a connection after it lost one (its transport failures
 //    or stalls grew since the last reconnect it reported), or a connect failed (warning).
-//    An attached session is shared: its reconnects are reported to every producer on it.
+//    An attached session is shared: every producer on it reports the reconnects it notices
+//    at its own inputs (several noticed at once are one event with a count).
+//    The session's counters are refreshed before each outcome reaches its producer, so a
+//    failed connect is seen with the failure it caused.
 
 #include <cstdint>
 #include <optional>
@@ -40,6 +44,7 @@ class EventTracker {
   /// last call. Client: ds::ProducerClient or s2::ProducerClient.
   template <class Client>
   void observe(const Client& client, const http::PoolStats& session, std::vector<ProducerEvent>& out) {
+    if (terminal_reported_) return;  // the terminal event was the last (E1)
     const auto& core = client.core();
     const ProducerStats& s = core.stats();
     if (s.retries > retries_) {
@@ -68,11 +73,6 @@ class EventTracker {
           client.last_failure(), n, epoch);
       claims_ = s.epoch_claims;
     }
-    if (!terminal_reported_ && core.state() == ProducerState::failed) {
-      terminal_reported_ = true;
-      add(out, EventKind::terminal, EventLevel::error,
-          "the producer failed: every unacknowledged and later record fails (E1)", core.terminal_error(), 1);
-    }
     if (session.connect_failures > connect_failures_) {
       const std::uint64_t n = session.connect_failures - connect_failures_;
       add(out, EventKind::reconnect, EventLevel::warning,
@@ -89,6 +89,11 @@ class EventTracker {
       losses_reported_ = losses_;
     }
     connections_opened_ = session.connections_opened;
+    if (core.state() == ProducerState::failed) {  // E1: last, once; nothing after it
+      terminal_reported_ = true;
+      add(out, EventKind::terminal, EventLevel::error,
+          "the producer failed: every unacknowledged and later record fails (E1)", core.terminal_error(), 1);
+    }
   }
 
  private:
