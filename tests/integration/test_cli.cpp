@@ -389,8 +389,8 @@ TEST_F(Cli, OutOfRangeOptionsAreRefused) {
 void interrupt_while_reading_a_fifo(TestClient& client, const std::string& u, bool named_with_dash_i,
                                     bool partial = false) {
   client.create(u, "application/octet-stream");
-  interrupt_produce_reading_a_fifo({"produce", u, "-q", "--linger-ms", "0"}, [&] { return client.read_all(u, false); },
-                                   named_with_dash_i, partial);
+  interrupt_produce_reading_a_fifo(
+      {"produce", u, "-q", "--linger-ms", "0"}, [&] { return client.read_all(u, false); }, named_with_dash_i, partial);
 }
 
 TEST_F(Cli, InterruptFlushesWhatWasAcceptedAndExits130) {
