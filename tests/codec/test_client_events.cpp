@@ -130,6 +130,8 @@ TEST(E1, TheTerminalEventIsLastAndNothingFollowsIt) {
   ASSERT_EQ(events.size(), 3U);
   EXPECT_EQ(events[0].kind, EventKind::reconnect);
   EXPECT_EQ(events[0].level, EventLevel::warning) << "the failed connect is reported with the failure";
+  ASSERT_TRUE(events[0].cause.has_value()) << "the failure that ended the producer is its cause";
+  EXPECT_EQ(events[0].cause->code, ErrorCode::unavailable);
   EXPECT_EQ(events[1].kind, EventKind::reconnect);
   EXPECT_EQ(events.back().kind, EventKind::terminal);
   s.transport_failures = 2;  // the session goes on (an attached one, other producers)

@@ -73,6 +73,7 @@ class EventTracker {
           client.last_failure(), n, epoch);
       claims_ = s.epoch_claims;
     }
+    if (core.state() == ProducerState::failed) remember_transport_failure(client.last_failure());  // not retried
     if (session.connect_failures > connect_failures_) {
       const std::uint64_t n = session.connect_failures - connect_failures_;
       add(out, EventKind::reconnect, EventLevel::warning,
