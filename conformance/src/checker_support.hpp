@@ -60,6 +60,7 @@ Result check_f5(const Checked& c);
 Result check_c1(const Checked& c);
 Result check_c2(const Checked& c);
 Result check_c3(const Checked& c);
+Result check_c4(const Checked& c);
 Result check_c5(const Checked& c);
 Result check_e1(const Checked& c);
 Result check_e2(const Checked& c);

@@ -36,6 +36,9 @@ bool needs_records_time(const Capabilities& c) {
 bool needs_certainty(const Capabilities& c) {
   return c.per_record_completions && c.classifies_certainty;
 }
+bool needs_stream_close(const Capabilities& c) {
+  return c.stream_close && c.per_record_completions;
+}
 
 struct Entry {
   Clause clause;
@@ -63,7 +66,9 @@ const std::vector<Entry>& entries() {
       {{"C1", "close = flush + drain; a second close returns the same result", Coverage::trace, always}, check_c1},
       {{"C2", "submit or flush after close is refused with closed", Coverage::trace, needs_sync}, check_c2},
       {{"C3", "close racing a barrier stays consistent", Coverage::trace, needs_flush}, check_c3},
-      {{"C4", "owned sessions closed, attached left open", Coverage::adapter, always}, nullptr},
+      {{"C4", "closing the stream is apart from closing the producer, after its records", Coverage::trace,
+        needs_stream_close},
+       check_c4},
       {{"C5", "abort fails the unresolved, definite or indefinite", Coverage::trace, needs_abort}, check_c5},
       {{"E1", "terminal errors are sticky", Coverage::trace, needs_records}, check_e1},
       {{"E2", "failures are classified definite/indefinite", Coverage::trace, needs_certainty}, check_e2},

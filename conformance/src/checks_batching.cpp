@@ -40,7 +40,8 @@ Result check_b1(const Checked& c) {
       const Step& step = x.trace.steps[s];
       switch (step.input.kind) {
         case Input::Kind::flush:
-        case Input::Kind::close: reason = true; break;
+        case Input::Kind::close:
+        case Input::Kind::close_stream: reason = true; break;  // C4: a stream close is a flush barrier
         case Input::Kind::submit:
         case Input::Kind::respond:
           reason = step.result.kind == SyncResult::Kind::rejected && step.result.reason == RejectReason::would_block;
@@ -78,7 +79,7 @@ Result check_b2(const Checked& c) {
     }
     for (std::size_t s = x.tickets[last].submit_step; s <= send.step && !reason; ++s) {
       const auto kind = x.trace.steps[s].input.kind;
-      reason = kind == Input::Kind::flush || kind == Input::Kind::close;
+      reason = kind == Input::Kind::flush || kind == Input::Kind::close || kind == Input::Kind::close_stream;
     }
     for (std::size_t s : x.would_block_steps) {
       if (s >= x.tickets[last].submit_step && s <= send.step) reason = true;

@@ -93,7 +93,7 @@ Result check_p3(const Checked& c) {
       }
     }
   }
-  if (!x.closeds.empty() && x.closeds.front().seq + 1 != x.observations) {
+  if (!x.closeds.empty() && x.closeds.front().seq + 1 != x.producer_observations_end) {  // C4: stream closes aside
     return violation("P3", "something was observed after Closed (Closed must be last)", {x.closeds.front().step});
   }
   return std::nullopt;

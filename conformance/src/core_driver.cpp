@@ -124,9 +124,15 @@ class CoreDriver final : public Driver {
         for (const auto& [sent, response] : server_.restart(c.server_state_kept)) deliver(sent, response);
         return true;
       }
+      case K::close_stream:
+        unsupported_ =
+            "close_stream: the bare core has no stream; a Durable Streams run with config stream_operations runs "
+            "prodsm's producer client";
+        return false;
     }
     return false;
   }
+  [[nodiscard]] std::string unsupported_reason() const override { return unsupported_; }
 
   [[nodiscard]] const Trace& trace() const override { return trace_; }
   [[nodiscard]] Capabilities capabilities() const override { return {}; }
@@ -225,6 +231,7 @@ class CoreDriver final : public Driver {
   Trace trace_;
   Instant now_{};
   std::size_t sends_ = 0;
+  std::string unsupported_;
   detail::SimServer server_;
 };
 
@@ -268,6 +275,9 @@ TraceConfig trace_config(const CoreConfig& config) {
 }
 
 std::unique_ptr<Driver> make_core_driver(const CoreConfig& config, std::string* error) {
+  if (config.protocol == Protocol::durable_streams && config.stream_operations) {
+    return make_client_driver(config, error);  // the bare core has no stream (C4)
+  }
   if (config.protocol == Protocol::durable_streams) {
     auto p = DurableStreamsProducer::create(config.durable_streams);
     if (!p) {

@@ -31,6 +31,12 @@ std::string observation_text(const Observation& o) {
       break;
     case Observation::Kind::closed: s << "closed " << (o.ok ? std::string("ok") : o.error.describe()); break;
     case Observation::Kind::capacity: s << "capacity available"; break;
+    case Observation::Kind::stream_close:
+      s << "stream-close request#" << o.stream_close_index << " (op " << o.op << ", " << o.body.size() << "B)";
+      break;
+    case Observation::Kind::stream_closed:
+      s << "stream closed (op " << o.op << ") " << (o.ok ? "ok, final offset " + o.final_offset : o.error.describe());
+      break;
   }
   return s.str();
 }
@@ -55,12 +61,25 @@ std::string describe(const Step& step, std::size_t index) {
                        : (step.input.response.ack.duplicate ? std::string("duplicate") : std::string("ack")))
                 : std::string(to_string(step.input.response.error.code)));
       break;
+    case Input::Kind::close_stream: s << "close_stream"; break;
+    case Input::Kind::respond_stream_close:
+      s << "answer stream-close request#" << step.input.stream_close_index << " with "
+        << (step.input.response.kind == Response::Kind::ack ? std::string("ack")
+                                                            : std::string(to_string(step.input.response.error.code)));
+      break;
   }
   switch (step.result.kind) {
     case SyncResult::Kind::ticket: s << " -> ticket " << step.result.value; break;
     case SyncResult::Kind::barrier: s << " -> barrier " << step.result.value; break;
     case SyncResult::Kind::rejected: s << " -> refused " << to_string(step.result.reason); break;
     case SyncResult::Kind::closed_result: s << " -> " << (step.result.ok ? "closed ok" : "closed failed"); break;
+    case SyncResult::Kind::stream_close:
+      if (step.result.ok) {
+        s << " -> stream close op " << step.result.value;
+      } else {
+        s << " -> stream close refused " << (step.result.error ? step.result.error->describe() : std::string());
+      }
+      break;
     case SyncResult::Kind::none: break;
   }
   for (const auto& o : step.observed) s << "\n      " << observation_text(o);

@@ -219,6 +219,9 @@ class ExternalDriver final : public Driver {
         request = respond_request(*answered, session_rest, input);
         break;
       }
+      case Command::Kind::close_stream:
+        unsupported_ = "close_stream: the driver protocol has no stream close yet (C4 runs on the core target)";
+        return false;
       case Command::Kind::invalid_ack:
         if (c.invalid == Command::Invalid::unknown_batch) {
           unsupported_ =
@@ -333,6 +336,7 @@ Capabilities capabilities_from(const json& c) {
   caps.synchronous_rejection = c.value("synchronous_rejection", false);
   caps.virtual_time = c.value("virtual_time", false);
   caps.classifies_certainty = c.value("classifies_certainty", false);
+  caps.stream_close = false;  // the driver protocol has no stream close yet (C4)
   return caps;
 }
 

@@ -91,6 +91,7 @@ rc::Gen<CoreConfig> gen_config(const PropertySpec& spec) {
   return rc::gen::exec([spec] {
     CoreConfig c;
     c.protocol = spec.protocol;
+    c.stream_operations = spec.stream_operations && spec.protocol == Protocol::durable_streams;
     const Duration linger = *rc::gen::element(Duration{0}, Duration{1ms}, Duration{5ms}, Duration{1h}, Duration{-1});
     const bool disabled = linger.count() < 0;
     const std::uint32_t in_flight = *rc::gen::inRange<std::uint32_t>(1, 6);
@@ -202,6 +203,7 @@ rc::Gen<Command> gen_command(const CoreConfig& config) {
         rc::gen::elementOf(codes), which, rc::gen::arbitrary<bool>());
   };
   return rc::gen::weightedOneOf<Command>({
+      {config.stream_operations ? 2U : 0U, rc::gen::just(Command::of(Command::Kind::close_stream))},  // C4
       {60, rc::gen::map(gen_record(t), [](std::string r) { return Command::submit_record(std::move(r)); })},
       {12, rc::gen::just(Command::of(Command::Kind::flush))},
       {1, rc::gen::just(Command::of(Command::Kind::close))},

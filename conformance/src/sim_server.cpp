@@ -25,6 +25,8 @@
 //  - request_timeout: indefinite and retryable, like connection_lost.
 //  - restart_server: every unanswered send fails as connection_lost; with the state
 //    lost, acknowledged seqs are forgotten and no epoch starts at the configured seq.
+//  - a stream-close request (C4): answered in send order like a batch; ack or duplicate ->
+//    closed, final offset = the tail; fail -> the error of `fail_code`.
 //  - a configured first seq (TraceConfig::initial_seq): the server holds the seqs below it
 //    for the configured epoch (a resumed producer), so a gap there reports from it.
 #include "sim_server.hpp"
@@ -43,8 +45,16 @@ std::string offset_text(std::uint64_t bytes) {
 
 void SimServer::sent(const Observation& o) {
   batch_bytes_[o.first_ticket] = o.body.size();
-  unanswered_.push_back(
-      PendingSend{o.send_index, o.batch, o.attempt, o.first_ticket, o.count, o.body.size(), o.stamp, o.session});
+  unanswered_.push_back(PendingSend{o.send_index, o.batch, o.attempt, o.first_ticket, o.count, o.body.size(), o.stamp,
+                                    o.session, false, made_++});
+}
+
+void SimServer::sent_stream_close(const Observation& o) {
+  PendingSend p;
+  p.index = o.stream_close_index;
+  p.stream_close = true;
+  p.order = made_++;
+  unanswered_.push_back(p);
 }
 
 std::vector<std::pair<PendingSend, Response>> SimServer::restart(bool state_kept) {
@@ -75,7 +85,7 @@ void SimServer::unanswer(const PendingSend& send) {
   if (last_ack_undo_ && last_ack_undo_->first == send.index) last_ack_ = last_ack_undo_->second;
   last_ack_undo_.reset();
   auto it = unanswered_.begin();
-  while (it != unanswered_.end() && it->index < send.index) ++it;
+  while (it != unanswered_.end() && it->order < send.order) ++it;
   unanswered_.insert(it, send);
 }
 
@@ -104,6 +114,11 @@ std::optional<std::pair<PendingSend, Response>> SimServer::answer(const Command&
     return std::make_pair(sent, r);
   }
   r.kind = Response::Kind::ack;
+  if (sent.stream_close) {  // closed at the tail; an invalid_ack leaves out the offset
+    r.invalid = c.kind == Command::Kind::invalid_ack;
+    if (!r.invalid) r.ack.next_offset = offset_text(tail_bytes_);
+    return std::make_pair(sent, r);
+  }
   r.ack = ack(c, sent, r.invalid);
   if (!r.invalid && !r.ack.duplicate && config_.protocol == Protocol::durable_streams) tail_bytes_ += sent.body_bytes;
   if (!r.invalid && !r.ack.duplicate) {

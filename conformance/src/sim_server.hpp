@@ -27,6 +27,9 @@ struct PendingSend {
   std::size_t body_bytes = 0;
   TraceStamp stamp;
   std::optional<std::uint64_t> session;  ///< the transport session that carried it, if reported
+  /// A stream-close request (C4), not a batch: `index` is its stream_close_index.
+  bool stream_close = false;
+  std::uint64_t order = 0;  ///< position among every send and stream-close request made
 };
 
 class SimServer {
@@ -35,6 +38,9 @@ class SimServer {
 
   /// A send the producer made.
   void sent(const Observation& send);
+  /// A stream-close request the producer made (C4): answered like a send, in the same
+  /// order; an ack (or duplicate: a repeated close) closes the stream at the tail.
+  void sent_stream_close(const Observation& request);
   [[nodiscard]] std::size_t unanswered() const noexcept { return unanswered_.size(); }
 
   /// Takes the send a server command answers (oldest or newest unanswered) and builds
@@ -70,6 +76,7 @@ class SimServer {
 
   TraceConfig config_;
   std::deque<PendingSend> unanswered_;
+  std::uint64_t made_ = 0;  ///< sends and stream-close requests made so far (PendingSend::order)
   std::map<std::uint64_t, std::set<std::uint64_t>> acked_seqs_;        ///< Durable Streams: epoch -> seqs
   std::optional<std::pair<std::uint64_t, std::uint64_t>> last_acked_;  ///< undone by unanswer()
   std::uint64_t tail_bytes_ = 0;                                       ///< Durable Streams: bytes appended so far

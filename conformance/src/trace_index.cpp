@@ -49,6 +49,8 @@ TraceIndex::TraceIndex(const Trace& traced) : trace{traced}, config{traced.confi
         }
         break;
       case Input::Kind::advance: break;
+      case Input::Kind::close_stream:  // C4: read by check_c4 from the trace itself
+      case Input::Kind::respond_stream_close: break;
     }
     for (const Observation& o : step.observed) {
       switch (o.kind) {
@@ -101,6 +103,11 @@ TraceIndex::TraceIndex(const Trace& traced) : trace{traced}, config{traced.confi
         case Observation::Kind::barrier: barrier_dones.push_back(BarrierDoneInfo{i, seq, &o}); break;
         case Observation::Kind::closed: closeds.push_back(ClosedInfo{i, seq, &o}); break;
         case Observation::Kind::capacity: capacity.emplace_back(i, seq); break;
+        case Observation::Kind::stream_close:
+        case Observation::Kind::stream_closed: break;  // C4: check_c4
+      }
+      if (o.kind != Observation::Kind::stream_close && o.kind != Observation::Kind::stream_closed) {
+        producer_observations_end = seq + 1;
       }
       ++seq;
     }

@@ -95,6 +95,9 @@ struct TraceIndex {
   /// Steps with a completion naming records never accepted (not indexed either).
   std::vector<std::size_t> malformed_dones;
   std::size_t observations = 0;  ///< total observations (seq runs 0..observations-1)
+  /// One past the seq of the last observation of the producer itself: stream-close
+  /// requests and results (C4) excluded — a stream close may finish after Closed.
+  std::size_t producer_observations_end = 0;
   std::size_t first_seq_of_step(std::size_t step) const { return step_first_seq[step]; }
   std::vector<std::size_t> step_first_seq;
   /// Accepted tickets before step `step` (the cutoff a flush at that step gets).

@@ -169,7 +169,8 @@ std::optional<CoreConfig> core_config_from_json(Protocol protocol, const json& j
                                               "json",
                                               "idempotent",
                                               "match_seq_num",
-                                              "fencing_token"};
+                                              "fencing_token",
+                                              "stream_operations"};
   if (j.is_null()) return core_config_from_json(protocol, json::object(), error);
   if (!j.is_object()) {
     fail(error, "config: must be an object");
@@ -210,6 +211,13 @@ std::optional<CoreConfig> core_config_from_json(Protocol protocol, const json& j
       fail(error, "config.match_seq_num: S2 only");
       return std::nullopt;
     }
+    if (j.contains("stream_operations")) {
+      if (!j.at("stream_operations").is_boolean()) {
+        fail(error, "config.stream_operations: must be true or false");
+        return std::nullopt;
+      }
+      c.stream_operations = j.at("stream_operations").get<bool>();
+    }
   } else {
     if (!apply_common(j, c.s2, error)) return std::nullopt;
     if (j.contains("match_seq_num") && !j.at("match_seq_num").is_null()) {
@@ -218,8 +226,9 @@ std::optional<CoreConfig> core_config_from_json(Protocol protocol, const json& j
     if (j.contains("fencing_token") && !j.at("fencing_token").is_null()) {
       c.s2.protocol.fencing_token = j.at("fencing_token").get<std::string>();
     }
-    if (j.contains("json") || j.contains("idempotent")) {
-      fail(error, "config.idempotent: Durable Streams only");
+    if (j.contains("json") || j.contains("idempotent") || j.contains("stream_operations")) {
+      fail(error, std::string("config.") + (j.contains("stream_operations") ? "stream_operations" : "idempotent") +
+                      ": Durable Streams only");
       return std::nullopt;
     }
   }
@@ -235,6 +244,7 @@ json core_config_to_json(const CoreConfig& c) {
       j["idempotent"] = {{"producer_id", id->producer_id}, {"epoch", id->epoch}, {"auto_claim", id->auto_claim}};
       if (id->seq != 0) j["idempotent"]["seq"] = id->seq;
     }
+    if (c.stream_operations) j["stream_operations"] = true;
   } else {
     common_to_json(c.s2, j);
     if (c.s2.protocol.match_seq_num) j["match_seq_num"] = *c.s2.protocol.match_seq_num;
@@ -325,6 +335,8 @@ std::optional<Command> command_from_json(const json& step, std::string* error) {
       return std::nullopt;
     }
     c.server_state_kept = state == "kept";
+  } else if (what == "close_stream") {
+    c.kind = Command::Kind::close_stream;
   } else {
     fail(error, "step.do: unknown command '" + what + "'");
     return std::nullopt;
@@ -353,6 +365,7 @@ json command_to_json(const Command& c) {
     case Command::Kind::restart_server:
       j = {{"do", "restart_server"}, {"state", c.server_state_kept ? "kept" : "lost"}};
       break;
+    case Command::Kind::close_stream: j = {{"do", "close_stream"}}; break;
   }
   return j;
 }

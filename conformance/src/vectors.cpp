@@ -4,6 +4,7 @@
 
 #include "prodsm/conformance/external.hpp"
 #include "prodsm/conformance/json_limits.hpp"
+#include "vector_text.hpp"
 
 #include <algorithm>
 #include <cmath>
@@ -17,75 +18,7 @@
 namespace prodsm::conformance {
 
 using nlohmann::json;
-
-namespace {
-
-std::string outcome_of(const Trace& trace, std::uint64_t ticket) {
-  for (const auto& step : trace.steps) {
-    for (const auto& o : step.observed) {
-      if (o.kind != Observation::Kind::done || ticket < o.first_ticket || ticket > o.last_ticket) continue;
-      if (o.ok) return o.ack.duplicate ? "ok:duplicate" : "ok";
-      return "failed:" + std::string(to_string(o.error.code)) + ":" + std::string(to_string(o.error.certainty));
-    }
-  }
-  return "pending";
-}
-
-/// Per-ticket form of completion texts: "0-1:ok" -> "0-0:ok", "1-1:ok" (an SDK with a
-/// promise per record reports what prodsm's core reports per batch).
-std::vector<std::string> per_ticket(const std::vector<std::string>& ranges) {
-  std::vector<std::string> out;
-  for (const auto& r : ranges) {
-    const auto dash = r.find('-');
-    const auto colon = r.find(':');
-    if (dash == std::string::npos || colon == std::string::npos || dash > colon) {
-      out.push_back(r);
-      continue;
-    }
-    const std::uint64_t first = std::stoull(r.substr(0, dash));
-    const std::uint64_t last = std::stoull(r.substr(dash + 1, colon - dash - 1));
-    for (std::uint64_t t = first; t <= last && t - first < 100000; ++t) {
-      out.push_back(std::to_string(t) + "-" + std::to_string(t) + r.substr(colon));
-    }
-  }
-  return out;
-}
-
-/// Drops a ":definite" / ":indefinite" suffix (targets that do not classify certainty).
-std::string without_certainty(std::string s) {
-  for (const char* suffix : {":definite", ":indefinite"}) {
-    const std::string x = suffix;
-    if (s.size() >= x.size() && s.compare(s.size() - x.size(), x.size(), x) == 0) s.erase(s.size() - x.size());
-  }
-  return s;
-}
-
-/// `expected` matches `actual` when equal, or when `expected` is a prefix that stops at a
-/// ':' boundary ("failed:stream_closed" matches "failed:stream_closed:indefinite").
-bool matches(const std::string& expected, const std::string& actual) {
-  if (expected == actual) return true;
-  return actual.size() > expected.size() && actual.compare(0, expected.size(), expected) == 0 &&
-         actual[expected.size()] == ':';
-}
-
-std::string result_text(const SyncResult& r) {
-  switch (r.kind) {
-    case SyncResult::Kind::ticket: return "ticket";
-    case SyncResult::Kind::barrier: return "barrier";
-    case SyncResult::Kind::rejected: return "refused:" + std::string(to_string(r.reason));
-    case SyncResult::Kind::closed_result:
-      return r.ok ? "closed:ok" : "closed:" + std::string(r.error ? to_string(r.error->code) : "error");
-    case SyncResult::Kind::none: return "none";
-  }
-  return "none";
-}
-
-std::string completion_text(const Observation& o) {
-  return std::to_string(o.first_ticket) + "-" + std::to_string(o.last_ticket) + ":" +
-         (o.ok ? std::string("ok") : "failed:" + std::string(to_string(o.error.code)));
-}
-
-}  // namespace
+using namespace detail;  // the texts expectations compare (vector_text.hpp)
 
 DriverFactory core_driver_factory() {
   return [](Protocol protocol, const json& config, std::string* error) -> std::unique_ptr<Driver> {
@@ -105,8 +38,9 @@ std::optional<std::string> check_vector_shape(const json& v) {
   static const std::set<std::string> step_keys = {
       "do",    "record", "ms",           "which",       "code",           "kind", "clause", "retry_after_ms",
       "state", "expect", "expect_sends", "expect_done", "expect_barriers"};
-  static const std::set<std::string> expect_keys = {"outcomes", "closed", "config_error", "sends",   "barriers",
-                                                    "bodies",   "order",  "stamps",       "clauses", "positions"};
+  static const std::set<std::string> expect_keys = {"outcomes", "closed",    "config_error",  "sends",
+                                                    "barriers", "bodies",    "order",         "stamps",
+                                                    "clauses",  "positions", "stream_closes", "stream_close_requests"};
   std::set<std::string> clause_ids;
   for (const auto& c : clauses()) clause_ids.insert(std::string(c.id));
   auto known_clause = [&](const json& id) { return id.is_string() && clause_ids.count(id.get<std::string>()) > 0; };
@@ -139,9 +73,9 @@ std::optional<std::string> check_vector_shape(const json& v) {
     const json& e = item.value();
     if (expect_keys.count(k) == 0) return "expect." + k + ": unknown key";
     const bool ok =
-        k == "config_error" || k == "closed" ? e.is_string()
-        : k == "sends"                       ? e.is_number_unsigned()
-        : k == "stamps"                      ? e.is_array()
+        k == "config_error" || k == "closed"           ? e.is_string()
+        : k == "sends" || k == "stream_close_requests" ? e.is_number_unsigned()
+        : k == "stamps"                                ? e.is_array()
         : k == "positions"
             ? e.is_array() && std::all_of(e.begin(), e.end(), [](const json& p) { return p.is_number_integer(); })
         : k == "clauses" ? e.is_object() && std::all_of(e.begin(), e.end(), known_clause)
@@ -163,6 +97,10 @@ std::optional<std::string> check_vector_shape(const json& v) {
     std::string error;
     if (!command_from_json(s, &error)) return where + ": " + error;
     if (s.contains("clause") && !known_clause(s.at("clause"))) return where + ".clause: unknown clause";
+    if (s.at("do") == "close_stream" &&
+        !(v.contains("config") && v.at("config").is_object() && v.at("config").value("stream_operations", false))) {
+      return where + ": close_stream needs config \"stream_operations\": true (a Durable Streams stream operation)";
+    }
     if (v.value("protocol", "durable_streams") == "s2" && s.value("which", "oldest") == "newest") {
       return where + ".which: an S2 append session answers in order; \"newest\" is for durable_streams only";
     }
@@ -301,6 +239,8 @@ VectorResult run_checked_vector(const json& v, const std::string& file, const Dr
   std::optional<std::string> closed;
   std::vector<const Observation*> first_sends;
   std::set<std::uint64_t> seen_batches;
+  std::size_t stream_close_requests = 0;  // C4
+  std::vector<std::string> stream_closes;
   for (const auto& step : trace.steps) {
     if (step.input.kind == Input::Kind::submit && step.result.kind == SyncResult::Kind::ticket) ++accepted;
     for (const auto& o : step.observed) {
@@ -321,6 +261,11 @@ VectorResult run_checked_vector(const json& v, const std::string& file, const Dr
           closed = o.ok ? "ok" : "failed:" + std::string(to_string(o.error.code));
           break;
         case Observation::Kind::capacity: break;
+        case Observation::Kind::stream_close: ++stream_close_requests; break;
+        case Observation::Kind::stream_closed:
+          order.push_back("s" + std::to_string(o.op));
+          stream_closes.push_back(o.ok ? "ok" : "failed:" + std::string(to_string(o.error.code)));
+          break;
       }
     }
   }
@@ -369,6 +314,18 @@ VectorResult run_checked_vector(const json& v, const std::string& file, const Dr
     const std::string want = expect.at("closed").get<std::string>();
     const std::string got = closed.value_or("none");
     if (!matches(want, got)) failure("close: expected " + want + ", got " + got);
+  }
+  charge("stream_closes");
+  if (expect.contains("stream_closes") &&
+      !std::equal(stream_closes.begin(), stream_closes.end(), expect.at("stream_closes").begin(),
+                  expect.at("stream_closes").end(),
+                  [](const std::string& got, const json& want) { return matches(want.get<std::string>(), got); })) {
+    failure("expected stream closes " + expect.at("stream_closes").dump() + ", got " + json(stream_closes).dump());
+  }
+  if (expect.contains("stream_close_requests") &&
+      expect.at("stream_close_requests").get<std::size_t>() != stream_close_requests) {
+    failure("expected " + expect.at("stream_close_requests").dump() + " stream-close requests, got " +
+            std::to_string(stream_close_requests));
   }
   charge("sends");
   if (expect.contains("sends") && expect.at("sends").get<std::size_t>() != total_sends) {

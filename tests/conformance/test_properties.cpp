@@ -27,6 +27,13 @@ RC_GTEST_PROP(Conformance, DurableStreamsIdempotent, ()) {
 RC_GTEST_PROP(Conformance, DurableStreamsAutoClaim, ()) {
   conformance_property(spec("durable_streams/auto_claim"), core_driver_factory());
 }
+/// The Durable Streams producer client (the core with request encoding and response
+/// classification, answered on the wire) with stream closes among the commands (C4).
+RC_GTEST_PROP(Conformance, DurableStreamsProducerClientWithStreamCloses, ()) {
+  static const PropertySpec client{"durable_streams/client", Protocol::durable_streams, Sequencing::ds_idempotent, true,
+                                   true};
+  conformance_property(client, core_driver_factory());
+}
 RC_GTEST_PROP(Conformance, S2Plain, ()) {
   conformance_property(spec("s2/plain"), core_driver_factory());
 }

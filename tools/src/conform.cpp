@@ -60,6 +60,8 @@ std::string capability_reason(const cf::Clause& clause, const cf::Capabilities& 
        "the SDK does not refuse submits synchronously"},
       {&cf::Capabilities::virtual_time, "virtual_time", "the SDK cannot run on harness time"},
       {&cf::Capabilities::classifies_certainty, "classifies_certainty", "the SDK does not say definite or indefinite"},
+      {&cf::Capabilities::stream_close, "stream_close",
+       "the driver protocol has no stream close (C4 runs on the core target's stream-close vectors)"},
   };
   std::string out;
   for (const auto& n : needs) {

@@ -158,6 +158,7 @@ const KNOWN_KEYS = new Set([
   "idempotent",
   "match_seq_num",
   "fencing_token",
+  "stream_operations",
   ...Object.keys(PRODSM_DEFAULTS),
   ...IGNORED_KEYS,
 ]);
@@ -210,6 +211,14 @@ function parseConfig(config) {
       continue;
     }
     switch (key) {
+      case "stream_operations":
+        if (typeof value !== "boolean") throw bad(key, "must be a boolean");
+        if (value) {
+          unsupported.push(
+            "stream_operations: the IdempotentProducer has no stream close that leaves the producer open (C4): close() flushes, then closes the stream and the producer together (prodsm's close_with_stream); detach() closes the producer only",
+          );
+        }
+        break;
       case "json":
         if (typeof value !== "boolean") throw bad(key, "must be a boolean");
         json = value;

@@ -198,10 +198,12 @@ void ProducerClient::on_delivered(Instant now, std::uint64_t records) {
 
 // ---- the drive rule ------------------------------------------------------------------------
 
-std::uint64_t ProducerClient::push_request(http::Request request, Outstanding what) {
+std::uint64_t ProducerClient::push_request(http::Request request, Outstanding what, std::optional<RequestBatch> batch) {
   const std::uint64_t tag = next_tag_++;
   outstanding_.emplace(tag, what);
-  requests_.push_back(ClientRequest{tag, std::move(request)});
+  ClientRequest r{tag, std::move(request), what.batch ? RequestKind::append : RequestKind::stream_close,
+                  std::move(batch), what.batch ? 0 : what.op};
+  requests_.push_back(std::move(r));
   return tag;
 }
 
@@ -227,8 +229,10 @@ void ProducerClient::drive(Instant now) {
             const bool probe = id && id->first_attempt_duplicates == FirstAttemptDuplicates::fail && a.attempt == 1 &&
                                a.stamp.seq == 0;
             request.retry_safe = a.stamp.sequenced && !probe;
-            push_request(std::move(request), Outstanding{true, a.batch, a.attempt, a.stamp.sequenced, 0,
-                                                         ProducerStamp{a.stamp.epoch, a.stamp.seq}});
+            push_request(
+                std::move(request),
+                Outstanding{true, a.batch, a.attempt, a.stamp.sequenced, 0, ProducerStamp{a.stamp.epoch, a.stamp.seq}},
+                RequestBatch{a.batch, a.attempt, a.first_ticket, a.record_count, a.stamp, a.body.size()});
           } else if constexpr (std::is_same_v<T, TicketsCompleted<DurableStreamsPolicy>>) {
             RecordsCompleted done{a.first, a.last, tl::unexpected(Error{})};
             latency_.completed(a.first, a.last, a.result.has_value(), now);

@@ -33,6 +33,12 @@ struct Command {
     /// same instant; with `server_state_kept` false the server also forgets every
     /// producer's state (acknowledged seqs), so a later sequence_gap reports expected seq 0.
     restart_server,
+    /// client: closes the *stream* on the server (C4, S6), as opposed to closing the
+    /// producer: a flush barrier, then — only if every covered record succeeded — one
+    /// stream-close request carrying no record; the producer stays open. Durable Streams
+    /// with config `stream_operations: true` (on the core target that runs prodsm's
+    /// Durable Streams producer client: the bare core has no stream).
+    close_stream,
   };
   /// Which unanswered send a server command answers.
   enum class Which : std::uint8_t { oldest, newest };

@@ -24,6 +24,8 @@ struct Capabilities {
   bool synchronous_rejection = true;   ///< submit refuses synchronously (A4, B4, R1)
   bool virtual_time = true;            ///< the harness controls time (B2, D3, E6)
   bool classifies_certainty = true;    ///< failures say definite or indefinite (E2, C5)
+  /// closes the stream apart from the producer, and reports the stream-close requests (C4)
+  bool stream_close = true;
 };
 
 /// One producer under test, run command by command on virtual time against the
@@ -51,12 +53,25 @@ struct CoreConfig {
   Protocol protocol = Protocol::durable_streams;  ///< which protocol's producer runs
   DurableStreamsConfig durable_streams{};         ///< used when protocol == durable_streams
   S2Config s2{};                                  ///< used when protocol == s2
+  /// Durable Streams: the run uses stream operations (close_stream, C4). The bare core
+  /// has no stream, so the core target then runs prodsm's Durable Streams producer
+  /// client (ds::ProducerClient: the core with its request encoding and response
+  /// classification) against the simulated server rendered as HTTP responses.
+  bool stream_operations = false;
 };
 
 /// The TraceConfig of a core configuration.
 TraceConfig trace_config(const CoreConfig& config);
 
 /// A driver over prodsm's own core; nullptr (and `error`) when the config is invalid.
+/// With `stream_operations` (Durable Streams) it is make_client_driver's.
 std::unique_ptr<Driver> make_core_driver(const CoreConfig& config, std::string* error = nullptr);
+
+/// A driver over prodsm's Durable Streams producer client (ds::ProducerClient: the core
+/// with request encoding and response classification, the object both adapters run),
+/// answered by the simulated server in HTTP responses; it also runs close_stream (C4).
+/// Everything but invalid_ack(unknown_batch), which no HTTP response can express.
+/// Nullptr (and `error`, naming the field) when the config is invalid.
+std::unique_ptr<Driver> make_client_driver(const CoreConfig& config, std::string* error = nullptr);
 
 }  // namespace prodsm::conformance

@@ -28,6 +28,9 @@ struct PropertySpec {
   Protocol protocol = Protocol::durable_streams;  ///< the protocol of the generated configs
   Sequencing sequencing = Sequencing::none;       ///< the sequencing of the generated configs
   bool auto_claim = false;                        ///< ds_idempotent: claim a stale epoch (S5)
+  /// Durable Streams: generated runs also close the stream (close_stream, C4), so the core
+  /// target runs prodsm's producer client (CoreConfig::stream_operations).
+  bool stream_operations = false;
 };
 
 /// The properties run by default: Durable Streams plain / idempotent / idempotent with

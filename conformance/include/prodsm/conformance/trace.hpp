@@ -98,7 +98,8 @@ struct Response {
 struct Observation {
   /// A batch sent, a ticket range completed, a barrier completed, the producer closed
   /// (C1, C5), or capacity freed after a would-block (R1).
-  enum class Kind : std::uint8_t { send, done, barrier, closed, capacity };
+  /// C4: a stream-close request sent (`stream_close`), a stream close finished (`stream_closed`).
+  enum class Kind : std::uint8_t { send, done, barrier, closed, capacity, stream_close, stream_closed };
   Kind kind = Kind::send;  ///< which observation; the fields below are per kind
   /// When it happened, if not at the step's instant (an external driver's `advance` can
   /// fire several timers; it reports each observation's time).
@@ -124,29 +125,37 @@ struct Observation {
   TraceAck ack;               ///< done, ok: the batch acknowledgement
   Error error;                ///< done / barrier / closed, not ok: the error
   std::uint64_t barrier = 0;  ///< barrier: its id (as flush's SyncResult value)
+  // stream_close / stream_closed (C4)
+  std::uint64_t op = 0;                ///< the stream close (as close_stream's SyncResult value)
+  std::size_t stream_close_index = 0;  ///< stream_close: position among the trace's stream-close requests
+  std::string final_offset;            ///< stream_closed, ok: the stream's final offset, when the answer said
 };
 
 /// One input the harness gave the producer.
 struct Input {
   /// A client call, a timer event at `at` (advance), or a server answer to a send (respond).
-  enum class Kind : std::uint8_t { submit, flush, close, abort, advance, respond };
-  Kind kind = Kind::submit;    ///< which input
-  Instant at{};                ///< the instant of the input (advance: the instant reached)
-  std::string record;          ///< submit
-  std::size_t send_index = 0;  ///< respond: which send (index among all sends)
-  Response response;           ///< respond
+  /// close_stream: the client closes the stream (C4); respond_stream_close: a server
+  /// answer to a stream-close request.
+  enum class Kind : std::uint8_t { submit, flush, close, abort, advance, respond, close_stream, respond_stream_close };
+  Kind kind = Kind::submit;            ///< which input
+  Instant at{};                        ///< the instant of the input (advance: the instant reached)
+  std::string record;                  ///< submit
+  std::size_t send_index = 0;          ///< respond: which send (index among all sends)
+  std::size_t stream_close_index = 0;  ///< respond_stream_close: which stream-close request
+  Response response;                   ///< respond, respond_stream_close
 };
 
 /// The input's synchronous result.
 struct SyncResult {
   /// None (abort, advance, respond, a close still in progress), an accepted submit's ticket, an
   /// accepted flush's barrier, a refusal (submit, flush), or close's final result once Closed was emitted (C1).
-  enum class Kind : std::uint8_t { none, ticket, barrier, rejected, closed_result };
+  /// stream_close: close_stream accepted (`value` = its op) or, with `error`, refused.
+  enum class Kind : std::uint8_t { none, ticket, barrier, rejected, closed_result, stream_close };
   Kind kind = Kind::none;   ///< which result
   std::uint64_t value = 0;  ///< ticket or barrier id
   RejectReason reason = RejectReason::closed;
-  std::optional<Error> error;  ///< rejected(failed): the terminal error; closed_result
-  bool ok = false;             ///< closed_result
+  std::optional<Error> error;  ///< rejected(failed): the terminal error; closed_result; stream_close refused
+  bool ok = false;             ///< closed_result; stream_close: accepted
 };
 
 /// One input, its synchronous result, and what the producer did in response.

@@ -110,10 +110,30 @@ std::optional<std::string> validate(const ProducerOptions& options);
 /// mode's FirstAttemptDuplicates. Unchanged without an idempotent producer.
 DurableStreamsConfig starting_config(const ProducerOptions& options, std::chrono::system_clock::time_point wall_now);
 
+/// Which batch attempt an append request carries (for tracing, logs and the conformance
+/// suite; the adapters need only the bytes).
+struct RequestBatch {
+  BatchId batch{};                      ///< the core's batch id
+  std::uint32_t attempt = 0;            ///< 1 for the first send of the batch, then 2, 3, ...
+  Ticket first_ticket{};                ///< the batch's first record
+  std::uint32_t record_count = 0;       ///< records in the batch, >= 1
+  DurableStreamsPolicy::Stamp stamp{};  ///< its producer headers (S2), when sequenced
+  std::size_t body_bytes = 0;           ///< the body: the last body_bytes bytes of request.bytes
+};
+
+/// What a request is for.
+enum class RequestKind : std::uint8_t {
+  append,        ///< a batch attempt (`batch` says which)
+  stream_close,  ///< a close_stream / close_with_stream request (S6, C4)
+};
+
 /// One HTTP request the client wants sent; report its outcome with handle_outcome(tag).
 struct ClientRequest {
-  std::uint64_t tag = 0;  ///< echo back in handle_outcome
-  http::Request request;  ///< bytes (head + body), HEAD flag, retry_safe (sequenced appends)
+  std::uint64_t tag = 0;                   ///< echo back in handle_outcome
+  http::Request request;                   ///< bytes (head + body), HEAD flag, retry_safe (sequenced appends)
+  RequestKind kind = RequestKind::append;  ///< a batch attempt or a stream close
+  std::optional<RequestBatch> batch;       ///< kind == append: the batch attempt it carries
+  std::uint64_t stream_close_op = 0;       ///< kind == stream_close: the op it is for
 };
 
 /// Records [first, last] (one batch) completed with one result (P2, P3, P4): the batch's
@@ -249,7 +269,7 @@ class ProducerClient {
   void send_stream_close(StreamClose& c);
   void finish_stream_close(std::uint64_t op, CloseStreamResult result);
   StreamClose* find_stream_close(std::uint64_t op);
-  std::uint64_t push_request(http::Request request, Outstanding what);
+  std::uint64_t push_request(http::Request request, Outstanding what, std::optional<RequestBatch> batch = {});
 
   ProducerOptions options_;
   StreamUrl url_;
