@@ -16,49 +16,22 @@
 #include "prodsm/conformance/driver.hpp"
 #include "prodsm/ds/client.hpp"
 #include "sim_server.hpp"
+#include "timed_driver.hpp"
 
 namespace prodsm::conformance {
 namespace {
 
-class ClientDriver final : public Driver {
+class ClientDriver final : public detail::TimedDriver<ClientDriver> {
+  using Base = detail::TimedDriver<ClientDriver>;
+
  public:
-  ClientDriver(ds::ProducerClient client, TraceConfig config) : client_{std::move(client)}, server_{config} {
-    trace_.config = std::move(config);
-  }
+  ClientDriver(ds::ProducerClient client, const TraceConfig& config) : Base{config}, client_{std::move(client)} {}
 
   bool run(const Command& c) override {
     using K = Command::Kind;
     unsupported_.clear();
+    if (auto shared = run_shared(c)) return *shared;
     switch (c.kind) {
-      case K::submit: {
-        Step& step = begin(Input::Kind::submit);
-        step.input.record = c.record;
-        auto r = client_.submit(now_, std::string_view{c.record});
-        if (r) {
-          step.result.kind = SyncResult::Kind::ticket;
-          step.result.value = r->value;
-        } else {
-          step.result.kind = SyncResult::Kind::rejected;
-          step.result.reason = r.error().reason;
-          step.result.error = r.error().terminal;
-        }
-        drain(step);
-        return true;
-      }
-      case K::flush: {
-        Step& step = begin(Input::Kind::flush);
-        auto r = client_.flush(now_);
-        if (r) {
-          step.result.kind = SyncResult::Kind::barrier;
-          step.result.value = r->value;
-        } else {
-          step.result.kind = SyncResult::Kind::rejected;
-          step.result.reason = r.error().reason;
-          step.result.error = r.error().terminal;
-        }
-        drain(step);
-        return true;
-      }
       case K::close: {
         Step& step = begin(Input::Kind::close);
         client_.close(now_);
@@ -68,12 +41,6 @@ class ClientDriver final : public Driver {
           step.result.ok = closed_->has_value();
           if (!*closed_) step.result.error = closed_->error();
         }
-        return true;
-      }
-      case K::abort: {
-        Step& step = begin(Input::Kind::abort);
-        client_.abort(now_);
-        drain(step);
         return true;
       }
       case K::close_stream: {
@@ -87,25 +54,6 @@ class ClientDriver final : public Driver {
           step.result.error = r.error();
         }
         drain(step);
-        return true;
-      }
-      case K::advance: {
-        const Instant target = saturating_add(now_, c.advance_ns);
-        bool fired = false;
-        while (auto deadline = client_.next_deadline()) {
-          if (*deadline > target) break;
-          now_ = std::max(now_, *deadline);
-          Step& step = begin(Input::Kind::advance);
-          client_.handle_timeout(now_);
-          drain(step);
-          fired = true;
-        }
-        if (!fired || now_ < target) {
-          now_ = target;
-          Step& step = begin(Input::Kind::advance);  // a timer event with nothing due (D3)
-          client_.handle_timeout(now_);
-          drain(step);
-        }
         return true;
       }
       case K::invalid_ack:
@@ -137,23 +85,11 @@ class ClientDriver final : public Driver {
         }
         return true;
       }
+      default: return false;
     }
-    return false;
   }
 
-  [[nodiscard]] const Trace& trace() const override { return trace_; }
-  [[nodiscard]] Capabilities capabilities() const override { return {}; }
-  [[nodiscard]] std::size_t unanswered_sends() const override { return server_.unanswered(); }
-  [[nodiscard]] std::string unsupported_reason() const override { return unsupported_; }
-
- private:
-  Step& begin(Input::Kind kind) {
-    trace_.steps.emplace_back();
-    Step& step = trace_.steps.back();
-    step.input.kind = kind;
-    step.input.at = now_;
-    return step;
-  }
+  ds::ProducerClient& producer() { return client_; }
 
   /// The client's drive rule: events first, then requests. The client queues them apart,
   /// and a request it makes in reaction to an event (the stream close after its barrier)
@@ -166,6 +102,7 @@ class ClientDriver final : public Driver {
     }
   }
 
+ private:
   /// Records every queued event; true if there was one. Delivered outcomes free room
   /// under max_pending_records (R3), which may queue CapacityAvailable.
   bool take_events(Step& step) {
@@ -274,14 +211,9 @@ class ClientDriver final : public Driver {
   }
 
   ds::ProducerClient client_;
-  Trace trace_;
-  Instant now_{};
-  std::size_t sends_ = 0;
   std::size_t stream_close_requests_ = 0;
   std::map<std::pair<bool, std::size_t>, std::uint64_t> tags_;  ///< (stream close?, index) -> request tag
   std::optional<tl::expected<void, Error>> closed_;
-  std::string unsupported_;
-  detail::SimServer server_;
 };
 
 }  // namespace

@@ -8,6 +8,7 @@
 
 #include "prodsm/conformance/driver.hpp"
 #include "sim_server.hpp"
+#include "timed_driver.hpp"
 
 namespace prodsm::conformance {
 namespace {
@@ -46,40 +47,23 @@ S2Policy::Ack from_trace(const TraceAck& a, S2Policy*) {
 }
 
 template <class Policy>
-class CoreDriver final : public Driver {
+class CoreDriver final : public detail::TimedDriver<CoreDriver<Policy>> {
+  using Base = detail::TimedDriver<CoreDriver<Policy>>;
+  using Base::begin;
+  using Base::now_;
+  using Base::sends_;
+  using Base::server_;
+  using Base::trace_;
+  using Base::unsupported_;
+
  public:
-  CoreDriver(Producer<Policy> producer, TraceConfig config) : producer_{std::move(producer)}, server_{config} {
-    trace_.config = std::move(config);
-  }
+  CoreDriver(Producer<Policy> producer, const TraceConfig& config) : Base{config}, producer_{std::move(producer)} {}
 
   bool run(const Command& c) override {
     using K = Command::Kind;
+    unsupported_.clear();
+    if (auto shared = this->run_shared(c)) return *shared;
     switch (c.kind) {
-      case K::submit: {
-        Step& step = begin(Input::Kind::submit);
-        step.input.record = c.record;
-        auto r = producer_.submit(now_, std::string_view{c.record});
-        if (r) {
-          step.result.kind = SyncResult::Kind::ticket;
-          step.result.value = r->value;
-        } else {
-          reject(step, r.error());
-        }
-        drain(step);
-        return true;
-      }
-      case K::flush: {
-        Step& step = begin(Input::Kind::flush);
-        auto r = producer_.flush(now_);
-        if (r) {
-          step.result.kind = SyncResult::Kind::barrier;
-          step.result.value = r->value;
-        } else {
-          reject(step, r.error());
-        }
-        drain(step);
-        return true;
-      }
       case K::close: {
         Step& step = begin(Input::Kind::close);
         if (auto r = producer_.close(now_)) {
@@ -88,31 +72,6 @@ class CoreDriver final : public Driver {
           if (!*r) step.result.error = r->error();
         }
         drain(step);
-        return true;
-      }
-      case K::abort: {
-        Step& step = begin(Input::Kind::abort);
-        producer_.abort(now_);
-        drain(step);
-        return true;
-      }
-      case K::advance: {
-        const Instant target = saturating_add(now_, c.advance_ns);
-        bool fired = false;
-        while (auto deadline = producer_.next_deadline()) {
-          if (*deadline > target) break;
-          now_ = std::max(now_, *deadline);
-          Step& step = begin(Input::Kind::advance);
-          producer_.handle_timeout(now_);
-          drain(step);
-          fired = true;
-        }
-        if (!fired || now_ < target) {
-          now_ = target;
-          Step& step = begin(Input::Kind::advance);  // a timer event with nothing due (D3)
-          producer_.handle_timeout(now_);
-          drain(step);
-        }
         return true;
       }
       case K::ack:
@@ -129,30 +88,13 @@ class CoreDriver final : public Driver {
             "close_stream: the bare core has no stream; a Durable Streams run with config stream_operations runs "
             "prodsm's producer client";
         return false;
+      default: return false;
     }
-    return false;
-  }
-  [[nodiscard]] std::string unsupported_reason() const override { return unsupported_; }
-
-  [[nodiscard]] const Trace& trace() const override { return trace_; }
-  [[nodiscard]] Capabilities capabilities() const override { return {}; }
-  [[nodiscard]] std::size_t unanswered_sends() const override { return server_.unanswered(); }
-
- private:
-  Step& begin(Input::Kind kind) {
-    trace_.steps.emplace_back();
-    Step& step = trace_.steps.back();
-    step.input.kind = kind;
-    step.input.at = now_;
-    return step;
   }
 
-  static void reject(Step& step, const Rejection& r) {
-    step.result.kind = SyncResult::Kind::rejected;
-    step.result.reason = r.reason;
-    step.result.error = r.terminal;
-  }
+  Producer<Policy>& producer() { return producer_; }
 
+  /// Records every action the producer emitted in reaction to the step's input.
   void drain(Step& step) {
     while (auto action = producer_.poll_action()) {
       Observation o;
@@ -161,7 +103,7 @@ class CoreDriver final : public Driver {
             using T = std::decay_t<decltype(a)>;
             if constexpr (std::is_same_v<T, SendBatch<Policy>>) {
               o.kind = Observation::Kind::send;
-              o.send_index = sends_++;
+              o.send_index = this->sends_++;
               o.batch = a.batch.value;
               o.attempt = a.attempt;
               o.first_ticket = a.first_ticket.value;
@@ -169,7 +111,7 @@ class CoreDriver final : public Driver {
               o.body.assign(reinterpret_cast<const char*>(a.body.data()), a.body.size());
               o.record_ends.assign(a.record_ends.begin(), a.record_ends.end());
               o.stamp = to_trace(a.stamp);
-              server_.sent(o);
+              this->server_.sent(o);
             } else if constexpr (std::is_same_v<T, TicketsCompleted<Policy>>) {
               o.kind = Observation::Kind::done;
               o.first_ticket = a.first.value;
@@ -198,6 +140,7 @@ class CoreDriver final : public Driver {
     }
   }
 
+ private:
   bool respond(const Command& c) {
     if (c.kind == Command::Kind::invalid_ack && c.invalid == Command::Invalid::unknown_batch) {
       Step& step = begin(Input::Kind::respond);
@@ -228,11 +171,6 @@ class CoreDriver final : public Driver {
   }
 
   Producer<Policy> producer_;
-  Trace trace_;
-  Instant now_{};
-  std::size_t sends_ = 0;
-  std::string unsupported_;
-  detail::SimServer server_;
 };
 
 }  // namespace
