@@ -151,6 +151,10 @@ Json Adapter::Impl::init(const Json& command) {
   asio::SessionOptions session_options;
   session_options.request_timeout_ns = command_timeout;
   session_options.header_provider = dynamic.provider();  // every request asks (set-dynamic-*)
+  // No hedged resends: the suite's scenarios expect each append sent once (as the
+  // TypeScript client does), and a slow response (a loaded or sanitizer-slowed machine)
+  // that stall detection resent would come back as a duplicate without an offset.
+  session_options.stall.enabled = false;
   auto created = asio::Session::create(io.get_executor(), url->host, url->port, session_options);
   if (!created) throw ArgumentError("serverUrl: " + created.error());
   session = std::move(*created);

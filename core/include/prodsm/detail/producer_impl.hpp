@@ -1,8 +1,10 @@
 // SPDX-License-Identifier: Apache-2.0
 #pragma once
 /// @file producer_impl.hpp
-/// The definition of Producer<Policy>. Every state transition of the core lives in this
-/// file (h11 style); grep a clause ID to find where it is implemented.
+/// The definition of Producer<Policy>::Impl. Every state transition of the core lives in
+/// this file (h11 style); grep a clause ID to find where it is implemented. The public
+/// members forward to it through one guard (producer_api.hpp, included at the end); the
+/// configuration checks are in config_validation.hpp, the invariants in invariants.hpp.
 /// Included by the .cpp files that instantiate Producer for the shipped policies, and
 /// by users who write a policy of their own.
 
@@ -14,6 +16,7 @@
 
 #include "prodsm/detail/backoff.hpp"
 #include "prodsm/detail/batch.hpp"
+#include "prodsm/detail/invariants.hpp"
 #include "prodsm/producer.hpp"
 
 namespace prodsm {
@@ -124,8 +127,15 @@ struct alignas(64) Producer<Policy>::Impl {
   static tl::unexpected<Rejection> reject(RejectReason reason, std::string_view detail) {
     return tl::unexpected(Rejection{reason, detail, std::nullopt});
   }
-  tl::unexpected<Rejection> reject_failed() const {
-    return tl::unexpected(Rejection{RejectReason::failed, "the producer failed with a terminal error", failed});
+  /// The refusal of a failed producer, with its terminal error (E1); without it when even
+  /// copying the error fails (D4: the guard's fallback never throws).
+  tl::unexpected<Rejection> reject_failed() const noexcept {
+    constexpr std::string_view what = "the producer failed with a terminal error";
+    try {
+      return tl::unexpected(Rejection{RejectReason::failed, what, failed});
+    } catch (...) {
+      return tl::unexpected(Rejection{RejectReason::failed, what, std::nullopt});
+    }
   }
 
   // ---- buffers ------------------------------------------------------------------
@@ -874,6 +884,14 @@ struct alignas(64) Producer<Policy>::Impl {
     return out;
   }
 
+  /// Checks every invariant after an input (invariants.hpp) when the build defines
+  /// PRODSM_CHECK_INVARIANTS; nothing otherwise.
+  void check_invariants() const noexcept {
+#ifdef PRODSM_CHECK_INVARIANTS
+    detail::check_producer_invariants(*this);
+#endif
+  }
+
   /// D4: an exception inside the core (only std::bad_alloc can occur) becomes the
   /// terminal error `internal`; nothing propagates to the caller.
   void on_internal_error() noexcept {
@@ -891,250 +909,6 @@ struct alignas(64) Producer<Policy>::Impl {
   }
 };
 
-// ---- Producer: thin, exception-free forwarding to Impl ---------------------------------
-
-template <class Policy>
-std::optional<ConfigError> Producer<Policy>::validate(const Config& c) {
-  auto bad = [](std::string field, std::string reason) {
-    return std::optional<ConfigError>(ConfigError{std::move(field), std::move(reason)});
-  };
-  auto range = [](auto lo, auto hi, auto got) {
-    return "must be in " + std::to_string(lo) + ".." + std::to_string(hi) + " (got " + std::to_string(got) + ")";
-  };
-  if (!c.linger.is_disabled() && (c.linger.duration_ns().count() < 0 || c.linger.duration_ns() > Linger::kMaxLinger)) {
-    return bad("linger", "must be 0.." + std::to_string(Linger::kMaxLinger.count()) +
-                             " ns or Linger::disabled() (got " + std::to_string(c.linger.duration_ns().count()) +
-                             " ns)");
-  }
-  if (c.max_batch_records < 1 || c.max_batch_records > Policy::kMaxBatchRecordsCap) {
-    return bad("max_batch_records", range(1U, Policy::kMaxBatchRecordsCap, c.max_batch_records));
-  }
-  if (c.max_batch_bytes < Policy::kMinBatchBytes || c.max_batch_bytes > Policy::kMaxBatchBytesCap) {
-    return bad("max_batch_bytes", range(Policy::kMinBatchBytes, Policy::kMaxBatchBytesCap, c.max_batch_bytes));
-  }
-  if (c.max_unacked_bytes < c.max_batch_bytes || c.max_unacked_bytes > Bounds::kMaxUnackedBytesCap) {
-    return bad("max_unacked_bytes", range(c.max_batch_bytes, Bounds::kMaxUnackedBytesCap, c.max_unacked_bytes) +
-                                        "; it must be at least max_batch_bytes");
-  }
-  if (c.max_in_flight < 1 || c.max_in_flight > Bounds::kMaxInFlightCap) {
-    return bad("max_in_flight", range(1U, Bounds::kMaxInFlightCap, c.max_in_flight));
-  }
-  if (c.max_unacked_batches < c.max_in_flight || c.max_unacked_batches > Bounds::kMaxUnackedBatchesCap) {
-    return bad("max_unacked_batches", range(c.max_in_flight, Bounds::kMaxUnackedBatchesCap, c.max_unacked_batches) +
-                                          "; it must be at least max_in_flight");
-  }
-  if (c.max_pending_barriers < 1 || c.max_pending_barriers > Bounds::kMaxPendingBarriersCap) {
-    return bad("max_pending_barriers", range(1U, Bounds::kMaxPendingBarriersCap, c.max_pending_barriers));
-  }
-  const Duration min_delivery = c.linger.is_disabled() ? Duration{0} : c.linger.duration_ns();
-  if (c.delivery_timeout_ns <= min_delivery || c.delivery_timeout_ns > Bounds::kMaxDeliveryTimeout) {
-    return bad("delivery_timeout_ns", "must be above the linger (" + std::to_string(min_delivery.count()) +
-                                          " ns) and at most " + std::to_string(Bounds::kMaxDeliveryTimeout.count()) +
-                                          " ns (got " + std::to_string(c.delivery_timeout_ns.count()) + " ns)");
-  }
-  if (c.retry.max_attempts < 1 || c.retry.max_attempts > Bounds::kMaxAttemptsCap) {
-    return bad("retry.max_attempts", range(1U, Bounds::kMaxAttemptsCap, c.retry.max_attempts));
-  }
-  auto ns_range = [](Duration lo, Duration hi, Duration got) {
-    return "must be in " + std::to_string(lo.count()) + ".." + std::to_string(hi.count()) + " ns (got " +
-           std::to_string(got.count()) + " ns)";
-  };
-  if (c.retry.backoff_max_ns < Bounds::kMinBackoff || c.retry.backoff_max_ns > Bounds::kMaxBackoff) {
-    return bad("retry.backoff_max_ns", ns_range(Bounds::kMinBackoff, Bounds::kMaxBackoff, c.retry.backoff_max_ns));
-  }
-  if (c.retry.backoff_initial_ns < Bounds::kMinBackoff || c.retry.backoff_initial_ns > c.retry.backoff_max_ns) {
-    return bad("retry.backoff_initial_ns",
-               ns_range(Bounds::kMinBackoff, c.retry.backoff_max_ns, c.retry.backoff_initial_ns) +
-                   "; it must not exceed retry.backoff_max_ns");
-  }
-  // Written so that NaN fails too.
-  if (!(c.retry.backoff_multiplier >= 1.0 && c.retry.backoff_multiplier <= Bounds::kMaxBackoffMultiplier)) {
-    return bad("retry.backoff_multiplier",
-               "must be in 1.0..16.0 (got " + std::to_string(c.retry.backoff_multiplier) + ")");
-  }
-  if (c.retry.mode != RetryMode::all && c.retry.mode != RetryMode::no_side_effects) {
-    return bad("retry.mode", "must be RetryMode::all or RetryMode::no_side_effects");
-  }
-  return Policy::validate(c.protocol);
-}
-
-template <class Policy>
-tl::expected<Producer<Policy>, ConfigError> Producer<Policy>::create(Config config) {
-  if (auto error = validate(config)) return tl::unexpected(std::move(*error));
-  try {
-    return Producer(std::make_unique<Impl>(std::move(config)));
-  } catch (const std::bad_alloc&) {
-    return tl::unexpected(ConfigError{"max_unacked_batches", "allocation failed"});
-  }
-}
-
-template <class Policy>
-Producer<Policy>::Producer(std::unique_ptr<Impl> impl) noexcept : impl_{std::move(impl)}, unpolled_{&impl_->unpolled} {}
-template <class Policy>
-Producer<Policy>::Producer(Producer&& other) noexcept
-    : impl_{std::move(other.impl_)}, unpolled_{std::exchange(other.unpolled_, &kNoActions)} {}
-template <class Policy>
-Producer<Policy>& Producer<Policy>::operator=(Producer&& other) noexcept {
-  impl_ = std::move(other.impl_);
-  unpolled_ = std::exchange(other.unpolled_, &kNoActions);
-  return *this;
-}
-template <class Policy>
-Producer<Policy>::~Producer() = default;
-
-template <class Policy>
-std::uint64_t Producer<Policy>::submit_fast(Instant now, std::span<const std::byte> record) noexcept {
-  try {
-    return impl_->accept_fast(now, record);
-  } catch (...) {
-    impl_->on_internal_error();
-    return kNoTicket;
-  }
-}
-
-template <class Policy>
-tl::expected<Ticket, Rejection> Producer<Policy>::submit_slow(Instant now, std::span<const std::byte> record) {
-  try {
-    return impl_->submit(now, record);
-  } catch (...) {
-    impl_->on_internal_error();
-    return impl_->reject_failed();
-  }
-}
-
-template <class Policy>
-template <class Record>
-SubmitManyResult Producer<Policy>::submit_many_guarded(Instant now, std::span<const Record> records) {
-  SubmitManyResult out;
-  try {
-    impl_->submit_many(now, records, out);
-  } catch (...) {
-    // As submit() would: the record being added is refused with the failure (D4).
-    impl_->on_internal_error();
-    ++impl_->stats.records_rejected;
-    out.refused = impl_->reject_failed().value();
-  }
-  return out;
-}
-
-template <class Policy>
-SubmitManyResult Producer<Policy>::submit_many(Instant now, std::span<const std::span<const std::byte>> records) {
-  return submit_many_guarded(now, records);
-}
-
-template <class Policy>
-SubmitManyResult Producer<Policy>::submit_many(Instant now, std::span<const std::string_view> records) {
-  return submit_many_guarded(now, records);
-}
-
-template <class Policy>
-tl::expected<BarrierId, Rejection> Producer<Policy>::flush(Instant now) {
-  try {
-    return impl_->flush(now);
-  } catch (...) {
-    impl_->on_internal_error();
-    return impl_->reject_failed();
-  }
-}
-
-template <class Policy>
-std::optional<tl::expected<void, Error>> Producer<Policy>::close(Instant now) {
-  try {
-    return impl_->close(now);
-  } catch (...) {
-    impl_->on_internal_error();
-    return std::nullopt;
-  }
-}
-
-template <class Policy>
-void Producer<Policy>::abort(Instant now) {
-  try {
-    impl_->abort(now);
-  } catch (...) {
-    impl_->on_internal_error();
-  }
-}
-
-template <class Policy>
-void Producer<Policy>::handle_ack(Instant now, BatchId batch, std::uint32_t attempt, Ack ack) {
-  try {
-    impl_->handle_ack(now, batch, attempt, std::move(ack));
-  } catch (...) {
-    impl_->on_internal_error();
-  }
-}
-
-template <class Policy>
-void Producer<Policy>::handle_failure(Instant now, BatchId batch, std::uint32_t attempt, Error failure) {
-  try {
-    impl_->handle_failure(now, batch, attempt, std::move(failure));
-  } catch (...) {
-    impl_->on_internal_error();
-  }
-}
-
-template <class Policy>
-void Producer<Policy>::handle_timeout(Instant now) {
-  try {
-    impl_->handle_timeout(now);
-  } catch (...) {
-    impl_->on_internal_error();
-  }
-}
-
-template <class Policy>
-std::optional<typename Producer<Policy>::ActionType> Producer<Policy>::poll_action_slow() {
-  try {
-    return impl_->poll_action();
-  } catch (...) {
-    impl_->on_internal_error();
-    return std::nullopt;
-  }
-}
-
-template <class Policy>
-std::optional<Instant> Producer<Policy>::next_deadline() const {
-  return impl_->next_deadline();
-}
-template <class Policy>
-ProducerState Producer<Policy>::state() const noexcept {
-  if (impl_->closed) return ProducerState::closed;
-  if (impl_->failed) return ProducerState::failed;
-  if (impl_->closing) return ProducerState::closing;
-  return ProducerState::open;
-}
-template <class Policy>
-const std::optional<Error>& Producer<Policy>::terminal_error() const noexcept {
-  return impl_->failed;
-}
-template <class Policy>
-std::uint64_t Producer<Policy>::unacked_bytes() const noexcept {
-  return impl_->unacked_bytes;
-}
-template <class Policy>
-std::uint32_t Producer<Policy>::in_flight() const noexcept {
-  return impl_->in_flight;
-}
-template <class Policy>
-std::uint32_t Producer<Policy>::unacked_batches() const noexcept {
-  return impl_->size;
-}
-template <class Policy>
-std::size_t Producer<Policy>::pending_actions() const noexcept {
-  return impl_->actions.size() - impl_->action_read;
-}
-template <class Policy>
-const ProducerStats& Producer<Policy>::stats() const noexcept {
-  return impl_->stats;
-}
-template <class Policy>
-const typename Producer<Policy>::Config& Producer<Policy>::config() const noexcept {
-  return impl_->config;
-}
-template <class Policy>
-const Policy& Producer<Policy>::policy() const noexcept {
-  return impl_->policy;
-}
-
 }  // namespace prodsm
+
+#include "prodsm/detail/producer_api.hpp"
