@@ -8,7 +8,9 @@
 ///  - a record whose batch was validly acknowledged before the first terminal error is
 ///    a success (E1: acks already received are applied first);
 ///  - once a terminal error happened, every other accepted record fails with it;
-///  - a barrier succeeds iff every record it covers succeeds (F5); close likewise (C1).
+///  - a barrier succeeds iff every record it covers succeeds (F5); close likewise (C1);
+///  - a stream close (close_stream, C4) changes no record's outcome: its inputs and its
+///    request's answers are not the producer's (check_c4 judges them from the trace).
 
 #include <cstdint>
 #include <optional>
