@@ -98,7 +98,8 @@ std::optional<std::string> check_vector_shape(const json& v) {
     if (!command_from_json(s, &error)) return where + ": " + error;
     if (s.contains("clause") && !known_clause(s.at("clause"))) return where + ".clause: unknown clause";
     if (s.at("do") == "close_stream" &&
-        !(v.contains("config") && v.at("config").is_object() && v.at("config").value("stream_operations", false))) {
+        !(v.contains("config") && v.at("config").is_object() && v.at("config").contains("stream_operations") &&
+          v.at("config").at("stream_operations") == true)) {
       return where + ": close_stream needs config \"stream_operations\": true (a Durable Streams stream operation)";
     }
     if (v.value("protocol", "durable_streams") == "s2" && s.value("which", "oldest") == "newest") {

@@ -128,6 +128,11 @@ TEST(C4, ACloseStreamStepNeedsStreamOperations) {
   const auto why = check_vector_shape(v);
   ASSERT_TRUE(why.has_value());
   EXPECT_NE(why->find("stream_operations"), std::string::npos) << *why;
+  json not_a_flag = v;  // a value of the wrong type is a malformed vector, never a crash
+  not_a_flag["config"]["stream_operations"] = "yes";
+  const auto why_not_a_flag = check_vector_shape(not_a_flag);
+  ASSERT_TRUE(why_not_a_flag.has_value());
+  EXPECT_NE(why_not_a_flag->find("stream_operations"), std::string::npos) << *why_not_a_flag;
   std::string error;
   EXPECT_FALSE(core_config_from_json(Protocol::s2, {{"stream_operations", true}}, &error).has_value());
   EXPECT_NE(error.find("stream_operations: Durable Streams only"), std::string::npos) << error;
