@@ -29,6 +29,7 @@ Result check_c4(const Checked& c) {
   const auto& x = c.index;
   std::map<std::uint64_t, StreamCloseSeen> ops;
   std::map<std::size_t, const Response*> answers;  // stream_close_index -> the server's last answer
+  const auto end = close_or_abort_step(x);
   for (std::size_t i = 0; i < x.trace.steps.size(); ++i) {
     const Step& step = x.trace.steps[i];
     if (step.input.kind == Input::Kind::close_stream) {
@@ -42,8 +43,7 @@ Result check_c4(const Checked& c) {
         StreamCloseSeen& s = ops[step.result.value];
         s.call_step = i;
         s.cutoff = x.accepted_before[i];
-      } else if ((!close_or_abort_step(x) || *close_or_abort_step(x) > i) &&
-                 !(step.result.error && step.result.error->code == ErrorCode::would_block)) {
+      } else if ((!end || *end > i) && !(step.result.error && step.result.error->code == ErrorCode::would_block)) {
         // A refusal needs a producer that cannot take a barrier now (would_block: R1, R3)
         // or can no longer flush: closed, aborted or failed.
         bool failed = false;

@@ -163,11 +163,11 @@ class ClientDriver final : public detail::TimedDriver<ClientDriver> {
       any = true;
       Observation o;
       const std::string& bytes = request->request.bytes;
+      o.body = bytes.substr(bytes.size() - std::min(request->body_bytes, bytes.size()));
       if (request->kind == ds::RequestKind::stream_close) {
         o.kind = Observation::Kind::stream_close;
         o.op = request->stream_close_op;
         o.stream_close_index = stream_close_requests_++;
-        o.body = body_of(bytes);
         tags_[{true, o.stream_close_index}] = request->tag;
         server_.sent_stream_close(o);
       } else {
@@ -178,7 +178,6 @@ class ClientDriver final : public detail::TimedDriver<ClientDriver> {
         o.attempt = b.attempt;
         o.first_ticket = b.first_ticket.value;
         o.count = b.record_count;
-        o.body = bytes.substr(bytes.size() - std::min(b.body_bytes, bytes.size()));
         o.stamp.sequenced = b.stamp.sequenced;
         o.stamp.epoch = b.stamp.epoch;
         o.stamp.seq = b.stamp.seq;
@@ -188,12 +187,6 @@ class ClientDriver final : public detail::TimedDriver<ClientDriver> {
       step.observed.push_back(std::move(o));
     }
     return any;
-  }
-
-  /// The body of a request: what follows the head's blank line.
-  static std::string body_of(const std::string& bytes) {
-    const auto end = bytes.find("\r\n\r\n");
-    return end == std::string::npos ? std::string{} : bytes.substr(end + 4);
   }
 
   /// One answer step: the wire form of the simulated server's response, given to the client.

@@ -198,11 +198,16 @@ void ProducerClient::on_delivered(Instant now, std::uint64_t records) {
 
 // ---- the drive rule ------------------------------------------------------------------------
 
-std::uint64_t ProducerClient::push_request(http::Request request, Outstanding what, std::optional<RequestBatch> batch) {
+std::uint64_t ProducerClient::push_request(http::Request request, Outstanding what, std::size_t body_bytes,
+                                           std::optional<RequestBatch> batch) {
   const std::uint64_t tag = next_tag_++;
   outstanding_.emplace(tag, what);
-  ClientRequest r{tag, std::move(request), what.batch ? RequestKind::append : RequestKind::stream_close,
-                  std::move(batch), what.batch ? 0 : what.op};
+  ClientRequest r{tag,
+                  std::move(request),
+                  what.batch ? RequestKind::append : RequestKind::stream_close,
+                  std::move(batch),
+                  what.batch ? 0 : what.op,
+                  body_bytes};
   requests_.push_back(std::move(r));
   return tag;
 }
@@ -232,7 +237,7 @@ void ProducerClient::drive(Instant now) {
             push_request(
                 std::move(request),
                 Outstanding{true, a.batch, a.attempt, a.stamp.sequenced, 0, ProducerStamp{a.stamp.epoch, a.stamp.seq}},
-                RequestBatch{a.batch, a.attempt, a.first_ticket, a.record_count, a.stamp, a.body.size()});
+                a.body.size(), RequestBatch{a.batch, a.attempt, a.first_ticket, a.record_count, a.stamp});
           } else if constexpr (std::is_same_v<T, TicketsCompleted<DurableStreamsPolicy>>) {
             RecordsCompleted done{a.first, a.last, tl::unexpected(Error{})};
             latency_.completed(a.first, a.last, a.result.has_value(), now);
@@ -292,6 +297,7 @@ void ProducerClient::send_stream_close(StreamClose& c) {
   ++c.attempts;
   http::Request request;
   request.retry_safe = true;  // a repeated close is answered 204; a sequenced one is deduplicated
+  std::size_t body_bytes = 0;
   if (!c.final) {
     request.bytes = encode_close(url_, options_.content_type, std::nullopt, request_options_);
   } else {
@@ -303,11 +309,12 @@ void ProducerClient::send_stream_close(StreamClose& c) {
       append.close_stream = true;
       request.bytes = encode_append(url_, options_.content_type, final_body_->size(), append, request_options_);
       request.bytes += *final_body_;
+      body_bytes = final_body_->size();
     } else {
       request.bytes = encode_close(url_, options_.content_type, producer, request_options_);
     }
   }
-  push_request(std::move(request), Outstanding{false, {}, 0, false, c.op});
+  push_request(std::move(request), Outstanding{false, {}, 0, false, c.op}, body_bytes);
 }
 
 void ProducerClient::finish_stream_close(std::uint64_t op, CloseStreamResult result) {

@@ -30,61 +30,57 @@ template <class Impl>
 const char* first_broken_invariant(const Impl& impl) noexcept {
   using State = typename Impl::BatchState;
   if (impl.failed && impl.failed->code == ErrorCode::internal) return nullptr;
-  if (!(impl.size <= impl.ring.size())) return "ring: more batches than slots";
-  if (!(impl.ring.size() == impl.config.max_unacked_batches)) return "ring: capacity is not max_unacked_batches (R3)";
-  if (!(impl.head < impl.ring.size() || impl.ring.empty())) return "ring: head outside the ring";
+  if (impl.size > impl.ring.size()) return "ring: more batches than slots";
+  if (impl.ring.size() != impl.config.max_unacked_batches) return "ring: capacity is not max_unacked_batches (R3)";
+  if (impl.head >= impl.ring.size() && !impl.ring.empty()) return "ring: head outside the ring";
   std::uint32_t in_flight = 0;
   std::uint32_t backoff = 0;
   std::uint64_t metered = 0;
   for (std::uint32_t i = 0; i < impl.size; ++i) {
     const auto& b = impl.at(i);
-    if (!(b.state != State::empty)) return "ring: a batch inside the ring is empty";
-    if (!(b.id == impl.at(0).id + i)) return "ring: batch ids are not consecutive in seal order";
-    if (!(b.count >= 1)) return "ring: a batch without records (B5)";
-    if (!(b.count <= impl.config.max_batch_records)) return "batch: more records than max_batch_records (B1)";
-    if (!(b.body_bytes <= impl.config.max_batch_bytes)) return "batch: more bytes than max_batch_bytes (B1)";
+    if (b.state == State::empty) return "ring: a batch inside the ring is empty";
+    if (b.id != impl.at(0).id + i) return "ring: batch ids are not consecutive in seal order";
+    if (b.count == 0) return "ring: a batch without records (B5)";
+    if (b.count > impl.config.max_batch_records) return "batch: more records than max_batch_records (B1)";
+    if (b.body_bytes > impl.config.max_batch_bytes) return "batch: more bytes than max_batch_bytes (B1)";
     if (i + 1 < impl.size) {
-      if (!(impl.at(i + 1).first_ticket == b.first_ticket + b.count))
+      if (impl.at(i + 1).first_ticket != b.first_ticket + b.count)
         return "ring: tickets are not contiguous in seal order (P3)";
-      if (!(b.state != State::open)) return "ring: an open batch that is not the newest";
+      if (b.state == State::open) return "ring: an open batch that is not the newest";
     }
     if (b.state == State::in_flight) ++in_flight;
     if (b.state == State::backoff) ++backoff;
     metered += b.metered_bytes;
   }
-  for (std::uint32_t i = impl.size; i < impl.ring.size(); ++i) {
-    std::size_t slot = static_cast<std::size_t>(impl.head) + i;
-    if (slot >= impl.ring.size()) slot -= impl.ring.size();
-    if (!(impl.ring[slot].state == State::empty)) return "ring: a slot outside the ring is in use";
+  for (std::uint32_t i = impl.size; i < impl.ring.size(); ++i) {  // at() wraps past the ring's end too
+    if (impl.at(i).state != State::empty) return "ring: a slot outside the ring is in use";
   }
   const bool open_newest = impl.size > 0 && impl.at(impl.size - 1).state == State::open;
-  if (!(open_newest ? impl.open_ == &impl.at(impl.size - 1) : impl.open_ == nullptr))
+  if (impl.open_ != (open_newest ? &impl.at(impl.size - 1) : nullptr))
     return "open batch: the pointer does not name the newest, open batch";
-  if (!(in_flight == impl.in_flight)) return "in_flight: the counter does not match the batches in flight";
-  if (!(impl.in_flight <= impl.config.max_in_flight)) return "in_flight: above max_in_flight (R1)";
-  if (!(backoff == impl.backoff_count)) return "backoff_count: the counter does not match the batches in backoff";
-  if (!(metered == impl.unacked_bytes)) return "unacked_bytes: the counter does not match the batches' bytes (R1)";
-  if (!(impl.unacked_bytes <= impl.config.max_unacked_bytes)) return "unacked_bytes: above max_unacked_bytes (R1)";
+  if (in_flight != impl.in_flight) return "in_flight: the counter does not match the batches in flight";
+  if (impl.in_flight > impl.config.max_in_flight) return "in_flight: above max_in_flight (R1)";
+  if (backoff != impl.backoff_count) return "backoff_count: the counter does not match the batches in backoff";
+  if (metered != impl.unacked_bytes) return "unacked_bytes: the counter does not match the batches' bytes (R1)";
+  if (impl.unacked_bytes > impl.config.max_unacked_bytes) return "unacked_bytes: above max_unacked_bytes (R1)";
   if (impl.size > 0) {
     const auto& last = impl.at(impl.size - 1);
-    if (!(last.first_ticket + last.count == impl.next_ticket)) return "tickets: an accepted record is in no batch";
-    if (!(impl.completed_tickets <= impl.at(0).first_ticket)) return "tickets: a batch in the ring already completed";
-  } else {
-    if (!(impl.completed_tickets == impl.next_ticket))
-      return "tickets: an accepted record neither completed nor batched";
+    if (last.first_ticket + last.count != impl.next_ticket) return "tickets: an accepted record is in no batch";
+    if (impl.completed_tickets > impl.at(0).first_ticket) return "tickets: a batch in the ring already completed";
+  } else if (impl.completed_tickets != impl.next_ticket) {
+    return "tickets: an accepted record neither completed nor batched";
   }
-  if (!(impl.barriers.size() <= impl.config.max_pending_barriers)) return "barriers: above max_pending_barriers (R3)";
+  if (impl.barriers.size() > impl.config.max_pending_barriers) return "barriers: above max_pending_barriers (R3)";
   std::uint64_t cutoff = 0;
   for (const auto& barrier : impl.barriers) {
-    if (!(barrier.cutoff >= cutoff)) return "barriers: cutoffs out of order (P3)";
-    if (!(barrier.cutoff > impl.completed_tickets))
-      return "barriers: a pending barrier whose records all completed (F1)";
-    if (!(barrier.cutoff <= impl.next_ticket)) return "barriers: a barrier covers a record never accepted";
+    if (barrier.cutoff < cutoff) return "barriers: cutoffs out of order (P3)";
+    if (barrier.cutoff <= impl.completed_tickets) return "barriers: a pending barrier whose records all completed (F1)";
+    if (barrier.cutoff > impl.next_ticket) return "barriers: a barrier covers a record never accepted";
     cutoff = barrier.cutoff;
   }
-  if (!(impl.pool.size() <= impl.pool_limit)) return "buffer pool: above its limit";
-  if (!(!impl.closed || (impl.size == 0 && impl.barriers.empty()))) return "closed: batches or barriers left";
-  if (!(!(impl.failed || impl.closing) || impl.refusing)) return "refusing: a failed or closing producer takes submits";
+  if (impl.pool.size() > impl.pool_limit) return "buffer pool: above its limit";
+  if (impl.closed && (impl.size > 0 || !impl.barriers.empty())) return "closed: batches or barriers left";
+  if ((impl.failed || impl.closing) && !impl.refusing) return "refusing: a failed or closing producer takes submits";
   return nullptr;
 }
 

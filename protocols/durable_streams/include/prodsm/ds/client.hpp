@@ -118,7 +118,6 @@ struct RequestBatch {
   Ticket first_ticket{};                ///< the batch's first record
   std::uint32_t record_count = 0;       ///< records in the batch, >= 1
   DurableStreamsPolicy::Stamp stamp{};  ///< its producer headers (S2), when sequenced
-  std::size_t body_bytes = 0;           ///< the body: the last body_bytes bytes of request.bytes
 };
 
 /// What a request is for.
@@ -134,6 +133,7 @@ struct ClientRequest {
   RequestKind kind = RequestKind::append;  ///< a batch attempt or a stream close
   std::optional<RequestBatch> batch;       ///< kind == append: the batch attempt it carries
   std::uint64_t stream_close_op = 0;       ///< kind == stream_close: the op it is for
+  std::size_t body_bytes = 0;              ///< the body: the last body_bytes bytes of request.bytes
 };
 
 /// Records [first, last] (one batch) completed with one result (P2, P3, P4): the batch's
@@ -269,7 +269,8 @@ class ProducerClient {
   void send_stream_close(StreamClose& c);
   void finish_stream_close(std::uint64_t op, CloseStreamResult result);
   StreamClose* find_stream_close(std::uint64_t op);
-  std::uint64_t push_request(http::Request request, Outstanding what, std::optional<RequestBatch> batch = {});
+  std::uint64_t push_request(http::Request request, Outstanding what, std::size_t body_bytes,
+                             std::optional<RequestBatch> batch = {});
 
   ProducerOptions options_;
   StreamUrl url_;
