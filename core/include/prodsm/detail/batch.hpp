@@ -12,7 +12,8 @@
 
 namespace prodsm::detail {
 
-/// Where a batch is in its life. Transitions live in producer_impl.hpp only (h11 style).
+/// Where a batch is in its life. Every change goes through Producer<Policy>::Impl::move_to,
+/// which checks it against batch_edge_allowed below (h11 style: the table is the spec).
 enum class BatchState : std::uint8_t {
   empty,      ///< ring slot not in use
   open,       ///< the partial batch, still taking records (only ever the newest batch)
@@ -23,6 +24,42 @@ enum class BatchState : std::uint8_t {
               ///< S5 stale epoch: waits until every earlier batch completed
   acked,      ///< acknowledged; waits for earlier batches to complete (P3)
 };
+
+/// Number of BatchState values (the table's side).
+inline constexpr std::size_t kBatchStates = 7;
+
+/// The allowed changes of a batch's state, `from` to `to`; everything else is a bug in
+/// the core (checked in builds with PRODSM_CHECK_INVARIANTS, invariants.hpp):
+///  - empty -> open: a slot starts the partial batch (B1);
+///  - open -> queued: sealed (B1, F1, R2, C1);
+///  - queued -> in_flight: sent (R1, S5);
+///  - in_flight -> acked: acknowledged (P3 then completes it in order);
+///  - in_flight -> queued: the attempt failed (E4, S4, S5 decide what follows) or its ack
+///    was invalid (E5, terminal);
+///  - queued -> backoff -> queued: a retry waits for retry_at (E4);
+///  - queued -> parked -> queued: a sequence gap or a stale epoch waits (S4, S5);
+///  - queued, backoff, parked -> queued: renumbered by an epoch claim (S5);
+///  - acked -> queued: an ack out of order with the one before (E5, terminal);
+///  - any but empty -> empty: released, completed or failed (P3, E1).
+constexpr bool batch_edge_allowed(BatchState from, BatchState to) noexcept {
+  using S = BatchState;
+  constexpr bool x = true;
+  constexpr bool o = false;
+  // clang-format off
+  constexpr bool table[kBatchStates][kBatchStates] = {
+      //            to: empty open queued in_flight backoff parked acked
+      /* empty     */ {o,   x,   o,     o,        o,      o,     o},
+      /* open      */ {x,   o,   x,     o,        o,      o,     o},
+      /* queued    */ {x,   o,   x,     x,        x,      x,     o},
+      /* in_flight */ {x,   o,   x,     o,        o,      o,     x},
+      /* backoff   */ {x,   o,   x,     o,        o,      o,     o},
+      /* parked    */ {x,   o,   x,     o,        o,      o,     o},
+      /* acked     */ {x,   o,   x,     o,        o,      o,     o},
+  };
+  // clang-format on
+  static_assert(static_cast<std::size_t>(S::acked) + 1 == kBatchStates);
+  return table[static_cast<std::size_t>(from)][static_cast<std::size_t>(to)];
+}
 
 /// Why a batch is parked.
 enum class ParkReason : std::uint8_t { none, sequence_gap, stale_epoch };

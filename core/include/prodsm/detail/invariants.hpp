@@ -5,10 +5,12 @@
 /// PRODSM_CHECK_INVARIANTS defined (the CMake option of that name: on in the test,
 /// sanitizer and fuzz presets, off by default and in release builds). A broken
 /// invariant is a bug in the core: the check aborts, so a fuzzer reports it as a crash
-/// (which one broke is in `prodsm_broken_invariant`; first_broken_invariant names it). Positive and negative space
-/// both: what must hold (counters match the ring, R1 and R3 limits, tickets contiguous in seal order, P3) and what must
-/// never be (a slot outside the ring in use, an open batch that is not the newest, a
-/// pending barrier that is already covered).
+/// (which one broke is in `prodsm_broken_invariant`; first_broken_invariant names it).
+/// Positive and negative space both: what must hold (counters match the ring, R1 and R3
+/// limits, tickets contiguous in seal order, P3, a terminal error iff failed, E1) and what
+/// must never be (a slot outside the ring in use, an open batch that is not the newest, a
+/// pending barrier that is already covered, work held by a failed or closed producer).
+/// The state changes themselves are checked as they happen (move_to, set_lifecycle).
 
 #include <cstddef>
 #include <cstdint>
@@ -29,21 +31,23 @@ namespace prodsm::detail {
 template <class Impl>
 const char* first_broken_invariant(const Impl& impl) noexcept {
   using State = typename Impl::BatchState;
+  using Lifecycle = decltype(impl.lifecycle);
   if (impl.failed && impl.failed->code == ErrorCode::internal) return nullptr;
-  if (impl.size > impl.ring.size()) return "ring: more batches than slots";
-  if (impl.ring.size() != impl.config.max_unacked_batches) return "ring: capacity is not max_unacked_batches (R3)";
-  if (impl.head >= impl.ring.size() && !impl.ring.empty()) return "ring: head outside the ring";
+  const auto& ring = impl.ring;
+  if (ring.size() > ring.capacity()) return "ring: more batches than slots";
+  if (ring.capacity() != impl.config.max_unacked_batches) return "ring: capacity is not max_unacked_batches (R3)";
+  if (ring.head() >= ring.capacity()) return "ring: head outside the ring";
   std::uint32_t in_flight = 0;
   std::uint32_t backoff = 0;
   std::uint64_t metered = 0;
-  for (std::uint32_t i = 0; i < impl.size; ++i) {
+  for (std::uint32_t i = 0; i < ring.size(); ++i) {
     const auto& b = impl.at(i);
     if (b.state == State::empty) return "ring: a batch inside the ring is empty";
     if (b.id != impl.at(0).id + i) return "ring: batch ids are not consecutive in seal order";
     if (b.count == 0) return "ring: a batch without records (B5)";
     if (b.count > impl.config.max_batch_records) return "batch: more records than max_batch_records (B1)";
     if (b.body_bytes > impl.config.max_batch_bytes) return "batch: more bytes than max_batch_bytes (B1)";
-    if (i + 1 < impl.size) {
+    if (i + 1 < ring.size()) {
       if (impl.at(i + 1).first_ticket != b.first_ticket + b.count)
         return "ring: tickets are not contiguous in seal order (P3)";
       if (b.state == State::open) return "ring: an open batch that is not the newest";
@@ -52,19 +56,19 @@ const char* first_broken_invariant(const Impl& impl) noexcept {
     if (b.state == State::backoff) ++backoff;
     metered += b.metered_bytes;
   }
-  for (std::uint32_t i = impl.size; i < impl.ring.size(); ++i) {  // at() wraps past the ring's end too
+  for (std::uint32_t i = ring.size(); i < ring.capacity(); ++i) {  // at() wraps past the ring's end too
     if (impl.at(i).state != State::empty) return "ring: a slot outside the ring is in use";
   }
-  const bool open_newest = impl.size > 0 && impl.at(impl.size - 1).state == State::open;
-  if (impl.open_ != (open_newest ? &impl.at(impl.size - 1) : nullptr))
+  const bool open_newest = ring.size() > 0 && impl.at(ring.size() - 1).state == State::open;
+  if (impl.open_ != (open_newest ? &impl.at(ring.size() - 1) : nullptr))
     return "open batch: the pointer does not name the newest, open batch";
   if (in_flight != impl.in_flight) return "in_flight: the counter does not match the batches in flight";
   if (impl.in_flight > impl.config.max_in_flight) return "in_flight: above max_in_flight (R1)";
   if (backoff != impl.backoff_count) return "backoff_count: the counter does not match the batches in backoff";
   if (metered != impl.unacked_bytes) return "unacked_bytes: the counter does not match the batches' bytes (R1)";
   if (impl.unacked_bytes > impl.config.max_unacked_bytes) return "unacked_bytes: above max_unacked_bytes (R1)";
-  if (impl.size > 0) {
-    const auto& last = impl.at(impl.size - 1);
+  if (ring.size() > 0) {
+    const auto& last = impl.at(ring.size() - 1);
     if (last.first_ticket + last.count != impl.next_ticket) return "tickets: an accepted record is in no batch";
     if (impl.completed_tickets > impl.at(0).first_ticket) return "tickets: a batch in the ring already completed";
   } else if (impl.completed_tickets != impl.next_ticket) {
@@ -78,9 +82,11 @@ const char* first_broken_invariant(const Impl& impl) noexcept {
     if (barrier.cutoff > impl.next_ticket) return "barriers: a barrier covers a record never accepted";
     cutoff = barrier.cutoff;
   }
-  if (impl.pool.size() > impl.pool_limit) return "buffer pool: above its limit";
-  if (impl.closed && (impl.size > 0 || !impl.barriers.empty())) return "closed: batches or barriers left";
-  if ((impl.failed || impl.closing) && !impl.refusing) return "refusing: a failed or closing producer takes submits";
+  if (impl.pool.size() > impl.pool.limit()) return "buffer pool: above its limit";
+  const bool live = impl.lifecycle == Lifecycle::open || impl.lifecycle == Lifecycle::closing;
+  if (!live && (ring.size() > 0 || !impl.barriers.empty())) return "lifecycle: a failed or closed producer holds work";
+  if (live && impl.failed) return "lifecycle: a terminal error, yet the producer is live (E1)";
+  if (impl.lifecycle == Lifecycle::failed && !impl.failed) return "lifecycle: failed without a terminal error (E1)";
   return nullptr;
 }
 

@@ -157,10 +157,7 @@ std::optional<Instant> Producer<Policy>::next_deadline() const {
 }
 template <class Policy>
 ProducerState Producer<Policy>::state() const noexcept {
-  if (impl_->closed) return ProducerState::closed;
-  if (impl_->failed) return ProducerState::failed;
-  if (impl_->closing) return ProducerState::closing;
-  return ProducerState::open;
+  return impl_->lifecycle;
 }
 template <class Policy>
 const std::optional<Error>& Producer<Policy>::terminal_error() const noexcept {
@@ -176,7 +173,7 @@ std::uint32_t Producer<Policy>::in_flight() const noexcept {
 }
 template <class Policy>
 std::uint32_t Producer<Policy>::unacked_batches() const noexcept {
-  return impl_->size;
+  return impl_->ring.size();
 }
 template <class Policy>
 std::size_t Producer<Policy>::pending_actions() const noexcept {
