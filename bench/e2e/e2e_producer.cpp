@@ -13,12 +13,24 @@
 #include <thread>
 #include <vector>
 
+#include <sys/resource.h>
+
 #include "prodsm/asio/producer.hpp"
 #include "prodsm/asio/stream_ops.hpp"
 
 namespace {
 
 using Clock = std::chrono::steady_clock;
+
+/// This process's CPU time so far (user + system, every thread), in ns.
+std::uint64_t cpu_ns() {
+  rusage u{};
+  if (getrusage(RUSAGE_SELF, &u) != 0) return 0;
+  const auto ns = [](const timeval& t) {
+    return static_cast<std::uint64_t>(t.tv_sec) * 1'000'000'000ULL + static_cast<std::uint64_t>(t.tv_usec) * 1'000ULL;
+  };
+  return ns(u.ru_utime) + ns(u.ru_stime);
+}
 
 double percentile(std::vector<double> v, double p) {
   std::sort(v.begin(), v.end());
@@ -59,6 +71,7 @@ std::string throughput(Runner& r, prodsm::asio::ConnectionMode mode, std::size_t
                   prodsm::Linger::after(std::chrono::milliseconds{5}), mode);
   const std::string record(record_bytes - 1, 'x');
   const std::string line = record + "\n";
+  const std::uint64_t cpu0 = cpu_ns();
   const auto t0 = Clock::now();
   for (std::size_t i = 0; i < records; ++i) {
     if (!p.submit_blocking(line, std::chrono::minutes{1})) {
@@ -68,17 +81,18 @@ std::string throughput(Runner& r, prodsm::asio::ConnectionMode mode, std::size_t
   }
   auto flushed = p.async_flush(::asio::use_future).get();
   const double secs = std::chrono::duration<double>(Clock::now() - t0).count();
+  const double cpu_per_record = static_cast<double>(cpu_ns() - cpu0) / static_cast<double>(records);
   (void)p.async_close(::asio::use_future).get();
   const auto stats = p.stats();
   char buf[512];
   std::snprintf(buf, sizeof buf,
                 "{\"ok\":%s,\"records_per_s\":%.0f,\"mb_per_s\":%.1f,\"seconds\":%.3f,\"batches\":%llu,"
-                "\"gap_resends\":%llu,\"connections\":%llu}",
+                "\"gap_resends\":%llu,\"connections\":%llu,\"client_cpu_ns_per_record\":%.1f}",
                 flushed ? "true" : "false", static_cast<double>(records) / secs,
                 static_cast<double>(records * record_bytes) / secs / 1e6, secs,
                 static_cast<unsigned long long>(stats.core.batches_sealed),
                 static_cast<unsigned long long>(stats.core.gap_resends),
-                static_cast<unsigned long long>(stats.session.connections_opened));
+                static_cast<unsigned long long>(stats.session.connections_opened), cpu_per_record);
   return buf;
 }
 

@@ -24,12 +24,19 @@ async function throughput() {
   const stream = await newStream("throughput")
   const producer = new IdempotentProducer(stream, "bench-ts", { lingerMs: 5, maxInFlight: 5 })
   const record = "x".repeat(recordBytes - 1) + "\n"
+  const cpu0 = process.cpuUsage()
   const t0 = performance.now()
   for (let i = 0; i < records; i++) producer.append(record)
   await producer.flush()
   const seconds = (performance.now() - t0) / 1000
+  const cpu = process.cpuUsage(cpu0) // this process's user + system time, µs
   await producer.close()
-  return { records_per_s: records / seconds, mb_per_s: (records * recordBytes) / seconds / 1e6, seconds }
+  return {
+    records_per_s: records / seconds,
+    mb_per_s: (records * recordBytes) / seconds / 1e6,
+    seconds,
+    client_cpu_ns_per_record: ((cpu.user + cpu.system) * 1000) / records,
+  }
 }
 
 async function flushLatency(lingerMs) {

@@ -8,12 +8,16 @@
 #include <asio/use_future.hpp>
 
 #include <algorithm>
+#include <array>
 #include <cmath>
 #include <cstdio>
 #include <memory>
 #include <mutex>
 #include <nlohmann/json.hpp>
+#include <span>
 #include <thread>
+
+#include <sys/resource.h>
 
 #include "commands.hpp"
 #include "figures.hpp"
@@ -32,6 +36,29 @@ using Clock = std::chrono::steady_clock;
 /// At most this many latency samples are kept: every k-th record is timed, k chosen so
 /// that a run of any length stays under it (Kafka's perf test samples the same way).
 constexpr std::uint64_t kMaxLatencySamples = 500'000;
+/// Sampling also stays light: at most one record in this many is timed (a timed record
+/// takes the per-record path with a callback), but at least min(records, 1000) are.
+constexpr std::uint64_t kMinSampleInterval = 64;
+/// Records handed to the producer in one submit_many call (a reader's chunk).
+constexpr std::size_t kChunkRecords = 64;
+
+/// Every k-th record is timed: k keeps the samples at most kMaxLatencySamples and at
+/// most one in kMinSampleInterval, with at least min(records, 1000) samples.
+std::uint64_t sample_interval(std::uint64_t records) {
+  const std::uint64_t cap = (records + kMaxLatencySamples - 1) / kMaxLatencySamples;
+  const std::uint64_t light = std::min<std::uint64_t>(kMinSampleInterval, records / 1000);
+  return std::max<std::uint64_t>({1, cap, light});
+}
+
+/// CPU time this process has used so far (user + system, every thread), in ns.
+std::uint64_t process_cpu_ns() {
+  rusage u{};
+  if (getrusage(RUSAGE_SELF, &u) != 0) return 0;
+  const auto ns = [](const timeval& t) {
+    return static_cast<std::uint64_t>(t.tv_sec) * 1'000'000'000ULL + static_cast<std::uint64_t>(t.tv_usec) * 1'000ULL;
+  };
+  return ns(u.ru_utime) + ns(u.ru_stime);
+}
 
 struct BenchOptions {
   std::string url;
@@ -70,18 +97,24 @@ std::string window_line(std::uint64_t sent, std::uint64_t acked, double secs, st
 /// asio::S2Producer): the same loop, flush, close and report.
 template <class P>
 int measure(P& producer, const BenchOptions& o, const std::string& record) {
-  const std::uint64_t every = std::max<std::uint64_t>(1, (o.records + kMaxLatencySamples - 1) / kMaxLatencySamples);
+  const std::uint64_t every = sample_interval(o.records);
   auto outcomes = std::make_shared<Outcomes>();
   outcomes->latency_ms.reserve(static_cast<std::size_t>(o.records / every + 1));
   std::optional<Error> failure;
   std::uint64_t sent = 0;
+  std::uint64_t unclocked = 0;  // records since the clock was last read for progress
+  // Unpaced, the records between two timed ones go in chunks through submit_many (no
+  // lock, clock read or callback per record); a refusal other than would_block ends the run.
+  std::array<std::string_view, kChunkRecords> chunk;
+  chunk.fill(record);
+  const std::uint64_t cpu_started_ns = process_cpu_ns();
   const auto started = Clock::now();
   auto window_start = started;
   std::uint64_t window_sent = 0;
   std::uint64_t window_acked = 0;
   const auto submit_timeout = std::chrono::milliseconds{o.producer.delivery_timeout_ms};
   bool stopped = false;  // by SIGINT/SIGTERM
-  for (std::uint64_t i = 0; i < o.records; ++i) {
+  for (std::uint64_t i = 0; i < o.records;) {
     if (o.throughput > 0) {
       // Pace: record i leaves no earlier than i / throughput s after the start. Slept in
       // steps of at most 100 ms (any rate, however small, without overflow; a signal is
@@ -97,8 +130,22 @@ int measure(P& producer, const BenchOptions& o, const std::string& record) {
       stopped = true;
       break;
     }
-    tl::expected<Ticket, Rejection> r;
-    if (i % every == 0) {
+    tl::expected<Ticket, Rejection> r;  // the outcome of the call's last record
+    std::uint64_t accepted = 1;         // records the call accepted, when r holds a ticket
+    if (o.throughput == 0 && i % every != 0) {
+      const std::uint64_t next_timed = (i / every + 1) * every;
+      const auto n = static_cast<std::size_t>(std::min<std::uint64_t>({kChunkRecords, next_timed - i, o.records - i}));
+      const SubmitManyResult many = producer.submit_many(std::span<const std::string_view>(chunk.data(), n));
+      accepted = many.accepted;
+      if (many.accepted == 0 && many.refused) {
+        // R1: full (the refused record is submitted again, waiting for room); any
+        // other refusal ends the run below.
+        r = many.refused->reason == RejectReason::would_block
+                ? producer.submit_blocking(record, submit_timeout)
+                : tl::expected<Ticket, Rejection>(tl::unexpected(*many.refused));
+        accepted = 1;
+      }
+    } else if (i % every == 0) {
       const auto t0 = Clock::now();
       r = producer.submit_blocking(record, submit_timeout, [outcomes, t0](const auto& result) {
         const double ms = std::chrono::duration<double, std::milli>(Clock::now() - t0).count();
@@ -116,9 +163,12 @@ int measure(P& producer, const BenchOptions& o, const std::string& record) {
       failure = r.error().terminal ? *r.error().terminal : to_error(r.error());
       break;
     }
-    ++sent;
-    // The clock is read for progress on every paced record, else every 256 records.
-    if (o.report_interval_ms > 0 && (o.throughput > 0 || (sent & 255) == 0)) {
+    i += accepted;
+    sent += accepted;
+    unclocked += accepted;
+    // The clock is read for progress on every paced record, else every 256 records or so.
+    if (o.report_interval_ms > 0 && (o.throughput > 0 || unclocked >= 256)) {
+      unclocked = 0;
       const auto now = Clock::now();
       if (now - window_start >= std::chrono::milliseconds{o.report_interval_ms}) {
         const double secs = std::chrono::duration<double>(now - window_start).count();
@@ -134,6 +184,7 @@ int measure(P& producer, const BenchOptions& o, const std::string& record) {
   // Everything accepted is flushed and acknowledged before the clock stops.
   if (auto flushed = producer.async_flush(::asio::use_future).get(); !flushed && !failure) failure = flushed.error();
   const double elapsed = std::chrono::duration<double>(Clock::now() - started).count();
+  const std::uint64_t cpu_ns = process_cpu_ns() - cpu_started_ns;
   if (auto closed = producer.async_close(::asio::use_future).get(); !closed && !failure) failure = closed.error();
   const auto stats = producer.stats();
 
@@ -150,6 +201,9 @@ int measure(P& producer, const BenchOptions& o, const std::string& record) {
   const double max = latencies.empty() ? 0 : latencies.back();
   const double rate = elapsed > 0 ? static_cast<double>(stats.core.records_succeeded) / elapsed : 0;
   const double bytes_rate = rate * static_cast<double>(o.record_bytes);
+  // The client's cost: this process's CPU time (every thread: the caller's submits and
+  // the I/O thread) from the first submit to the last acknowledgement, per record.
+  const double cpu_ns_per_record = sent > 0 ? static_cast<double>(cpu_ns) / static_cast<double>(sent) : 0;
   // The producer's own submit-to-ack percentiles (every acknowledged record, stats()),
   // beside the CLI's sampled ones: two independent measurements of the same thing.
   const auto ms = [](Duration d) { return std::chrono::duration<double, std::milli>(d).count(); };
@@ -177,6 +231,7 @@ int measure(P& producer, const BenchOptions& o, const std::string& record) {
         {"elapsed_s", elapsed},
         {"records_per_s", rate},
         {"bytes_per_s", bytes_rate},
+        {"client_cpu_ns_per_record", cpu_ns_per_record},
         {"latency_ms", latency},
         {"producer_submit_to_ack_ms", producer_latency},
         {"batches", stats.core.batches_sealed},
@@ -200,6 +255,7 @@ int measure(P& producer, const BenchOptions& o, const std::string& record) {
     }
     std::printf("%llu records sent, %.1f records/sec (%s/sec), %s.\n", static_cast<unsigned long long>(sent), rate,
                 format_bytes(bytes_rate).c_str(), latency_text.c_str());
+    std::printf("client CPU: %.0f ns/record (this process, user + system, every thread)\n", cpu_ns_per_record);
     std::printf(
         "%llu acknowledged, %llu failed; %llu batches, %llu retries, %llu gap resends, "
         "%llu connections; latency sampled every %llu records (%zu samples)\n",
@@ -321,10 +377,7 @@ int run_bench(const BenchOptions& o) {
                  o.content_type.c_str());
     return kExitBadInput;
   }
-  // Any bytes will do; a printable pattern keeps the stream readable with `prodsm read`.
-  std::string record(o.record_bytes, 'x');
-  for (std::size_t i = 0; i < record.size(); ++i) record[i] = static_cast<char>('a' + i % 26);
-  record.back() = '\n';
+  const std::string record = bench_record(o.record_bytes);
 
   ::asio::io_context io;
   auto guard = ::asio::make_work_guard(io);
@@ -399,7 +452,9 @@ void add_bench_command(CLI::App& app, std::function<int()>& run) {
   add_s2_flags(*cmd, o->s2);
   cmd->footer(
       "Latency is per record, from submit to its acknowledgement (linger and queueing included), "
-      "sampled on at most 500000 records. Exit status: 0 success; 2 bad usage; 3 server or network "
+      "sampled on at most 500000 records and at most one in 64 (at least min(N, 1000)); the other records are "
+      "submitted 64 at a time (submit_many) unless --throughput paces them. Client CPU is this process's user + "
+      "system time per record. Exit status: 0 success; 2 bad usage; 3 server or network "
       "failure (also a reused --producer-id and --epoch: the first batch is answered as a duplicate and "
       "nothing is appended); 130 interrupted (SIGINT or SIGTERM: what was accepted is flushed and the "
       "figures printed). The figures are printed in every case but bad usage.");
