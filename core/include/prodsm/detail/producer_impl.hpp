@@ -266,8 +266,7 @@ struct alignas(64) Producer<Policy>::Impl {
   /// partial batch (ticket returned), or nothing changes (kNoTicket).
   std::uint64_t accept_fast(Instant now, std::span<const std::byte> record);
 
-  /// The common case, kept small so it inlines: the record joins the partial batch,
-  /// which stays below its limits and within capacity.
+  /// accept_fast, else accept_slow: the common case stays small so it inlines.
   tl::expected<Ticket, Rejection> accept(Instant now, std::span<const std::byte> record);
 
   /// Frames `record` into `target` and counts its `meter` metered bytes (R1).

@@ -107,18 +107,9 @@ inline std::uint64_t Producer<Policy>::Impl::accept_fast(Instant now, std::span<
 template <class Policy>
 inline auto Producer<Policy>::Impl::accept(Instant now, std::span<const std::byte> record)
     -> tl::expected<Ticket, Rejection> {
-  now = observe(now);
-  Batch* target = open_;
-  if (target != nullptr && lifecycle == ProducerState::open) [[likely]] {
-    const std::uint64_t meter = policy.metered_bytes(record.size());
-    if (target->count + 1 < max_batch_records &&
-        target->body_bytes + meter + policy.min_record_bytes() <= max_batch_bytes &&
-        unacked_bytes + meter <= max_unacked_bytes && !policy.check_record(record)) {
-      append(*target, record, meter);
-      return Ticket{next_ticket++};
-    }
-  }
-  return accept_slow(now, record);
+  const std::uint64_t ticket = accept_fast(now, record);
+  if (ticket != kNoTicket) [[likely]] return Ticket{ticket};
+  return accept_slow(last_now, record);  // accept_fast observed `now`
 }
 
 template <class Policy>
