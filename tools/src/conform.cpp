@@ -12,6 +12,7 @@
 #include <nlohmann/json.hpp>
 
 #include "commands.hpp"
+#include "conform_matrix.hpp"
 #include "numeric_flags.hpp"
 #include "prodsm/conformance/external.hpp"
 #include "prodsm/conformance/json_limits.hpp"
@@ -34,6 +35,9 @@ struct ConformOptions {
   std::string write_expected;  ///< write the verdicts to this file
   bool skip_properties = false;
   bool verbose = false;
+  bool matrix = false;         ///< --matrix: every available target, one table
+  bool json = false;           ///< --json (with --matrix)
+  bool vectors_given = false;  ///< --vectors was given
 };
 
 struct Verdict {
@@ -383,11 +387,45 @@ void add_conform_command(CLI::App& app, std::function<int()>& run) {
   cmd->add_option("--expect", o->expect,
                   "Compare the verdicts with this file (exit 0 iff they match, whatever they are)");
   cmd->add_option("--write-expected", o->write_expected, "Write the verdicts to this file");
-  cmd->add_flag("-v,--verbose", o->verbose, "One line per vector and property; show the driver's log");
+  CLI::Option* verbose =
+      cmd->add_flag("-v,--verbose", o->verbose, "One line per vector and property; show the driver's log");
+  CLI::Option* matrix = cmd->add_flag("--matrix", o->matrix,
+                                      "Judge every target that can run here (core, s2-ts, ds-ts) and print one "
+                                      "clause x target table; vectors default to conformance/vectors plus each "
+                                      "target's findings");
+  cmd->add_flag("--json", o->json, "With --matrix: print the table as one JSON object")->needs(matrix);
+  for (const char* other : {"--target", "--expect", "--write-expected", "--save-findings"}) {
+    matrix->excludes(cmd->get_option(other));
+  }
+  matrix->excludes(verbose);
   cmd->footer(
-      "Exit status: 0 every clause passed or is not applicable (with --expect: the verdicts match the file); "
-      "1 a clause failed (with --expect: a verdict changed); 2 bad usage; 3 the target's driver failed.");
-  cmd->callback([o, &run] { run = [o] { return run_conform(*o); }; });
+      "Exit status: 0 every clause passed or is not applicable (with --expect: the verdicts match the file; with "
+      "--matrix: every target that can run here was judged, whatever its verdicts); 1 a clause failed (with "
+      "--expect: a verdict changed); 2 bad usage; 3 the target's driver failed (with --matrix: no target could run).");
+  cmd->callback([o, cmd, &run] {
+    o->vectors_given = cmd->count("--vectors") > 0;
+    if (!o->matrix) {
+      run = [o] { return run_conform(*o); };
+      return;
+    }
+    run = [o] {
+      MatrixOptions m;
+      std::error_code ec;
+      m.self = std::filesystem::read_symlink("/proc/self/exe", ec).string();
+      if (ec) {
+        std::fprintf(stderr, "prodsm conform: --matrix: cannot find this executable: %s\n", ec.message().c_str());
+        return static_cast<int>(kExitBadInput);
+      }
+      m.source_dir = PRODSM_SOURCE_DIR;
+      if (o->vectors_given) m.vectors = o->vectors;
+      m.tests = o->tests;
+      m.max_size = o->max_size;
+      m.seed = o->seed;
+      m.skip_properties = o->skip_properties;
+      m.json = o->json;
+      return run_conform_matrix(m);
+    };
+  });
 }
 
 }  // namespace prodsm::tools

@@ -1,0 +1,194 @@
+// SPDX-License-Identifier: Apache-2.0
+// `prodsm conform --matrix` (conform_matrix.hpp): one child `prodsm conform` per target,
+// so every target is judged by exactly the code `--target` runs, then one table.
+#include "conform_matrix.hpp"
+
+#include <fcntl.h>
+#include <spawn.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <cstdio>
+#include <filesystem>
+#include <fstream>
+#include <map>
+#include <nlohmann/json.hpp>
+#include <sstream>
+
+#include "commands.hpp"
+#include "prodsm/conformance/checkers.hpp"
+#include "prodsm/conformance/json_limits.hpp"
+
+extern char** environ;
+
+namespace prodsm::tools {
+namespace {
+
+namespace fs = std::filesystem;
+namespace cf = prodsm::conformance;
+
+/// One target's outcome: its clause verdicts, or why it could not run.
+struct Column {
+  std::string target;
+  std::map<std::string, std::string> verdicts;  ///< clause id -> "pass", "FAIL", "n/a"
+  std::string unavailable;                      ///< empty when it ran
+};
+
+/// The child's argument list for `target`.
+std::vector<std::string> child_args(const MatrixOptions& o, const std::string& target, const fs::path& verdicts) {
+  std::vector<std::string> args{o.self, "conform", "--target", target, "--write-expected", verdicts.string()};
+  std::vector<std::string> dirs = o.vectors;
+  if (dirs.empty()) {  // the contract's vectors, then the findings that pin this target's divergences
+    const fs::path findings = fs::path(o.source_dir) / "conformance" / "findings";
+    dirs.push_back((fs::path(o.source_dir) / "conformance" / "vectors").string());
+    for (const auto& t : matrix_targets()) {
+      // core passes every SDK's findings (Conform.CorePassesEverySdkFinding); an SDK runs its own.
+      if ((target == "core" || t == target) && fs::is_directory(findings / t)) dirs.push_back((findings / t).string());
+    }
+  }
+  for (const auto& d : dirs) {
+    args.push_back("--vectors");
+    args.push_back(d);
+  }
+  args.push_back("--tests");
+  args.push_back(std::to_string(o.tests));
+  args.push_back("--max-size");
+  args.push_back(std::to_string(o.max_size));
+  if (o.seed) {
+    args.push_back("--seed");
+    args.push_back(std::to_string(*o.seed));
+  }
+  if (o.skip_properties) args.push_back("--skip-properties");
+  return args;
+}
+
+/// Runs `args` with stdout discarded and stderr into `err`; the exit status, or -1 when
+/// it could not be started or did not exit normally.
+int run_child(const std::vector<std::string>& args, const fs::path& err) {
+  posix_spawn_file_actions_t actions;
+  posix_spawn_file_actions_init(&actions);
+  posix_spawn_file_actions_addopen(&actions, STDOUT_FILENO, "/dev/null", O_WRONLY, 0);
+  posix_spawn_file_actions_addopen(&actions, STDERR_FILENO, err.c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0600);
+  std::vector<char*> argv;
+  for (const auto& a : args) argv.push_back(const_cast<char*>(a.c_str()));
+  argv.push_back(nullptr);
+  pid_t pid = 0;
+  const int spawned = posix_spawn(&pid, argv[0], &actions, nullptr, argv.data(), environ);
+  posix_spawn_file_actions_destroy(&actions);
+  if (spawned != 0) return -1;
+  int status = 0;
+  while (waitpid(pid, &status, 0) < 0) {
+    if (errno != EINTR) return -1;
+  }
+  return WIFEXITED(status) ? WEXITSTATUS(status) : -1;
+}
+
+/// The first line of `file` (the child's message), or `fallback`.
+std::string first_line(const fs::path& file, const std::string& fallback) {
+  std::ifstream in(file);
+  std::string line;
+  if (!std::getline(in, line) || line.empty()) return fallback;
+  constexpr std::string_view prefix = "prodsm conform: ";
+  if (line.rfind(prefix, 0) == 0) line.erase(0, prefix.size());
+  return line;
+}
+
+Column judge(const MatrixOptions& o, const std::string& target, const fs::path& scratch, int* refused) {
+  Column c{target, {}, {}};
+  const fs::path verdicts = scratch / (target + ".verdicts.json");
+  const fs::path err = scratch / (target + ".stderr");
+  const int status = run_child(child_args(o, target, verdicts), err);
+  if (status == kExitOk || status == kExitFailure) {  // judged: some clauses may have failed
+    auto parsed = cf::read_json_file(verdicts.string());
+    if (parsed && parsed->is_object() && parsed->contains("clauses") && parsed->at("clauses").is_object()) {
+      for (const auto& [id, v] : parsed->at("clauses").items()) {
+        if (v.is_string()) c.verdicts[id] = v.get<std::string>();
+      }
+      return c;
+    }
+    c.unavailable = "its run wrote no verdicts";
+  } else if (status == kExitServerError) {
+    c.unavailable = first_line(err, "its driver could not start");
+  } else {
+    if (status == kExitBadInput) ++*refused;
+    c.unavailable = first_line(err, "its run ended with status " + std::to_string(status));
+  }
+  return c;
+}
+
+}  // namespace
+
+const std::vector<std::string>& matrix_targets() {
+  static const std::vector<std::string> targets{"core", "s2-ts", "ds-ts"};
+  return targets;
+}
+
+int run_conform_matrix(const MatrixOptions& o) {
+  std::error_code ec;
+  const fs::path scratch = fs::temp_directory_path(ec) / ("prodsm-conform-matrix-" + std::to_string(::getpid()));
+  fs::create_directories(scratch, ec);
+  if (ec) {
+    std::fprintf(stderr, "prodsm conform: --matrix: cannot create %s: %s\n", scratch.c_str(), ec.message().c_str());
+    return kExitOutputFailed;
+  }
+  int refused = 0;
+  std::vector<Column> columns;
+  for (const auto& t : matrix_targets()) {
+    if (!o.json) std::fprintf(stderr, "prodsm conform --matrix: judging %s\n", t.c_str());
+    columns.push_back(judge(o, t, scratch, &refused));
+  }
+  fs::remove_all(scratch, ec);
+
+  std::size_t ran = 0;
+  for (const auto& c : columns) ran += c.unavailable.empty() ? 1 : 0;
+  if (o.json) {
+    nlohmann::json out = {{"targets", nlohmann::json::array()},
+                          {"unavailable", nlohmann::json::object()},
+                          {"clauses", nlohmann::json::object()}};
+    for (const auto& c : columns) {
+      if (!c.unavailable.empty()) {
+        out["unavailable"][c.target] = c.unavailable;
+        continue;
+      }
+      out["targets"].push_back(c.target);
+    }
+    for (const auto& clause : cf::clauses()) {
+      const std::string id(clause.id);
+      auto& row = out["clauses"][id];
+      row = nlohmann::json::object();
+      for (const auto& c : columns) {
+        if (!c.unavailable.empty()) continue;
+        const auto v = c.verdicts.find(id);
+        row[c.target] = v == c.verdicts.end() ? "absent" : v->second;
+      }
+    }
+    std::printf("%s\n", out.dump(2).c_str());
+  } else {
+    std::ostringstream table;
+    table << "| clause |";
+    for (const auto& c : columns) table << " " << c.target << " |";
+    table << "\n|---|";
+    for (std::size_t i = 0; i < columns.size(); ++i) table << "---|";
+    table << "\n";
+    for (const auto& clause : cf::clauses()) {
+      const std::string id(clause.id);
+      table << "| " << id << " |";
+      for (const auto& c : columns) {
+        const auto v = c.verdicts.find(id);
+        table << " " << (!c.unavailable.empty() ? "unavailable" : v == c.verdicts.end() ? "absent" : v->second) << " |";
+      }
+      table << "\n";
+    }
+    std::printf("%s", table.str().c_str());
+    for (const auto& c : columns) {
+      if (!c.unavailable.empty()) std::printf("\n%s unavailable: %s\n", c.target.c_str(), c.unavailable.c_str());
+    }
+    std::printf("\n%zu of %zu targets judged%s\n", ran, columns.size(),
+                o.skip_properties ? " (vectors only)" : " (vectors and properties)");
+  }
+  if (refused > 0) return kExitBadInput;
+  return ran == 0 ? kExitServerError : kExitOk;
+}
+
+}  // namespace prodsm::tools

@@ -1,0 +1,37 @@
+// SPDX-License-Identifier: Apache-2.0
+#pragma once
+// `prodsm conform --matrix`: every conformance target that can run on this machine,
+// judged one after the other, as one clause × target table (docs/conformance.md).
+
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <vector>
+
+namespace prodsm::tools {
+
+/// What `--matrix` passes on to each target's run.
+struct MatrixOptions {
+  std::string self;                   ///< this executable, run once per target
+  std::string source_dir;             ///< the checkout: conformance/vectors and conformance/findings
+  std::vector<std::string> vectors;   ///< --vectors given explicitly; empty: vectors + the target's findings
+  int tests = 300;                    ///< --tests
+  int max_size = 100;                 ///< --max-size
+  std::optional<std::uint64_t> seed;  ///< --seed
+  bool skip_properties = false;       ///< --skip-properties
+  bool json = false;                  ///< --json: one JSON object instead of markdown
+};
+
+/// The targets `--matrix` tries, in column order.
+const std::vector<std::string>& matrix_targets();
+
+/// Runs `prodsm conform --target T --write-expected FILE` for every matrix target in a
+/// child process (its own table discarded) and prints the clause × target table: markdown,
+/// or with `json` {"targets": [...], "unavailable": {target: why}, "clauses": {id:
+/// {target: verdict}}}. A target whose driver cannot start here (exit 3: no node, no SDK
+/// package) is listed as unavailable with its message, never as passing. Returns 0 when
+/// every available target ran (whatever its verdicts), 3 when none could, 2 when a run
+/// was refused (bad options).
+int run_conform_matrix(const MatrixOptions& o);
+
+}  // namespace prodsm::tools
