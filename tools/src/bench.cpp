@@ -17,8 +17,7 @@
 #include <span>
 #include <thread>
 
-#include <sys/resource.h>
-
+#include "bench_support.hpp"
 #include "commands.hpp"
 #include "figures.hpp"
 #include "interrupt.hpp"
@@ -32,33 +31,6 @@ namespace prodsm::tools {
 namespace {
 
 using Clock = std::chrono::steady_clock;
-
-/// At most this many latency samples are kept: every k-th record is timed, k chosen so
-/// that a run of any length stays under it (Kafka's perf test samples the same way).
-constexpr std::uint64_t kMaxLatencySamples = 500'000;
-/// Sampling also stays light: at most one record in this many is timed (a timed record
-/// takes the per-record path with a callback), but at least min(records, 1000) are.
-constexpr std::uint64_t kMinSampleInterval = 64;
-/// Records handed to the producer in one submit_many call (a reader's chunk).
-constexpr std::size_t kChunkRecords = 64;
-
-/// Every k-th record is timed: k keeps the samples at most kMaxLatencySamples and at
-/// most one in kMinSampleInterval, with at least min(records, 1000) samples.
-std::uint64_t sample_interval(std::uint64_t records) {
-  const std::uint64_t cap = (records + kMaxLatencySamples - 1) / kMaxLatencySamples;
-  const std::uint64_t light = std::min<std::uint64_t>(kMinSampleInterval, records / 1000);
-  return std::max<std::uint64_t>({1, cap, light});
-}
-
-/// CPU time this process has used so far (user + system, every thread), in ns.
-std::uint64_t process_cpu_ns() {
-  rusage u{};
-  if (getrusage(RUSAGE_SELF, &u) != 0) return 0;
-  const auto ns = [](const timeval& t) {
-    return static_cast<std::uint64_t>(t.tv_sec) * 1'000'000'000ULL + static_cast<std::uint64_t>(t.tv_usec) * 1'000ULL;
-  };
-  return ns(u.ru_utime) + ns(u.ru_stime);
-}
 
 struct BenchOptions {
   std::string url;
@@ -82,16 +54,6 @@ struct Outcomes {
   std::vector<double> latency_ms;    ///< sampled records, submit to acknowledgement
   std::optional<Error> first_error;  ///< of a sampled record
 };
-
-/// One progress line for a window of `secs` seconds: records submitted and acknowledged in it.
-std::string window_line(std::uint64_t sent, std::uint64_t acked, double secs, std::uint64_t record_bytes) {
-  char buf[200];
-  const double rate = secs > 0 ? static_cast<double>(sent) / secs : 0;
-  std::snprintf(buf, sizeof buf, "%llu records sent, %llu acknowledged, %.1f records/sec (%s/sec)",
-                static_cast<unsigned long long>(sent), static_cast<unsigned long long>(acked), rate,
-                format_bytes(rate * static_cast<double>(record_bytes)).c_str());
-  return buf;
-}
 
 /// Runs the load and prints the figures, for either producer (asio::Producer,
 /// asio::S2Producer): the same loop, flush, close and report.
@@ -286,14 +248,6 @@ int measure(P& producer, const BenchOptions& o, const std::string& record) {
     return kExitInterrupted;
   }
   return kExitOk;
-}
-
-/// A bench record: any bytes will do; a printable pattern keeps the stream readable.
-std::string bench_record(std::uint64_t bytes) {
-  std::string record(bytes, 'x');
-  for (std::size_t i = 0; i < record.size(); ++i) record[i] = static_cast<char>('a' + i % 26);
-  record.back() = '\n';
-  return record;
 }
 
 /// The I/O thread of a run: runs `io` until destroyed; signals stay with the main thread.
