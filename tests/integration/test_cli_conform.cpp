@@ -3,10 +3,18 @@
 // target, each exactly the verdicts `--target` gives. The SDK columns must be the verdicts
 // the test command pins for them (conformance/findings/<sdk>.verdicts.json); the core
 // column must fail nothing.
+#include <fcntl.h>
 #include <gtest/gtest.h>
+#include <signal.h>
+#include <sys/wait.h>
+#include <unistd.h>
 
+#include <chrono>
+#include <filesystem>
+#include <fstream>
 #include <nlohmann/json.hpp>
 #include <string>
+#include <thread>
 
 #include "cli_support.hpp"
 
@@ -55,6 +63,61 @@ TEST(ConformMatrix, RefusesOptionsThatNameOneTarget) {  // exit 2: bad usage, no
   const CliRun json_alone = prodsm("conform --json");
   EXPECT_EQ(json_alone.status, 2);
   EXPECT_NE(json_alone.err.find("--matrix"), std::string::npos) << json_alone.err;
+}
+
+TEST(ConformMatrix, ABadVectorsDirectoryIsBadUsageBeforeAnythingRuns) {
+  const CliRun r = prodsm("conform --matrix --skip-properties --vectors /nonexistent-vectors");
+  EXPECT_EQ(r.status, 2);
+  EXPECT_TRUE(r.out.empty()) << r.out;
+  EXPECT_NE(r.err.find("'/nonexistent-vectors' is not a directory"), std::string::npos) << r.err;
+  EXPECT_EQ(r.err.find("judging"), std::string::npos) << "no target was started: " << r.err;
+}
+
+TEST(ConformMatrix, AMalformedVectorIsBadUsageNotAnUnavailableTarget) {
+  const std::string dir = temp_path("matrix-malformed");
+  std::filesystem::create_directories(dir);
+  write_file(dir + "/a.json", "[1");
+  write_file(dir + "/b.json", "{}");
+  const CliRun r = prodsm("conform --matrix --skip-properties --vectors " + dir);
+  std::filesystem::remove_all(dir);
+  EXPECT_EQ(r.status, 2);
+  EXPECT_TRUE(r.out.empty()) << "no table: " << r.out;
+  EXPECT_NE(r.err.find("2 malformed vector file(s)"), std::string::npos) << "every one named: " << r.err;
+  EXPECT_EQ(r.err.find("unavailable"), std::string::npos) << r.err;
+}
+
+// SIGTERM to the matrix alone (not its process group) stops the target being judged,
+// leaves no child running and no scratch directory, and exits 130 without a table.
+TEST(ConformMatrix, ASignalStopsTheRunningTargetAndCleansUp) {
+  const std::string out = temp_path("matrix-signal-out");
+  const pid_t pid = ::fork();
+  ASSERT_GE(pid, 0);
+  if (pid == 0) {
+    const int fd = ::open(out.c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0600);
+    ::dup2(fd, STDOUT_FILENO);
+    ::execl(PRODSM_CLI, PRODSM_CLI, "conform", "--matrix", "--tests", "1000000", static_cast<char*>(nullptr));
+    ::_exit(127);
+  }
+  const std::filesystem::path scratch =
+      std::filesystem::temp_directory_path() / ("prodsm-conform-matrix-" + std::to_string(pid));
+  // The first target's run has started once its stderr file exists (no fixed sleep).
+  for (int i = 0; i < 3000 && !std::filesystem::exists(scratch / "core.stderr"); ++i) {
+    std::this_thread::sleep_for(std::chrono::milliseconds{10});
+  }
+  ASSERT_TRUE(std::filesystem::exists(scratch / "core.stderr"));
+  ::kill(pid, SIGTERM);
+  int status = 0;
+  ASSERT_EQ(::waitpid(pid, &status, 0), pid);
+  ASSERT_TRUE(WIFEXITED(status));
+  EXPECT_EQ(WEXITSTATUS(status), 130);
+  EXPECT_FALSE(std::filesystem::exists(scratch)) << "scratch directory left behind";
+  EXPECT_TRUE(slurp(out).empty()) << "no table after an interrupt";
+  std::remove(out.c_str());
+  for (const auto& entry : std::filesystem::directory_iterator("/proc")) {  // no child left running
+    std::ifstream cmdline(entry.path() / "cmdline");
+    std::string args((std::istreambuf_iterator<char>(cmdline)), std::istreambuf_iterator<char>());
+    EXPECT_EQ(args.find(scratch.string()), std::string::npos) << "still running: " << entry.path();
+  }
 }
 
 }  // namespace

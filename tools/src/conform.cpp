@@ -401,7 +401,8 @@ void add_conform_command(CLI::App& app, std::function<int()>& run) {
   cmd->footer(
       "Exit status: 0 every clause passed or is not applicable (with --expect: the verdicts match the file; with "
       "--matrix: every target that can run here was judged, whatever its verdicts); 1 a clause failed (with "
-      "--expect: a verdict changed); 2 bad usage; 3 the target's driver failed (with --matrix: no target could run).");
+      "--expect: a verdict changed); 2 bad usage; 3 the target's driver failed (with --matrix: no target could run); "
+      "130 --matrix interrupted (SIGINT or SIGTERM, passed on to the target being judged).");
   cmd->callback([o, cmd, &run] {
     o->vectors_given = cmd->count("--vectors") > 0;
     if (!o->matrix) {

@@ -9,14 +9,18 @@
 #include <unistd.h>
 
 #include <cerrno>
+#include <csignal>
 #include <cstdio>
 #include <filesystem>
 #include <fstream>
+#include <iterator>
 #include <map>
 #include <nlohmann/json.hpp>
 #include <sstream>
+#include <utility>
 
 #include "commands.hpp"
+#include "interrupt.hpp"
 #include "prodsm/conformance/checkers.hpp"
 #include "prodsm/conformance/json_limits.hpp"
 
@@ -33,6 +37,7 @@ struct Column {
   std::string target;
   std::map<std::string, std::string> verdicts;  ///< clause id -> "pass", "FAIL", "n/a"
   std::string unavailable;                      ///< empty when it ran
+  std::string refusal;  ///< the child's messages when it refused the options (exit 2): the caller's mistake
 };
 
 /// The child's argument list for `target`.
@@ -64,7 +69,8 @@ std::vector<std::string> child_args(const MatrixOptions& o, const std::string& t
 }
 
 /// Runs `args` with stdout discarded and stderr into `err`; the exit status, or -1 when
-/// it could not be started or did not exit normally.
+/// it could not be started or did not exit normally. A SIGINT or SIGTERM to this process
+/// (interrupted()) is passed on to the child, which is still waited for.
 int run_child(const std::vector<std::string>& args, const fs::path& err) {
   posix_spawn_file_actions_t actions;
   posix_spawn_file_actions_init(&actions);
@@ -78,8 +84,10 @@ int run_child(const std::vector<std::string>& args, const fs::path& err) {
   posix_spawn_file_actions_destroy(&actions);
   if (spawned != 0) return -1;
   int status = 0;
+  bool forwarded = false;
   while (waitpid(pid, &status, 0) < 0) {
     if (errno != EINTR) return -1;
+    if (interrupted() && !std::exchange(forwarded, true)) ::kill(pid, SIGTERM);
   }
   return WIFEXITED(status) ? WEXITSTATUS(status) : -1;
 }
@@ -94,8 +102,8 @@ std::string first_line(const fs::path& file, const std::string& fallback) {
   return line;
 }
 
-Column judge(const MatrixOptions& o, const std::string& target, const fs::path& scratch, int* refused) {
-  Column c{target, {}, {}};
+Column judge(const MatrixOptions& o, const std::string& target, const fs::path& scratch) {
+  Column c{target, {}, {}, {}};
   const fs::path verdicts = scratch / (target + ".verdicts.json");
   const fs::path err = scratch / (target + ".stderr");
   const int status = run_child(child_args(o, target, verdicts), err);
@@ -110,8 +118,11 @@ Column judge(const MatrixOptions& o, const std::string& target, const fs::path& 
     c.unavailable = "its run wrote no verdicts";
   } else if (status == kExitServerError) {
     c.unavailable = first_line(err, "its driver could not start");
+  } else if (status == kExitBadInput) {
+    std::ifstream in(err);
+    c.refusal.assign(std::istreambuf_iterator<char>(in), std::istreambuf_iterator<char>());
+    if (c.refusal.empty()) c.refusal = "prodsm conform: the options were refused\n";
   } else {
-    if (status == kExitBadInput) ++*refused;
     c.unavailable = first_line(err, "its run ended with status " + std::to_string(status));
   }
   return c;
@@ -125,6 +136,16 @@ const std::vector<std::string>& matrix_targets() {
 }
 
 int run_conform_matrix(const MatrixOptions& o) {
+  for (const auto& dir : o.vectors) {  // the caller's mistake: refused before any target runs
+    if (!fs::is_directory(dir)) {
+      std::fprintf(stderr, "prodsm conform: --vectors: '%s' is not a directory\n", dir.c_str());
+      return kExitBadInput;
+    }
+  }
+  set_interrupt_message(
+      "prodsm conform --matrix: interrupted: stopping the target being judged; interrupt again to abort at once\n");
+  route_interrupts_here(true);  // one thread: the handler, then the signals unblocked
+  route_interrupts_here(false);
   std::error_code ec;
   const fs::path scratch = fs::temp_directory_path(ec) / ("prodsm-conform-matrix-" + std::to_string(::getpid()));
   fs::create_directories(scratch, ec);
@@ -132,13 +153,18 @@ int run_conform_matrix(const MatrixOptions& o) {
     std::fprintf(stderr, "prodsm conform: --matrix: cannot create %s: %s\n", scratch.c_str(), ec.message().c_str());
     return kExitOutputFailed;
   }
-  int refused = 0;
   std::vector<Column> columns;
   for (const auto& t : matrix_targets()) {
     if (!o.json) std::fprintf(stderr, "prodsm conform --matrix: judging %s\n", t.c_str());
-    columns.push_back(judge(o, t, scratch, &refused));
+    columns.push_back(judge(o, t, scratch));
+    if (interrupted() || !columns.back().refusal.empty()) break;
   }
   fs::remove_all(scratch, ec);
+  if (interrupted()) return kExitInterrupted;  // no table: not every target was judged
+  if (!columns.back().refusal.empty()) {       // e.g. a malformed vector: every target would refuse it
+    std::fprintf(stderr, "%s", columns.back().refusal.c_str());
+    return kExitBadInput;
+  }
 
   std::size_t ran = 0;
   for (const auto& c : columns) ran += c.unavailable.empty() ? 1 : 0;
@@ -187,7 +213,6 @@ int run_conform_matrix(const MatrixOptions& o) {
     std::printf("\n%zu of %zu targets judged%s\n", ran, columns.size(),
                 o.skip_properties ? " (vectors only)" : " (vectors and properties)");
   }
-  if (refused > 0) return kExitBadInput;
   return ran == 0 ? kExitServerError : kExitOk;
 }
 

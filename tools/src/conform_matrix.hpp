@@ -30,8 +30,11 @@ const std::vector<std::string>& matrix_targets();
 /// or with `json` {"targets": [...], "unavailable": {target: why}, "clauses": {id:
 /// {target: verdict}}}. A target whose driver cannot start here (exit 3: no node, no SDK
 /// package) is listed as unavailable with its message, never as passing. Returns 0 when
-/// every available target ran (whatever its verdicts), 3 when none could, 2 when a run
-/// was refused (bad options).
+/// every available target ran (whatever its verdicts), 3 when none could, 2 when the
+/// options were refused (a --vectors that is not a directory, before anything runs; a
+/// malformed vector, with the child's message naming every one, and no table), 130 when
+/// SIGINT or SIGTERM stopped it (passed on to the running child; no table; the scratch
+/// directory removed).
 int run_conform_matrix(const MatrixOptions& o);
 
 }  // namespace prodsm::tools

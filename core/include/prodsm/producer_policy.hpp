@@ -140,6 +140,9 @@ concept policy_check_order = requires(P& p, typename P::Ack& previous, typename 
   /// Why `next` cannot follow `previous`, the acks of two batches completed one after the other, or nullopt (E5).
   { p.check_order(previous, next) } -> std::same_as<std::optional<std::string>>;
 };
+// A failure here means: kChecksOrder is true but `p.check_order(previous, next)`
+// returning std::optional<std::string> is missing (E5); compilers name it only with a
+// deeper concepts diagnostic (g++: -fconcepts-diagnostics-depth=3).
 template <class P>
 concept policy_order_check = !P::kChecksOrder || policy_check_order<P>;
 
