@@ -18,6 +18,7 @@
 #include <thread>
 
 #include "prodsm/blocking/producer.hpp"
+#include "prodsm/ds/http_codec.hpp"
 #include "reference_server.hpp"
 #include "test_client.hpp"
 
@@ -198,6 +199,11 @@ TEST(P2, FourSubmittingThreadsEveryAcceptedRecordCompletesOnceInTicketOrder) {
   options.producer.max_batch_bytes = 1024;
   options.producer.max_unacked_bytes = 4096;  // submitters wait for capacity (R1)
   auto producer = blocking::Producer::create(options).value();
+  // The first append is answered after 300 ms, so the submitters fill the 4 KiB and wait
+  // whatever the machine's speed (under TSan a fast server once kept up with them).
+  const std::string path = ds::StreamUrl::parse(url)->path;
+  client.inject_fault(ReferenceServer::shared().url(),
+                      R"({"path":")" + path + R"(","method":"POST","delayMs":300,"count":1})");
 
   struct Entry {
     std::uint64_t ticket;

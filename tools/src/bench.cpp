@@ -411,7 +411,8 @@ void add_bench_command(CLI::App& app, std::function<int()>& run) {
       "system time per record. Exit status: 0 success; 2 bad usage; 3 server or network "
       "failure (also a reused --producer-id and --epoch: the first batch is answered as a duplicate and "
       "nothing is appended); 130 interrupted (SIGINT or SIGTERM: what was accepted is flushed and the "
-      "figures printed). The figures are printed in every case but bad usage.");
+      "figures printed; a second signal aborts at once, printing nothing). The figures are printed in every "
+      "other case but bad usage.");
   cmd->callback([o, cmd, &run] {
     o->producer.epoch_given = cmd->count("--epoch") > 0;
     o->max_in_flight_given = cmd->count("--max-in-flight") > 0;
