@@ -15,6 +15,7 @@
 #include <cstddef>
 #include <cstdint>
 
+#include "prodsm/detail/lifecycle.hpp"
 #include "prodsm/error.hpp"
 
 namespace prodsm::detail {
@@ -31,7 +32,6 @@ namespace prodsm::detail {
 template <class Impl>
 const char* first_broken_invariant(const Impl& impl) noexcept {
   using State = typename Impl::BatchState;
-  using Lifecycle = decltype(impl.lifecycle);
   if (impl.failed && impl.failed->code == ErrorCode::internal) return nullptr;
   const auto& ring = impl.ring;
   if (ring.size() > ring.capacity()) return "ring: more batches than slots";
@@ -83,10 +83,10 @@ const char* first_broken_invariant(const Impl& impl) noexcept {
     cutoff = barrier.cutoff;
   }
   if (impl.pool.size() > impl.pool.limit()) return "buffer pool: above its limit";
-  const bool live = impl.lifecycle == Lifecycle::open || impl.lifecycle == Lifecycle::closing;
+  const bool live = is_live(impl.lifecycle);
   if (!live && (ring.size() > 0 || !impl.barriers.empty())) return "lifecycle: a failed or closed producer holds work";
   if (live && impl.failed) return "lifecycle: a terminal error, yet the producer is live (E1)";
-  if (impl.lifecycle == Lifecycle::failed && !impl.failed) return "lifecycle: failed without a terminal error (E1)";
+  if (impl.lifecycle == ProducerState::failed && !impl.failed) return "lifecycle: failed without a terminal error (E1)";
   return nullptr;
 }
 

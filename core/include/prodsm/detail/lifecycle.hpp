@@ -30,4 +30,10 @@ constexpr bool lifecycle_edge_allowed(ProducerState from, ProducerState to) noex
   return false;
 }
 
+/// Open or closing: outcomes and timers still matter (the producer's own `live()` and the
+/// invariant checks both ask this).
+constexpr bool is_live(ProducerState s) noexcept {
+  return s == ProducerState::open || s == ProducerState::closing;
+}
+
 }  // namespace prodsm::detail

@@ -106,7 +106,7 @@ struct alignas(64) Producer<Policy>::Impl {
   Batch* open_batch() { return open_; }
   const Batch* open_batch() const { return open_; }
   /// Open or closing: outcomes and timers still matter.
-  bool live() const { return lifecycle == ProducerState::open || lifecycle == ProducerState::closing; }
+  bool live() const { return detail::is_live(lifecycle); }
 
   /// Time never goes backwards inside the core: a smaller `now` is read as the last one.
   Instant observe(Instant now) {

@@ -108,7 +108,8 @@ template <class Policy>
 inline auto Producer<Policy>::Impl::accept(Instant now, std::span<const std::byte> record)
     -> tl::expected<Ticket, Rejection> {
   const std::uint64_t ticket = accept_fast(now, record);
-  if (ticket != kNoTicket) [[likely]] return Ticket{ticket};
+  if (ticket != kNoTicket) [[likely]]
+    return Ticket{ticket};
   return accept_slow(last_now, record);  // accept_fast observed `now`
 }
 
