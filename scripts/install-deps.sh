@@ -8,7 +8,7 @@ cd "$(dirname "$0")/.."
 packages=(
   cmake ninja-build g++-12 clang-14 libfuzzer-14-dev libclang-rt-14-dev
   googletest libgtest-dev libgmock-dev librapidcheck-dev libbenchmark-dev
-  libasio-dev libhttp-parser-dev nlohmann-json3-dev libcli11-dev libexpected-dev libsimdjson-dev libssl-dev openssl pkgconf
+  libasio-dev libhttp-parser-dev nlohmann-json3-dev libcli11-dev libexpected-dev libsimdjson-dev libssl-dev openssl pkgconf librdkafka-dev
   nodejs npm
 )
 

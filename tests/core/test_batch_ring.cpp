@@ -61,7 +61,7 @@ TEST(BufferPool, ReusesReleasedBuffersInsteadOfAllocating) {  // steady state: n
   BufferPool pool(2, 1024);
   BatchBuffers a = pool.take();
   EXPECT_EQ(a.body.capacity(), 0U);  // nothing kept yet: a new, empty set
-  a.body.resize(100);
+  a.body.reserve(100);
   a.record_ends.push_back(100);
   const std::byte* memory = a.body.data();
   pool.give(a);
@@ -78,7 +78,7 @@ TEST(BufferPool, ReusesReleasedBuffersInsteadOfAllocating) {  // steady state: n
 TEST(BufferPool, KeepsAtMostItsLimit) {  // bounded: a burst of releases frees the rest
   BufferPool pool(2, 1024);
   std::vector<BatchBuffers> sets(5);
-  for (auto& s : sets) s.body.resize(10);
+  for (auto& s : sets) s.body.reserve(10);
   for (auto& s : sets) pool.give(s);
   EXPECT_EQ(pool.size(), 2U);
   EXPECT_EQ(pool.limit(), 2U);
@@ -87,11 +87,11 @@ TEST(BufferPool, KeepsAtMostItsLimit) {  // bounded: a burst of releases frees t
 TEST(BufferPool, FreesAnOversizedBody) {  // one huge batch does not pin its memory
   BufferPool pool(4, 1024);
   BatchBuffers big;
-  big.body.resize(4096);
+  big.body.reserve(4096);
   pool.give(big);
   EXPECT_EQ(pool.size(), 0U);
   BatchBuffers fits;
-  fits.body.resize(1024);
+  fits.body.reserve(1024);
   pool.give(fits);
   EXPECT_EQ(pool.size(), 1U);
 }

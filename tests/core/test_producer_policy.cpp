@@ -92,11 +92,11 @@ class Sketch : public std::conditional_t<(kOmit & kOmitStampType) == 0, WithStam
   std::uint64_t metered_bytes(std::size_t record_size) { return record_size; }
   std::uint64_t min_record_bytes() { return 1; }
   std::uint64_t batch_overhead_bytes() { return 0; }
-  void frame_record(std::vector<std::byte>& body, std::span<const std::byte> record, std::uint32_t index) {
+  void frame_record(prodsm::BatchBody& body, std::span<const std::byte> record, std::uint32_t index) {
     (void)index;
-    body.insert(body.end(), record.begin(), record.end());
+    body.append(record);
   }
-  void frame_seal(std::vector<std::byte>& body) requires((kOmit & kOmitFrameSeal) == 0) { (void)body; }
+  void frame_seal(prodsm::BatchBody& body) requires((kOmit & kOmitFrameSeal) == 0) { (void)body; }
   SketchStamp stamp(std::uint32_t record_count) {
     const SketchStamp s{next_};
     next_ += record_count;

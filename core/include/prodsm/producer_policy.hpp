@@ -31,6 +31,7 @@
 #include <type_traits>
 #include <vector>
 
+#include "prodsm/batch_body.hpp"
 #include "prodsm/config.hpp"
 
 namespace prodsm {
@@ -94,7 +95,7 @@ concept policy_constants = requires {
 /// ProducerPolicy, part 3: the functions, with the arguments the core passes.
 template <class P>
 concept policy_functions = requires(P& p, const typename P::Options& options, std::span<const std::byte> record,
-                                    std::size_t record_size, std::vector<std::byte>& body, std::uint32_t count,
+                                    std::size_t record_size, BatchBody& body, std::uint32_t count,
                                     std::uint64_t server_epoch, typename P::Stamp& stamp, typename P::Ack& ack) {
   /// The options' own checks, run after the core's; the error names its field, "protocol.<field>" (B3).
   { P::validate(options) } -> std::convertible_to<std::optional<ConfigError>>;

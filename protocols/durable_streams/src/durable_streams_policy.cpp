@@ -74,7 +74,7 @@ std::optional<std::string_view> DurableStreamsPolicy::JsonValidator::check(std::
   return std::nullopt;
 }
 
-void DurableStreamsPolicy::frame_seal(std::vector<std::byte>& body) const {
+void DurableStreamsPolicy::frame_seal(BatchBody& body) const {
   if (json()) body.push_back(std::byte{']'});
 }
 

@@ -8,6 +8,8 @@
 #include <optional>
 #include <vector>
 
+#include "prodsm/batch_body.hpp"
+
 #include "prodsm/time.hpp"
 
 namespace prodsm::detail {
@@ -67,7 +69,7 @@ enum class ParkReason : std::uint8_t { none, sequence_gap, stale_epoch };
 /// A batch's owned buffers, recycled through a small pool (no allocation per record in
 /// steady state).
 struct BatchBuffers {
-  std::vector<std::byte> body;
+  BatchBody body;
   std::vector<std::uint32_t> record_ends;
 };
 
