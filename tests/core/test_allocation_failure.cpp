@@ -9,6 +9,10 @@
 namespace prodsm::test {
 namespace {
 
+// A record larger than a new batch body's first allocation (BatchBody reserves 256 bytes
+// on its first append), so appending it after "a" must allocate.
+const std::string kBig(4096, 'b');
+
 // D4, E1: a record whose append needs memory that is not there fails the Producer with
 // `internal`; the call returns the refusal, nothing throws, later calls see the failure.
 TEST(D4, AllocationFailureInSubmitFailsTheProducer) {
@@ -17,7 +21,7 @@ TEST(D4, AllocationFailureInSubmitFailsTheProducer) {
   tl::expected<Ticket, Rejection> r = Ticket{0};
   {
     FailNextAllocation fail;
-    r = p.submit(Instant{}, std::string_view{"bb"});  // the body grows
+    r = p.submit(Instant{}, std::string_view{kBig});  // past the body's first room: it grows
   }
   ASSERT_FALSE(r.has_value());
   EXPECT_EQ(r.error().reason, RejectReason::failed);
@@ -34,7 +38,7 @@ TEST(D4, AllocationFailureInSubmitManyMatchesSubmit) {
   auto p = Producer<DurableStreamsPolicy>::create(ds_config(Linger::after(1h))).value();
   const std::vector<std::string_view> first{"a"};
   ASSERT_EQ(p.submit_many(Instant{}, first).accepted, 1U);
-  const std::vector<std::string_view> more{"bb", "c"};
+  const std::vector<std::string_view> more{kBig, "c"};
   SubmitManyResult r;
   {
     FailNextAllocation fail;
