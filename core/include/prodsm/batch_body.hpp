@@ -32,6 +32,7 @@ class BatchBody {
     other.capacity_ = 0;
   }
   BatchBody& operator=(BatchBody&& other) noexcept {
+    if (this == &other) return *this;
     data_ = std::move(other.data_);
     size_ = other.size_;
     capacity_ = other.capacity_;
@@ -49,10 +50,11 @@ class BatchBody {
   [[nodiscard]] std::size_t capacity() const noexcept { return capacity_; }
   /// True when no byte is held.
   [[nodiscard]] bool empty() const noexcept { return size_ == 0; }
-  /// The first byte (nullptr while nothing was ever reserved).
+  /// The first byte (nullptr while the body has no memory: new, or moved from).
   [[nodiscard]] const std::byte* data() const noexcept { return data_.get(); }
-  /// Iterators over the bytes held (contiguous: a std::span can view them).
+  /// The first byte held: with end(), a contiguous range (a std::span can view it).
   [[nodiscard]] const std::byte* begin() const noexcept { return data_.get(); }
+  /// One past the last byte held.
   [[nodiscard]] const std::byte* end() const noexcept { return data_.get() + size_; }
   /// The largest size a body may reach, in bytes.
   [[nodiscard]] static constexpr std::size_t max_size() noexcept {

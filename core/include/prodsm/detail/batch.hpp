@@ -9,7 +9,6 @@
 #include <vector>
 
 #include "prodsm/batch_body.hpp"
-
 #include "prodsm/time.hpp"
 
 namespace prodsm::detail {
