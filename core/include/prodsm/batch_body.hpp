@@ -9,7 +9,6 @@
 #include <cstring>
 #include <limits>
 #include <memory>
-#include <new>
 #include <span>
 #include <stdexcept>
 

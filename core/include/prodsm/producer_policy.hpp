@@ -29,7 +29,6 @@
 #include <string>
 #include <string_view>
 #include <type_traits>
-#include <vector>
 
 #include "prodsm/batch_body.hpp"
 #include "prodsm/config.hpp"

@@ -14,7 +14,6 @@
 #include <span>
 #include <string>
 #include <string_view>
-#include <vector>
 
 #include "prodsm/batch_body.hpp"
 #include "prodsm/config.hpp"
