@@ -9,6 +9,7 @@
 #include <unistd.h>
 
 #include <cerrno>
+#include <ctime>
 #include <csignal>
 #include <cstdio>
 #include <filesystem>
@@ -83,11 +84,18 @@ int run_child(const std::vector<std::string>& args, const fs::path& err) {
   const int spawned = posix_spawn(&pid, argv[0], &actions, nullptr, argv.data(), environ);
   posix_spawn_file_actions_destroy(&actions);
   if (spawned != 0) return -1;
+  // Polled, not a blocking waitpid: a signal that lands between the spawn and the wait
+  // (or that a sanitizer's runtime defers past the wait's EINTR) would otherwise leave
+  // this process waiting for a child that was never told to stop. 10 ms of latency.
   int status = 0;
   bool forwarded = false;
-  while (waitpid(pid, &status, 0) < 0) {
-    if (errno != EINTR) return -1;
+  for (;;) {
+    const pid_t done = waitpid(pid, &status, WNOHANG);
+    if (done == pid) break;
+    if (done < 0 && errno != EINTR) return -1;
     if (interrupted() && !std::exchange(forwarded, true)) ::kill(pid, SIGTERM);
+    const struct timespec pause{0, 10'000'000};
+    ::nanosleep(&pause, nullptr);
   }
   return WIFEXITED(status) ? WEXITSTATUS(status) : -1;
 }
