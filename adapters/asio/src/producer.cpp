@@ -16,24 +16,15 @@ struct Producer::Impl : detail::ProducerImpl<ds::ProducerClient, ProducerOptions
 // ---- Producer ---------------------------------------------------------------------------
 
 tl::expected<Producer, std::string> Producer::create(net::any_io_executor executor, ProducerOptions options) {
-  auto client = ds::ProducerClient::create(options, std::chrono::system_clock::now());
-  if (!client) return tl::unexpected(client.error());
-  SessionOptions session_options{options.session};
-  session_options.header_provider = options.header_provider;
-  auto session = Session::create(std::move(executor), client->url(), std::move(session_options));
-  if (!session) return tl::unexpected(session.error());
-  return Producer(std::make_shared<Impl>(std::move(options), std::move(*session), true, std::move(*client)));
+  auto impl = detail::create_owned<Impl>(std::move(executor), std::move(options));
+  if (!impl) return tl::unexpected(impl.error());
+  return Producer(std::move(*impl));
 }
 
 tl::expected<Producer, std::string> Producer::attach(std::shared_ptr<Session> session, ProducerOptions options) {
-  if (auto why = prodsm::detail::attach_refusal(session, options.header_provider)) return tl::unexpected(*why);
-  auto client = ds::ProducerClient::create(options, std::chrono::system_clock::now());
-  if (!client) return tl::unexpected(client.error());
-  const ds::StreamUrl& url = client->url();
-  if (auto why = prodsm::detail::server_mismatch("url", url.host, url.port, url.authority(), *session)) {
-    return tl::unexpected(*why);
-  }
-  return Producer(std::make_shared<Impl>(std::move(options), std::move(session), false, std::move(*client)));
+  auto impl = detail::create_attached<Impl>(std::move(session), std::move(options));
+  if (!impl) return tl::unexpected(impl.error());
+  return Producer(std::move(*impl));
 }
 
 Producer::Producer(std::shared_ptr<Impl> impl) : impl_{std::move(impl)} {}

@@ -27,15 +27,11 @@
 #include <vector>
 
 #include "prodsm/asio/producer.hpp"
-#include "prodsm/detail/event_tracker.hpp"
+#include "prodsm/detail/adapter_producer.hpp"
 #include "prodsm/detail/producer_setup.hpp"
 #include "prodsm/detail/waiters.hpp"
 
 namespace prodsm::asio::detail {
-
-inline Instant steady_now() {
-  return std::chrono::steady_clock::now();
-}
 
 inline Error local_error(ErrorCode code, std::string message) {
   return make_error(code, Certainty::definite, false, std::move(message));
@@ -45,10 +41,20 @@ inline Error local_error(ErrorCode code, std::string message) {
 /// (callback_executor, on_callback_exception, submit_timeout_ns). StreamCloseResult:
 /// the result of a stream close (Durable Streams, S6), or std::nullptr_t for none.
 template <class Client, class Options, class RecordResultT, class StreamCloseResult = std::nullptr_t>
-struct ProducerImpl : std::enable_shared_from_this<ProducerImpl<Client, Options, RecordResultT, StreamCloseResult>> {
+struct ProducerImpl
+    : prodsm::detail::AdapterProducer<
+          ProducerImpl<Client, Options, RecordResultT, StreamCloseResult>, Client, Options, Session,
+          prodsm::detail::Waiters<std::unique_ptr<Completion<RecordResultT>>, std::unique_ptr<Completion<VoidResult>>,
+                                  std::unique_ptr<Completion<StreamCloseResult>>>>,
+      std::enable_shared_from_this<ProducerImpl<Client, Options, RecordResultT, StreamCloseResult>> {
   using RecordCompletion = std::unique_ptr<Completion<RecordResultT>>;
   using VoidCompletion = std::unique_ptr<Completion<VoidResult>>;
   using StreamCloseCompletion = std::unique_ptr<Completion<StreamCloseResult>>;
+  using Base = prodsm::detail::AdapterProducer<ProducerImpl, Client, Options, Session,
+                                               prodsm::detail::Waiters<RecordCompletion, VoidCompletion,
+                                                                       StreamCloseCompletion>>;
+  using Base::client, Base::mu, Base::options, Base::session, Base::waiters, Base::capacity_waits, Base::drive,
+      Base::observe_events, Base::run_callback, Base::steady_now;
   /// Told the ticket when a waiting submit is accepted, or why it was refused
   /// (async_submit_ticket); null for async_submit.
   using AcceptCompletion = std::unique_ptr<Completion<tl::expected<Ticket, Error>>>;
@@ -62,33 +68,19 @@ struct ProducerImpl : std::enable_shared_from_this<ProducerImpl<Client, Options,
   };
 
   ProducerImpl(Options o, std::shared_ptr<Session> s, bool owned, Client c)
-      : options{std::move(o)},
-        session{std::move(s)},
-        owns_session{owned},
+      : Base{std::move(o), std::move(s), owned, std::move(c)},
         callback_strand{::asio::make_strand(options.callback_executor ? *options.callback_executor
                                                                       : ::asio::any_io_executor{session->strand()})},
-        timer{session->strand()},
-        client{std::move(c)},
-        tracker{session->stats(), options.events.min_level} {}
+        timer{session->strand()} {}
 
-  Options options;
-  std::shared_ptr<Session> session;
-  bool owns_session;
   ::asio::strand<::asio::any_io_executor> callback_strand;
   ::asio::steady_timer timer;  // used on the session strand only
 
-  mutable std::mutex mu;
-  Client client;
-  prodsm::detail::Waiters<RecordCompletion, VoidCompletion, StreamCloseCompletion> waiters;  // routed client events
+  // Guarded by mu (with the base's client and waiters).
   std::deque<Waiter> capacity_waiters;
   std::uint64_t next_waiter_id = 0;
-  std::optional<Instant> armed;  // what the timer is set to
-  bool session_released = false;
-  std::uint64_t callback_exceptions = 0;
-  std::uint64_t capacity_waits = 0;
-  std::condition_variable capacity_cv;   // submit_blocking waits here (with mu)
-  prodsm::detail::EventTracker tracker;  // what the event hook is told
-  std::uint64_t events_made = 0;
+  std::optional<Instant> armed;         // what the timer is set to
+  std::condition_variable capacity_cv;  // submit_blocking waits here (with mu)
 
   // ---- operations (each takes mu, changes the client, drives) -----------------------------
 
@@ -211,38 +203,7 @@ struct ProducerImpl : std::enable_shared_from_this<ProducerImpl<Client, Options,
     drive(now);
   }
 
-  void abort() {
-    std::lock_guard lock(mu);
-    const Instant now = steady_now();
-    client.abort(now);
-    drive(now);
-  }
-
-  ProducerAdapterStats stats() const {
-    std::lock_guard lock(mu);
-    return prodsm::detail::adapter_stats(client, session->stats(), callback_exceptions, capacity_waits, events_made);
-  }
-
-  // ---- callbacks (A1–A3) ---------------------------------------------------------------
-
-  void run_callback(const std::function<void()>& f) {
-    try {
-      f();
-    } catch (...) {  // A3: never unwinds into Asio or the core
-      std::function<void(std::exception_ptr)> hook;
-      {
-        std::lock_guard lock(mu);
-        ++callback_exceptions;
-        hook = options.on_callback_exception;
-      }
-      if (hook) {
-        try {
-          hook(std::current_exception());
-        } catch (...) {
-        }
-      }
-    }
-  }
+  // ---- callbacks (A1, A2: on one strand, in client order) --------------------------------
 
   template <class Result, class C>
   void post_result(C completion, Result result) {
@@ -253,27 +214,12 @@ struct ProducerImpl : std::enable_shared_from_this<ProducerImpl<Client, Options,
     });
   }
 
-  // ---- the drive rule (mu held) ----------------------------------------------------------
+  // ---- the drive rule's adapter steps (mu held; the rule is the base's drive()) ---------
 
-  void drive(Instant now) {
-    while (auto r = client.poll_request()) {
-      session->exchange(std::move(r->request), [weak = this->weak_from_this(), tag = r->tag](ExchangeResult result) {
-        auto self = weak.lock();
-        if (!self) return;
-        std::lock_guard lock(self->mu);
-        self->client.handle_outcome(steady_now(), tag, std::move(result));
-        self->drive(steady_now());
-        self->observe_events();
-      });
-    }
-    while (auto event = client.poll_event()) {
-      Sink sink{*this, now};
-      waiters.route(*event, sink);
-    }
-    if (!session_released && owns_session && client.finished()) {
-      session_released = true;
-      session->close();  // C4: an owned session is closed, an attached one left open
-    }
+  void post_callback(std::function<void()> task) { ::asio::post(callback_strand, std::move(task)); }
+  void stop_session() { session->close(); }
+  template <class SinkT>
+  void after_drive(SinkT& /*sink*/) {
     arm_timer();
   }
 
@@ -367,20 +313,6 @@ struct ProducerImpl : std::enable_shared_from_this<ProducerImpl<Client, Options,
     observe_events();
   }
 
-  /// The events the last input made (mu held), to the hook on the callback strand: behind
-  /// the completions the same input posted, never under mu.
-  void observe_events() {
-    if (!options.events.on_event) return;
-    std::vector<ProducerEvent> made;
-    tracker.observe(client, session->stats(), made);
-    for (auto& e : made) {
-      ++events_made;
-      ::asio::post(callback_strand, [self = this->shared_from_this(), e = std::move(e)] {
-        self->run_callback([&] { self->options.events.on_event(e); });
-      });
-    }
-  }
-
   void cancel_waiter(std::uint64_t id) {
     std::lock_guard lock(mu);
     auto it =
@@ -390,5 +322,26 @@ struct ProducerImpl : std::enable_shared_from_this<ProducerImpl<Client, Options,
     capacity_waiters.erase(it);
   }
 };
+
+/// create() of an Impl (a ProducerImpl): the client, its own session on `executor` (with
+/// the producer's header provider), the producer owning that session (C4).
+template <class Impl, class Options>
+tl::expected<std::shared_ptr<Impl>, std::string> create_owned(::asio::any_io_executor executor, Options options) {
+  auto made = prodsm::detail::owned_client<typename Impl::ClientType>(options);
+  if (!made) return tl::unexpected(made.error());
+  SessionOptions session_options{options.session};
+  session_options.header_provider = options.header_provider;
+  auto session = Session::create(std::move(executor), made->second, std::move(session_options));
+  if (!session) return tl::unexpected(session.error());
+  return std::make_shared<Impl>(std::move(options), std::move(*session), true, std::move(made->first));
+}
+
+/// attach() of an Impl: the producer on `session`, which it does not own (C4).
+template <class Impl, class Options>
+tl::expected<std::shared_ptr<Impl>, std::string> create_attached(std::shared_ptr<Session> session, Options options) {
+  auto client = prodsm::detail::attached_client<typename Impl::ClientType>(session, options);
+  if (!client) return tl::unexpected(client.error());
+  return std::make_shared<Impl>(std::move(options), std::move(session), false, std::move(*client));
+}
 
 }  // namespace prodsm::asio::detail

@@ -28,7 +28,7 @@
 #include <vector>
 
 #include "dispatcher.hpp"
-#include "prodsm/detail/event_tracker.hpp"
+#include "prodsm/detail/adapter_producer.hpp"
 #include "prodsm/detail/producer_setup.hpp"
 #include "prodsm/detail/waiters.hpp"
 #include "session_impl.hpp"
@@ -93,19 +93,25 @@ Result ticket_wait(const RecordState<Result>& state, std::string_view what) {
 /// state (a RecordState). StreamCloseResult: the result of a stream close (Durable
 /// Streams, S6), or std::nullptr_t for none.
 template <class Client, class Options, class State, class StreamCloseResult = std::nullptr_t>
-struct ProducerImpl : Participant,
-                      std::enable_shared_from_this<ProducerImpl<Client, Options, State, StreamCloseResult>> {
+struct ProducerImpl
+    : prodsm::detail::AdapterProducer<
+          ProducerImpl<Client, Options, State, StreamCloseResult>, Client, Options, Session,
+          prodsm::detail::Waiters<std::shared_ptr<State>, std::shared_ptr<Op<VoidResult>>,
+                                  std::shared_ptr<Op<StreamCloseResult>>>>,
+      Participant,
+      std::enable_shared_from_this<ProducerImpl<Client, Options, State, StreamCloseResult>> {
   using StatePtr = std::shared_ptr<State>;
   using Result = typename decltype(State::value)::value_type;
   using VoidOp = Op<VoidResult>;
   using StreamCloseOp = Op<StreamCloseResult>;
+  using Base = prodsm::detail::AdapterProducer<
+      ProducerImpl, Client, Options, Session,
+      prodsm::detail::Waiters<StatePtr, std::shared_ptr<VoidOp>, std::shared_ptr<StreamCloseOp>>>;
+  using Base::client, Base::mu, Base::options, Base::session, Base::owns_session, Base::waiters,
+      Base::session_released, Base::capacity_waits, Base::drive, Base::observe_events, Base::run_callback;
 
   ProducerImpl(Options o, std::shared_ptr<Session> s, bool owned, Client c)
-      : options{std::move(o)},
-        session{std::move(s)},
-        owns_session{owned},
-        client{std::move(c)},
-        tracker{session->stats(), options.events.min_level} {}
+      : Base{std::move(o), std::move(s), owned, std::move(c)} {}
 
   /// Starts the dispatcher and lets the session's I/O thread keep the client's deadline.
   void start() {
@@ -113,26 +119,15 @@ struct ProducerImpl : Participant,
     session->impl()->attach(std::weak_ptr<Participant>(this->shared_from_this()));
   }
 
-  // Set at creation, then read-only.
-  Options options;
-  std::shared_ptr<Session> session;
-  const bool owns_session;
+  // Set at creation (the dispatcher by start()), then read-only.
   std::shared_ptr<Signal> signal = std::make_shared<Signal>();
   std::shared_ptr<Dispatcher> dispatcher;
 
-  // Guarded by mu.
-  mutable std::mutex mu;
-  Client client;
-  prodsm::detail::Waiters<StatePtr, std::shared_ptr<VoidOp>, std::shared_ptr<StreamCloseOp>> waiters;
+  // Guarded by mu (with the base's client and waiters).
   std::shared_ptr<VoidOp> close_op;  // every close() waits for this one
   std::optional<Instant> armed;      // the client deadline the session's I/O thread last saw
-  bool session_released = false;
   std::condition_variable capacity_cv;
   std::uint32_t capacity_waiters = 0;
-  std::uint64_t capacity_waits = 0;
-  std::atomic<std::uint64_t> callback_exceptions{0};
-  prodsm::detail::EventTracker tracker;  // what the event hook is told
-  std::uint64_t events_made = 0;
 
   // ---- operations ----------------------------------------------------------------------------
 
@@ -279,34 +274,7 @@ struct ProducerImpl : Participant,
     return *result;
   }
 
-  void abort() {
-    std::lock_guard lock(mu);
-    const Instant now = steady_now();
-    client.abort(now);
-    drive(now);
-  }
-
-  ProducerAdapterStats stats() const {
-    std::lock_guard lock(mu);
-    return prodsm::detail::adapter_stats(client, session->stats(), callback_exceptions.load(), capacity_waits,
-                                         events_made);
-  }
-
   // ---- completions (dispatcher) ----------------------------------------------------------
-
-  void run_callback(const std::function<void()>& f) {
-    try {
-      f();
-    } catch (...) {  // A3: caught, counted, reported; never unwinds into the dispatcher
-      ++callback_exceptions;
-      if (options.on_callback_exception) {
-        try {
-          options.on_callback_exception(std::current_exception());
-        } catch (...) {
-        }
-      }
-    }
-  }
 
   /// Runs the callbacks of one completed batch in ticket order, then publishes the
   /// outcomes (a ticket turns ready after its callback ran) and frees the room of the
@@ -345,11 +313,12 @@ struct ProducerImpl : Participant,
   /// through the dispatcher, in order (A1, A2).
   struct Sink {
     ProducerImpl& self;
+    Instant now;
     bool notify_capacity = false;
     template <class Done, class Batch>
     void records(Done done, Batch handlers, std::uint64_t count) {
       if (handlers.empty()) {  // only fire-and-forget records (submit_many): delivered now (R3)
-        self.client.on_delivered(steady_now(), count);
+        self.client.on_delivered(now, count);
         return;
       }
       // `handlers` are the batch's submit()ed records (each registered a state), in
@@ -365,23 +334,11 @@ struct ProducerImpl : Participant,
     void capacity() { notify_capacity = true; }
   };
 
-  void drive(Instant /*now*/) {
-    while (auto r = client.poll_request()) {
-      session->exchange(std::move(r->request), [weak = this->weak_from_this(), tag = r->tag](ExchangeResult result) {
-        auto self = weak.lock();
-        if (!self) return;
-        std::lock_guard lock(self->mu);
-        self->client.handle_outcome(steady_now(), tag, std::move(result));
-        self->drive(steady_now());
-        self->observe_events();
-      });
-    }
-    Sink sink{*this};
-    while (auto event = client.poll_event()) waiters.route(*event, sink);
-    if (owns_session && !session_released && client.finished()) {
-      session_released = true;
-      session->impl()->close();  // C4: the owned session stops (joined by close() or the destructor)
-    }
+  // ---- the drive rule's adapter steps (mu held; the rule is the base's drive()) -----------
+
+  void post_callback(std::function<void()> task) { dispatcher->post(std::move(task)); }
+  void stop_session() { session->impl()->close(); }  // joined by close() or the destructor
+  void after_drive(const Sink& sink) {
     if (sink.notify_capacity && capacity_waiters > 0) capacity_cv.notify_all();
     // Wake the session's I/O thread only when the deadline moved earlier than the one it
     // last saw: a submit that joins the partial batch costs no syscall.
@@ -404,20 +361,6 @@ struct ProducerImpl : Participant,
     client.handle_timeout(now);  // linger, backoff, delivery deadline (B1, E4, E6)
     drive(now);
     observe_events();
-  }
-
-  /// The events the last input made (mu held), to the hook through the dispatcher: behind
-  /// the completions the same input posted, never under mu.
-  void observe_events() {
-    if (!options.events.on_event) return;
-    std::vector<ProducerEvent> made;
-    tracker.observe(client, session->stats(), made);
-    for (auto& e : made) {
-      ++events_made;
-      dispatcher->post([self = this->shared_from_this(), e = std::move(e)] {
-        self->run_callback([&] { self->options.events.on_event(e); });
-      });
-    }
   }
 
   /// C4: an owned session is closed and its I/O thread joined (never from it).
@@ -444,5 +387,30 @@ struct ProducerImpl : Participant,
     dispatcher->stop_and_join();
   }
 };
+
+/// create() of an Impl (a ProducerImpl): the client, its own session (with the
+/// producer's header provider), the producer owning that session (C4), started.
+template <class Impl, class Options>
+tl::expected<std::shared_ptr<Impl>, std::string> create_owned(Options options) {
+  auto made = prodsm::detail::owned_client<typename Impl::ClientType>(options);
+  if (!made) return tl::unexpected(made.error());
+  SessionOptions session_options{options.session};
+  session_options.header_provider = options.header_provider;
+  auto session = Session::create(made->second, std::move(session_options));
+  if (!session) return tl::unexpected(session.error());
+  auto impl = std::make_shared<Impl>(std::move(options), std::move(*session), true, std::move(made->first));
+  impl->start();
+  return impl;
+}
+
+/// attach() of an Impl: the producer on `session`, which it does not own (C4), started.
+template <class Impl, class Options>
+tl::expected<std::shared_ptr<Impl>, std::string> create_attached(std::shared_ptr<Session> session, Options options) {
+  auto client = prodsm::detail::attached_client<typename Impl::ClientType>(session, options);
+  if (!client) return tl::unexpected(client.error());
+  auto impl = std::make_shared<Impl>(std::move(options), std::move(session), false, std::move(*client));
+  impl->start();
+  return impl;
+}
 
 }  // namespace prodsm::blocking::detail

@@ -33,32 +33,15 @@ S2RecordResult S2RecordTicket::wait() const {
 // ---- S2Producer ------------------------------------------------------------------------------
 
 tl::expected<S2Producer, std::string> S2Producer::create(S2ProducerOptions options) {
-  auto client = s2::ProducerClient::create(options);
-  if (!client) return tl::unexpected(client.error());
-  auto url = prodsm::detail::s2_server_url(options.endpoint);
-  if (!url) return tl::unexpected(url.error());
-  SessionOptions session_options{options.session};
-  session_options.header_provider = options.header_provider;
-  auto session = Session::create(*url, std::move(session_options));
-  if (!session) return tl::unexpected(session.error());
-  auto impl = std::make_shared<Impl>(std::move(options), std::move(*session), true, std::move(*client));
-  impl->start();
-  return S2Producer(std::move(impl));
+  auto impl = detail::create_owned<Impl>(std::move(options));
+  if (!impl) return tl::unexpected(impl.error());
+  return S2Producer(std::move(*impl));
 }
 
 tl::expected<S2Producer, std::string> S2Producer::attach(std::shared_ptr<Session> session, S2ProducerOptions options) {
-  if (auto why = prodsm::detail::attach_refusal(session, options.header_provider)) return tl::unexpected(*why);
-  // The session's transport is the one that runs: its mode and stall detection count.
-  if (auto why = s2::validate_attached(options, session->options())) return tl::unexpected(*why);
-  auto client = s2::ProducerClient::create(options);
-  if (!client) return tl::unexpected(client.error());
-  const s2::Endpoint& e = options.endpoint;
-  if (auto why = prodsm::detail::server_mismatch("endpoint", e.host, e.port, e.authority(), *session)) {
-    return tl::unexpected(*why);
-  }
-  auto impl = std::make_shared<Impl>(std::move(options), std::move(session), false, std::move(*client));
-  impl->start();
-  return S2Producer(std::move(impl));
+  auto impl = detail::create_attached<Impl>(std::move(session), std::move(options));
+  if (!impl) return tl::unexpected(impl.error());
+  return S2Producer(std::move(*impl));
 }
 
 S2Producer::S2Producer(std::shared_ptr<Impl> impl) noexcept : impl_{std::move(impl)} {}

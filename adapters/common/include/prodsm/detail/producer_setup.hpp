@@ -2,21 +2,26 @@
 #pragma once
 /// @file producer_setup.hpp
 /// Internal: what every adapter producer's create() and attach() share, the same for
-/// both adapters and both protocols: attach()'s checks (C4: a producer attached to a
-/// session it does not own) and the session URL of an S2 endpoint. Errors name the
-/// field, as option validation does. Not part of the public API; included by the
-/// adapters only (they link prodsm::durable_streams and prodsm::s2).
+/// both adapters and both protocols: the client with the URL of the session it owns,
+/// attach()'s checks (C4: a producer attached to a session it does not own) and the
+/// session URL of an S2 endpoint. Errors name the field, as option validation does.
+/// Not part of the public API; included by the adapters only (they link
+/// prodsm::durable_streams and prodsm::s2).
 
 #include <cstdint>
 #include <memory>
 #include <optional>
 #include <string>
 #include <string_view>
+#include <type_traits>
+#include <utility>
 
 #include <tl/expected.hpp>
 
+#include "prodsm/ds/client.hpp"
 #include "prodsm/ds/http_codec.hpp"
 #include "prodsm/header_provider.hpp"
+#include "prodsm/s2/client.hpp"
 #include "prodsm/s2/http_codec.hpp"
 
 namespace prodsm::detail {
@@ -46,6 +51,49 @@ inline tl::expected<ds::StreamUrl, std::string> s2_server_url(const s2::Endpoint
   auto url = ds::StreamUrl::parse(std::string(e.tls ? "https://" : "http://") + e.authority() + "/");
   if (!url) return tl::unexpected("endpoint: " + url.error());
   return url;
+}
+
+/// create(): the client for `options` (validated by the client's create: errors name the
+/// field) and the URL of the server its own session connects to — the stream's
+/// (Durable Streams) or the endpoint's (S2). Client: ds::ProducerClient or
+/// s2::ProducerClient.
+template <class Client, class Options>
+tl::expected<std::pair<Client, ds::StreamUrl>, std::string> owned_client(const Options& options) {
+  if constexpr (std::is_same_v<Client, ds::ProducerClient>) {
+    auto client = ds::ProducerClient::create(options, std::chrono::system_clock::now());
+    if (!client) return tl::unexpected(client.error());
+    ds::StreamUrl url = client->url();
+    return std::pair{std::move(*client), std::move(url)};
+  } else {
+    auto client = s2::ProducerClient::create(options);
+    if (!client) return tl::unexpected(client.error());
+    auto url = s2_server_url(options.endpoint);
+    if (!url) return tl::unexpected(url.error());
+    return std::pair{std::move(*client), std::move(*url)};
+  }
+}
+
+/// attach(): the client for `options` on `session` (an adapter's), or why it may not
+/// attach — attach_refusal(), S2's validate_attached() against the session's transport
+/// (the session's mode and stall detection are the ones that run), the client's own
+/// validation, server_mismatch().
+template <class Client, class Options, class Session>
+tl::expected<Client, std::string> attached_client(const std::shared_ptr<Session>& session, const Options& options) {
+  if (auto why = attach_refusal(session, options.header_provider)) return tl::unexpected(*why);
+  if constexpr (std::is_same_v<Client, ds::ProducerClient>) {
+    auto client = ds::ProducerClient::create(options, std::chrono::system_clock::now());
+    if (!client) return tl::unexpected(client.error());
+    const ds::StreamUrl& url = client->url();
+    if (auto why = server_mismatch("url", url.host, url.port, url.authority(), *session)) return tl::unexpected(*why);
+    return client;
+  } else {
+    if (auto why = s2::validate_attached(options, session->options())) return tl::unexpected(*why);
+    auto client = s2::ProducerClient::create(options);
+    if (!client) return tl::unexpected(client.error());
+    const s2::Endpoint& e = options.endpoint;
+    if (auto why = server_mismatch("endpoint", e.host, e.port, e.authority(), *session)) return tl::unexpected(*why);
+    return client;
+  }
 }
 
 }  // namespace prodsm::detail
