@@ -7,6 +7,7 @@
 #include <asio/steady_timer.hpp>
 
 #include "prodsm/asio/stream_ops.hpp"
+#include "prodsm/detail/read_handoff.hpp"
 
 namespace prodsm::asio {
 namespace {
@@ -15,52 +16,19 @@ Instant steady_now() {
   return std::chrono::steady_clock::now();
 }
 
-struct ReadRun : std::enable_shared_from_this<ReadRun> {
+struct ReadRun : prodsm::detail::ReadHandoff, std::enable_shared_from_this<ReadRun> {
   ReadRun(std::shared_ptr<Session> s, ds::StreamReader r, ReadHandler h, std::function<void(ReadOutcome)> d)
-      : session{std::move(s)},
-        reader{std::move(r)},
-        handler{std::move(h)},
-        done{std::move(d)},
-        timer{session->strand()} {}
+      : ReadHandoff{std::move(r), std::move(h)}, session{std::move(s)}, done{std::move(d)}, timer{session->strand()} {}
 
   std::shared_ptr<Session> session;
-  ds::StreamReader reader;
-  ReadHandler handler;
   std::function<void(ReadOutcome)> done;
   ::asio::steady_timer timer;
-  std::uint64_t responses_told = 0;
   bool finished = false;
-
-  /// Hands the reader's output to the caller; false once the caller stopped the read.
-  bool hand_on() {
-    for (const std::string_view data : reader.output()) {
-      if (!call(ds::ReadChunk{data, std::nullopt})) return false;
-    }
-    return true;
-  }
-
-  bool call(const ds::ReadChunk& chunk) {
-    bool go_on = false;
-    try {
-      go_on = handler(chunk);
-    } catch (...) {
-      go_on = false;
-    }
-    if (!go_on) {
-      reader.stop(
-          make_error(ErrorCode::cancelled, Certainty::definite, false, "the read was stopped by its data handler"));
-    }
-    return go_on;
-  }
 
   /// The drive rule of ds::StreamReader, on the strand.
   void step() {
     if (finished) return;
-    hand_on();
-    if (reader.summary().responses != responses_told) {  // a response ended: its offset
-      responses_told = reader.summary().responses;
-      call(ds::ReadChunk{{}, std::string_view(reader.offset())});
-    }
+    hand_on_with_offsets();
     if (auto request = reader.poll_request(steady_now())) {
       request->body_sink = std::make_shared<Sink>(weak_from_this());
       session->exchange(std::move(*request), [self = shared_from_this()](ExchangeResult r) {
@@ -118,13 +86,9 @@ void read_stream(const std::shared_ptr<Session>& session, const ds::StreamUrl& u
 
 void read_stream_all(const std::shared_ptr<Session>& session, const ds::StreamUrl& url, bool json,
                      std::size_t max_bytes, ds::RequestOptions options, std::function<void(ReadStreamResult)> done) {
-  ds::ReadOptions o;
-  o.json = json;
-  o.max_bytes = max_bytes;
-  o.request = std::move(options);
   auto collector = std::make_shared<ds::ReadCollector>(json);
   read_stream(
-      session, url, std::move(o), [collector](const ds::ReadChunk& c) { return collector->add(c); },
+      session, url, prodsm::detail::read_all_options(json, max_bytes, std::move(options)), [collector](const ds::ReadChunk& c) { return collector->add(c); },
       [collector, done = std::move(done)](ReadOutcome r) {
         if (!r) return done(tl::unexpected(std::move(r.error())));
         done(collector->finish(*r));

@@ -6,6 +6,7 @@
 #include <mutex>
 
 #include "prodsm/blocking/stream_ops.hpp"
+#include "prodsm/detail/read_handoff.hpp"
 #include "session_impl.hpp"
 
 namespace prodsm::blocking {
@@ -15,36 +16,13 @@ Instant steady_now() {
   return std::chrono::steady_clock::now();
 }
 
-struct ReadRun {
-  ReadRun(ds::StreamReader r, ReadHandler h) : reader{std::move(r)}, handler{std::move(h)} {}
-
-  std::mutex mu;  // guards everything below (the I/O thread's sink and the caller)
+/// The reader, the caller's handler and the request's outcome; `mu` guards them all (the
+/// I/O thread's sink and the caller).
+struct ReadRun : prodsm::detail::ReadHandoff {
+  using ReadHandoff::ReadHandoff;
+  std::mutex mu;
   std::condition_variable cv;
-  ds::StreamReader reader;
-  ReadHandler handler;
   std::optional<ExchangeResult> outcome;
-
-  /// Hands the reader's output to the caller's handler; false once it stopped the read.
-  bool hand_on() {
-    for (const std::string_view data : reader.output()) {
-      if (!call(ds::ReadChunk{data, std::nullopt})) return false;
-    }
-    return true;
-  }
-
-  bool call(const ds::ReadChunk& chunk) {
-    bool go_on = false;
-    try {
-      go_on = handler(chunk);
-    } catch (...) {
-      go_on = false;
-    }
-    if (!go_on) {
-      reader.stop(
-          make_error(ErrorCode::cancelled, Certainty::definite, false, "the read was stopped by its data handler"));
-    }
-    return go_on;
-  }
 };
 
 /// The request's body sink: runs on the session's I/O thread while the response is parsed.
@@ -77,13 +55,8 @@ ReadOutcome read_stream(Session& session, const ds::StreamUrl& url, ds::ReadOpti
   }
   auto run = std::make_shared<ReadRun>(std::move(*reader), std::move(on_data));
   std::unique_lock lock(run->mu);
-  std::uint64_t responses_told = 0;
   while (true) {
-    run->hand_on();
-    if (run->reader.summary().responses != responses_told) {  // a response ended: its offset
-      responses_told = run->reader.summary().responses;
-      run->call(ds::ReadChunk{{}, std::string_view(run->reader.offset())});
-    }
+    run->hand_on_with_offsets();
     if (auto request = run->reader.poll_request(steady_now())) {
       request->body_sink = std::make_shared<Sink>(run);
       run->outcome.reset();
@@ -123,12 +96,8 @@ ReadOutcome read_stream(Session& session, const ds::StreamUrl& url, ds::ReadOpti
 
 ReadStreamResult read_stream_all(Session& session, const ds::StreamUrl& url, bool json, std::size_t max_bytes,
                                  const ds::RequestOptions& options) {
-  ds::ReadOptions o;
-  o.json = json;
-  o.max_bytes = max_bytes;
-  o.request = options;
   ds::ReadCollector collector(json);
-  auto r = read_stream(session, url, std::move(o), [&collector](const ds::ReadChunk& c) { return collector.add(c); });
+  auto r = read_stream(session, url, prodsm::detail::read_all_options(json, max_bytes, options), [&collector](const ds::ReadChunk& c) { return collector.add(c); });
   if (!r) return tl::unexpected(std::move(r.error()));
   return collector.finish(*r);
 }
