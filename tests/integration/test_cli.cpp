@@ -140,6 +140,10 @@ TEST_F(Cli, BenchProducesEveryRecordAndReportsItsFigures) {
   EXPECT_LE(own.at("p50").get<double>(), own.at("p99").get<double>());
   EXPECT_LE(own.at("p99").get<double>(), own.at("max").get<double>());
   EXPECT_GT(figures.at("records_per_s").get<double>(), 0.0);
+  // What the transport did is reported: connections opened, and how many of them
+  // replaced one that stall detection gave up on (a count, never more than reopened).
+  EXPECT_GE(figures.at("connections").get<int>(), 1);
+  EXPECT_LT(figures.at("stalls").get<int>(), figures.at("connections").get<int>());
   const std::string stream = client.read_all(u, false);
   ASSERT_EQ(stream.size(), 3000U * 40U);
   const std::string first = stream.substr(0, 40);

@@ -200,6 +200,7 @@ int measure(P& producer, const BenchOptions& o, const std::string& record) {
         {"retries", stats.core.retries},
         {"gap_resends", stats.core.gap_resends},
         {"connections", stats.session.connections_opened},
+        {"stalls", stats.session.stalls},
         {"interrupted", stopped},
     };
     if (failure) out["error"] = failure->describe();
@@ -220,12 +221,13 @@ int measure(P& producer, const BenchOptions& o, const std::string& record) {
     std::printf("client CPU: %.0f ns/record (this process, user + system, every thread)\n", cpu_ns_per_record);
     std::printf(
         "%llu acknowledged, %llu failed; %llu batches, %llu retries, %llu gap resends, "
-        "%llu connections; latency sampled every %llu records (%zu samples)\n",
+        "%llu connections (%llu replaced by stall detection); latency sampled every %llu records (%zu samples)\n",
         static_cast<unsigned long long>(stats.core.records_succeeded),
         static_cast<unsigned long long>(stats.core.records_failed),
         static_cast<unsigned long long>(stats.core.batches_sealed), static_cast<unsigned long long>(stats.core.retries),
         static_cast<unsigned long long>(stats.core.gap_resends),
-        static_cast<unsigned long long>(stats.session.connections_opened), static_cast<unsigned long long>(every),
+        static_cast<unsigned long long>(stats.session.connections_opened),
+        static_cast<unsigned long long>(stats.session.stalls), static_cast<unsigned long long>(every),
         latencies.size());
     std::printf(
         "producer's submit-to-ack over %llu records: %.2f ms 50th, %.2f ms 90th, %.2f ms 99th, %.2f ms 99.9th, "
