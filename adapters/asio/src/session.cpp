@@ -10,6 +10,8 @@
 #include <asio/steady_timer.hpp>
 #include <asio/write.hpp>
 
+#include "prodsm/detail/pool_exchanges.hpp"
+
 #include <array>
 #include <map>
 #include <mutex>
@@ -35,39 +37,24 @@ struct Socket {
   std::array<char, 64 * 1024> buffer{};
 };
 
-struct Session::Impl : std::enable_shared_from_this<Session::Impl> {
+/// The pool with its request bookkeeping (prodsm::detail::PoolExchanges: the pool and
+/// the validated options; strand only but for stats()), and the sockets and timer.
+struct Session::Impl : prodsm::detail::PoolExchanges, std::enable_shared_from_this<Session::Impl> {
   Impl(net::any_io_executor executor, http::Pool p, SessionOptions o)
-      : strand{net::make_strand(executor)},
-        options{std::move(o)},
-        pool{std::move(p)},
-        resolver{strand},
-        timer{strand} {}
+      : PoolExchanges{std::move(p), std::move(o)}, strand{net::make_strand(executor)}, resolver{strand}, timer{strand} {}
 
   net::strand<net::any_io_executor> strand;
-  const SessionOptions options;  // as validated (the pool holds its transport part)
-  http::Pool pool;               // strand only
   tcp::resolver resolver;
   std::optional<tcp::resolver::results_type> endpoints;  // resolved once, dropped after a failed connect
   std::map<std::uint64_t, std::shared_ptr<Socket>> sockets;
-  std::unordered_map<std::uint64_t, ExchangeHandler> handlers;
-  std::uint64_t next_request_id = 1;
   net::steady_timer timer;
   std::optional<Instant> armed;
   std::uint64_t timer_generation = 0;
-  mutable std::mutex stats_mu;
-  SessionStats stats_snapshot;
 
   // ---- strand only -------------------------------------------------------------------
 
   void exchange(http::Request request, ExchangeHandler done) {
-    // Per-request headers, on the strand, for this attempt only (header_provider.hpp).
-    if (auto failed = apply_header_provider(options.header_provider, request, &ds::check_extra_header)) {
-      done(tl::unexpected(std::move(*failed)));  // may call exchange() again: it only posts
-      return;
-    }
-    request.id = http::RequestId{next_request_id++};
-    handlers.emplace(request.id.value, std::move(done));
-    pool.enqueue(steady_now(), std::move(request));
+    enqueue(steady_now(), std::move(request), std::move(done));  // a handler may call exchange(): it only posts
     drive();
   }
 
@@ -78,24 +65,11 @@ struct Session::Impl : std::enable_shared_from_this<Session::Impl> {
         std::visit([this](const auto& c) { run(c); }, *command);
         continue;
       }
-      if (auto outcome = pool.poll_outcome()) {
-        auto it = handlers.find(outcome->id.value);
-        if (it == handlers.end()) continue;
-        ExchangeHandler done = std::move(it->second);
-        handlers.erase(it);
-        refresh_stats();  // the handler's producer reads them (its events: a reconnect, a failed connect)
-        done(std::move(outcome->result));  // may call exchange() again: it only posts
-        continue;
-      }
+      if (deliver_one()) continue;  // a handler may call exchange() again: it only posts
       break;
     }
     arm_timer();
     refresh_stats();
-  }
-
-  void refresh_stats() {
-    std::lock_guard lock(stats_mu);
-    stats_snapshot = pool.stats();
   }
 
   void run(const http::Connect& c) {
@@ -228,30 +202,22 @@ struct Session::Impl : std::enable_shared_from_this<Session::Impl> {
 
 // ---- Session -------------------------------------------------------------------------------
 
-namespace {
-tl::expected<std::shared_ptr<Session>, std::string> make_session(
-    net::any_io_executor executor, tl::expected<http::Pool, std::string> pool, SessionOptions options,
-    std::shared_ptr<Session> (*wrap)(std::shared_ptr<Session::Impl>)) {
-  if (!pool) return tl::unexpected("session." + pool.error());
-  options.http::TransportOptions::operator=(pool->options().transport);  // as validated
-  return wrap(std::make_shared<Session::Impl>(std::move(executor), std::move(*pool), std::move(options)));
-}
-}  // namespace
-
 std::shared_ptr<Session> Session::wrap(std::shared_ptr<Impl> impl) {
   return std::shared_ptr<Session>(new Session(std::move(impl)));
 }
 
 tl::expected<std::shared_ptr<Session>, std::string> Session::create(net::any_io_executor executor, std::string host,
                                                                     std::uint16_t port, SessionOptions options) {
-  auto pool = http::Pool::create(std::move(host), port, false, options);
-  return make_session(std::move(executor), std::move(pool), std::move(options), &wrap);
+  auto made = prodsm::detail::make_pool(std::move(host), port, false, std::move(options));
+  if (!made) return tl::unexpected(made.error());
+  return wrap(std::make_shared<Impl>(std::move(executor), std::move(made->first), std::move(made->second)));
 }
 
 tl::expected<std::shared_ptr<Session>, std::string> Session::create(net::any_io_executor executor,
                                                                     const ds::StreamUrl& url, SessionOptions options) {
-  auto pool = http::Pool::create(url.host, url.port, url.tls, options);
-  return make_session(std::move(executor), std::move(pool), std::move(options), &wrap);
+  auto made = prodsm::detail::make_pool(url.host, url.port, url.tls, std::move(options));
+  if (!made) return tl::unexpected(made.error());
+  return wrap(std::make_shared<Impl>(std::move(executor), std::move(made->first), std::move(made->second)));
 }
 
 Session::Session(std::shared_ptr<Impl> impl) : impl_{std::move(impl)} {}
@@ -294,8 +260,7 @@ const SessionOptions& Session::options() const noexcept {
   return impl_->options;
 }
 SessionStats Session::stats() const {
-  std::lock_guard lock(impl_->stats_mu);
-  return impl_->stats_snapshot;
+  return impl_->stats();
 }
 
 }  // namespace prodsm::asio

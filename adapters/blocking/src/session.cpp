@@ -37,7 +37,7 @@ thread_local std::array<char, 64 * 1024> tls_read_buffer;
 }  // namespace
 
 Session::Impl::Impl(http::Pool p, int wake, SessionOptions o)
-    : wake_fd{wake}, options{std::move(o)}, pool{std::move(p)} {}
+    : PoolExchanges{std::move(p), std::move(o)}, wake_fd{wake} {}
 
 Session::Impl::~Impl() {
   for (auto& [id, s] : sockets) {
@@ -113,16 +113,7 @@ void Session::Impl::take_inbox(Instant now) {
     std::lock_guard lock(mu);
     taken.swap(inbox);
   }
-  for (auto& [request, done] : taken) {
-    // Per-request headers, on this thread, for this attempt only (header_provider.hpp).
-    if (auto failed = apply_header_provider(options.header_provider, request, &ds::check_extra_header)) {
-      done(tl::unexpected(std::move(*failed)));
-      continue;
-    }
-    request.id = http::RequestId{next_request_id++};
-    handlers.emplace(request.id.value, std::move(done));
-    pool.enqueue(now, std::move(request));
-  }
+  for (auto& [request, done] : taken) enqueue(now, std::move(request), std::move(done));
 }
 
 /// The pool's drive rule: carry out every command, deliver every outcome.
@@ -148,23 +139,10 @@ void Session::Impl::drive(Instant now) {
       }
     }
     if (wrote) continue;
-    if (auto outcome = pool.poll_outcome()) {
-      auto it = handlers.find(outcome->id.value);
-      if (it == handlers.end()) continue;
-      ExchangeHandler done = std::move(it->second);
-      handlers.erase(it);
-      refresh_stats();  // the handler's producer reads them (its events: a reconnect, a failed connect)
-      done(std::move(outcome->result));  // may call exchange(): it only queues
-      continue;
-    }
+    if (deliver_one()) continue;  // a handler may call exchange(): it only queues
     break;
   }
   refresh_stats();
-}
-
-void Session::Impl::refresh_stats() {
-  std::lock_guard lock(stats_mu);
-  stats_snapshot = pool.stats();
 }
 
 void Session::Impl::connect(http::ConnectionId id, Instant now) {
@@ -349,7 +327,7 @@ void Session::Impl::run() {
     const std::optional<Instant> participant_deadline = run_participants(now);
     take_inbox(now);  // what the participants sent
     drive(now);
-    if (closed && handlers.empty() && sockets.empty()) {
+    if (closed && idle() && sockets.empty()) {
       std::lock_guard lock(mu);
       if (inbox.empty()) break;
       continue;
@@ -395,14 +373,13 @@ void Session::Impl::run() {
 // ---- Session ---------------------------------------------------------------------------------
 
 namespace {
-/// Starts the I/O thread of a session over `pool`.
-tl::expected<std::shared_ptr<Session::Impl>, std::string> start(tl::expected<http::Pool, std::string> pool,
-                                                                SessionOptions options) {
-  if (!pool) return tl::unexpected("session." + pool.error());
-  options.http::TransportOptions::operator=(pool->options().transport);  // as validated
+/// Starts the I/O thread of a session over `made` (the pool and the validated options).
+tl::expected<std::shared_ptr<Session::Impl>, std::string> start(
+    tl::expected<std::pair<http::Pool, SessionOptions>, std::string> made) {
+  if (!made) return tl::unexpected(made.error());
   const int wake_fd = ::eventfd(0, EFD_NONBLOCK | EFD_CLOEXEC);
   if (wake_fd < 0) return tl::unexpected(std::string("eventfd: ") + errno_text(errno));
-  auto impl = std::make_shared<Session::Impl>(std::move(*pool), wake_fd, std::move(options));
+  auto impl = std::make_shared<Session::Impl>(std::move(made->first), wake_fd, std::move(made->second));
   std::lock_guard lock(impl->mu);
   impl->thread = std::thread([impl] { impl->run(); });
   impl->thread_id = impl->thread.get_id();
@@ -412,15 +389,13 @@ tl::expected<std::shared_ptr<Session::Impl>, std::string> start(tl::expected<htt
 
 tl::expected<std::shared_ptr<Session>, std::string> Session::create(std::string host, std::uint16_t port,
                                                                     SessionOptions options) {
-  auto pool = http::Pool::create(std::move(host), port, false, options);
-  auto impl = start(std::move(pool), std::move(options));
+  auto impl = start(prodsm::detail::make_pool(std::move(host), port, false, std::move(options)));
   if (!impl) return tl::unexpected(std::move(impl.error()));
   return std::shared_ptr<Session>(new Session(std::move(*impl)));
 }
 
 tl::expected<std::shared_ptr<Session>, std::string> Session::create(const ds::StreamUrl& url, SessionOptions options) {
-  auto pool = http::Pool::create(url.host, url.port, url.tls, options);
-  auto impl = start(std::move(pool), std::move(options));
+  auto impl = start(prodsm::detail::make_pool(url.host, url.port, url.tls, std::move(options)));
   if (!impl) return tl::unexpected(std::move(impl.error()));
   return std::shared_ptr<Session>(new Session(std::move(*impl)));
 }
@@ -479,8 +454,7 @@ const SessionOptions& Session::options() const noexcept {
   return impl_->options;
 }
 SessionStats Session::stats() const {
-  std::lock_guard lock(impl_->stats_mu);
-  return impl_->stats_snapshot;
+  return impl_->stats();
 }
 
 }  // namespace prodsm::blocking

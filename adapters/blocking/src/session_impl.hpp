@@ -9,10 +9,10 @@
 #include <memory>
 #include <mutex>
 #include <thread>
-#include <unordered_map>
 #include <vector>
 
 #include "prodsm/blocking/session.hpp"
+#include "prodsm/detail/pool_exchanges.hpp"
 
 struct addrinfo;
 
@@ -38,7 +38,9 @@ struct Socket {
   std::size_t address_index = 0;
 };
 
-struct Session::Impl : std::enable_shared_from_this<Session::Impl> {
+/// The pool with its request bookkeeping (prodsm::detail::PoolExchanges: the pool and the
+/// validated options; the I/O thread's own but for stats()), and the thread's sockets.
+struct Session::Impl : prodsm::detail::PoolExchanges, std::enable_shared_from_this<Session::Impl> {
   Impl(http::Pool pool, int wake_fd, SessionOptions options);
   ~Impl();
   Impl(const Impl&) = delete;
@@ -57,8 +59,6 @@ struct Session::Impl : std::enable_shared_from_this<Session::Impl> {
   void run();
   void take_inbox(Instant now);
   void drive(Instant now);
-  /// Copies the pool's counters into stats_snapshot (before each handler and after a drive).
-  void refresh_stats();
   void connect(http::ConnectionId id, Instant now);
   bool try_connect_from(Socket& s, std::size_t index);
   void on_socket_events(std::uint64_t id, short revents, Instant now);
@@ -68,7 +68,6 @@ struct Session::Impl : std::enable_shared_from_this<Session::Impl> {
   std::optional<Instant> run_participants(Instant now);
 
   const int wake_fd;
-  const SessionOptions options;  // as validated (the pool holds its transport part)
 
   std::mutex mu;  // guards the fields below it up to the I/O thread's own
   std::vector<std::pair<http::Request, ExchangeHandler>> inbox;
@@ -76,15 +75,10 @@ struct Session::Impl : std::enable_shared_from_this<Session::Impl> {
   bool closing = false;
   std::thread thread;
   std::thread::id thread_id;
-  mutable std::mutex stats_mu;
-  SessionStats stats_snapshot;
   std::atomic<bool> wake_pending{false};
 
-  // The I/O thread's own (no lock).
-  http::Pool pool;
+  // The I/O thread's own (no lock), beside the pool.
   std::map<std::uint64_t, Socket> sockets;
-  std::unordered_map<std::uint64_t, ExchangeHandler> handlers;
-  std::uint64_t next_request_id = 1;
   std::shared_ptr<addrinfo> addresses;  ///< resolved once, dropped after a failed connect
 };
 

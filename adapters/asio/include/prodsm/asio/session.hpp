@@ -29,33 +29,18 @@
 
 #include "prodsm/ds/http_codec.hpp"
 #include "prodsm/error.hpp"
-#include "prodsm/header_provider.hpp"
 #include "prodsm/http/pool.hpp"
+#include "prodsm/session_options.hpp"
 #include "prodsm/time.hpp"
 
 namespace prodsm::asio {
 
-/// How requests share TCP connections (pipelined: one connection; pool: one request per
-/// connection).
-using ConnectionMode = http::ConnectionMode;
-/// Session configuration: how the pool uses connections (http::TransportOptions:
-/// connection mode, timeouts, stall detection, limits, TLS; every field bounded,
-/// validate() names the first bad one) and the per-request header provider.
-struct SessionOptions : http::TransportOptions {
-  SessionOptions() = default;
-  /// The transport options, with no header provider.
-  SessionOptions(http::TransportOptions transport)  // NOLINT(google-explicit-constructor): widening
-      : http::TransportOptions(std::move(transport)) {}
-  /// Called for every request attempt this session is given, on its strand, before the
-  /// request is queued (prodsm/header_provider.hpp): e.g. a fresh bearer token. Its
-  /// headers are checked like extra headers (ds::check_extra_header). Empty: none.
-  HeaderProvider header_provider;
-};
-
-/// Counters since the session was created.
-using SessionStats = http::PoolStats;
-/// The outcome of one request: its parsed response, or a classified transport error.
-using ExchangeResult = tl::expected<ds::Response, Error>;
+/// The session's options, counters and request outcome: one type for both adapters
+/// (prodsm/session_options.hpp).
+using ConnectionMode = prodsm::ConnectionMode;
+using SessionOptions = prodsm::SessionOptions;
+using SessionStats = prodsm::SessionStats;
+using ExchangeResult = prodsm::ExchangeResult;
 
 /// Connections to one host:port. Create with Session::create; share through
 /// std::shared_ptr. Thread-safe: exchange() and close() may be called from any thread;
