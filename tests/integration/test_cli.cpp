@@ -255,6 +255,23 @@ TEST_F(Cli, BenchReportsProgressOnPacedRuns) {
   EXPECT_NE(r.err.find("records sent,"), std::string::npos) << "a 0.6 s run with a 0.2 s interval reports progress";
 }
 
+// Progress lines keep coming while the run waits for acknowledgements (here the final
+// flush: every record is submitted at once, and the server holds the first append's
+// response for 600 ms; the first request's stall timeout is 1 s, so nothing is resent).
+TEST_F(Cli, BenchReportsProgressWhileTheFlushWaits) {
+  const std::string u = url("bench-progress-flush");
+  client.inject_fault(ReferenceServer::shared().url(),
+                      R"({"path":")" + ds::StreamUrl::parse(u)->path + R"(","method":"POST","delayMs":600,"count":1})");
+  const CliRun r = prodsm("bench " + u + " --create -n 10 -s 10 --report-interval-ms 100");
+  client.clear_faults(ReferenceServer::shared().url());
+  ASSERT_EQ(r.status, 0) << r.err;
+  std::size_t lines = 0;
+  for (std::size_t at = r.err.find("records sent,"); at != std::string::npos; at = r.err.find("records sent,", at + 1)) {
+    ++lines;
+  }
+  EXPECT_GE(lines, 2U) << "a 0.6 s flush with a 0.1 s interval reports progress:\n" << r.err;
+}
+
 // E1, S6: when the final flush fails after a bad line, the message says so and names
 // the real error instead of claiming the prefix was flushed.
 TEST_F(Cli, FlushFailureAfterABadLineNamesTheRealError) {

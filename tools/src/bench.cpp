@@ -9,7 +9,9 @@
 
 #include <algorithm>
 #include <array>
+#include <atomic>
 #include <cmath>
+#include <condition_variable>
 #include <cstdio>
 #include <memory>
 #include <mutex>
@@ -55,6 +57,65 @@ struct Outcomes {
   std::optional<Error> first_error;  ///< of a sampled record
 };
 
+/// The progress lines of a run: a thread of its own prints one line to stderr every
+/// `interval_ms` (records submitted and acknowledged in the window, records/s, MiB/s),
+/// whatever the submitting loop is doing — waiting for capacity, or the final flush —
+/// until stop(). Signals stay with the main thread. P: asio::Producer or S2Producer.
+template <class P>
+class ProgressReporter {
+ public:
+  ProgressReporter(P& producer, std::uint64_t interval_ms, std::uint64_t record_bytes)
+      : producer_{producer}, interval_{interval_ms}, record_bytes_{record_bytes} {
+    if (interval_ms == 0) return;
+    route_interrupts_here(true);  // the thread inherits the blocked mask
+    thread_ = std::thread([this] { run(); });
+    route_interrupts_here(false);
+  }
+  ~ProgressReporter() { stop(); }
+  ProgressReporter(const ProgressReporter&) = delete;
+  ProgressReporter& operator=(const ProgressReporter&) = delete;
+
+  /// Records the loop has had accepted so far (the loop's thread).
+  void add_sent(std::uint64_t n) noexcept { sent_.fetch_add(n, std::memory_order_relaxed); }
+
+  /// Ends the reports (no line after it returns).
+  void stop() {
+    {
+      std::lock_guard lock(mu_);
+      stopping_ = true;
+    }
+    cv_.notify_all();
+    if (thread_.joinable()) thread_.join();
+  }
+
+ private:
+  void run() {
+    auto window_start = Clock::now();
+    std::uint64_t window_sent = 0;
+    std::uint64_t window_acked = 0;
+    std::unique_lock lock(mu_);
+    while (!cv_.wait_until(lock, window_start + interval_, [this] { return stopping_; })) {
+      const auto now = Clock::now();
+      const double secs = std::chrono::duration<double>(now - window_start).count();
+      const std::uint64_t sent = sent_.load(std::memory_order_relaxed);
+      const std::uint64_t acked = producer_.stats().core.records_succeeded;
+      std::fprintf(stderr, "%s\n", window_line(sent - window_sent, acked - window_acked, secs, record_bytes_).c_str());
+      window_start = now;
+      window_sent = sent;
+      window_acked = acked;
+    }
+  }
+
+  P& producer_;
+  const std::chrono::milliseconds interval_;
+  const std::uint64_t record_bytes_;
+  std::atomic<std::uint64_t> sent_{0};
+  std::mutex mu_;
+  std::condition_variable cv_;
+  bool stopping_ = false;
+  std::thread thread_;
+};
+
 /// Runs the load and prints the figures, for either producer (asio::Producer,
 /// asio::S2Producer): the same loop, flush, close and report.
 template <class P>
@@ -64,16 +125,13 @@ int measure(P& producer, const BenchOptions& o, const std::string& record) {
   outcomes->latency_ms.reserve(static_cast<std::size_t>(o.records / every + 1));
   std::optional<Error> failure;
   std::uint64_t sent = 0;
-  std::uint64_t unclocked = 0;  // records since the clock was last read for progress
   // Unpaced, the records between two timed ones go in chunks through submit_many (no
   // lock, clock read or callback per record); a refusal other than would_block ends the run.
   std::array<std::string_view, kChunkRecords> chunk;
   chunk.fill(record);
   const std::uint64_t cpu_started_ns = process_cpu_ns();
   const auto started = Clock::now();
-  auto window_start = started;
-  std::uint64_t window_sent = 0;
-  std::uint64_t window_acked = 0;
+  ProgressReporter<P> progress(producer, o.report_interval_ms, o.record_bytes);
   const auto submit_timeout = std::chrono::milliseconds{o.producer.delivery_timeout_ms};
   bool stopped = false;  // by SIGINT/SIGTERM
   for (std::uint64_t i = 0; i < o.records;) {
@@ -127,26 +185,13 @@ int measure(P& producer, const BenchOptions& o, const std::string& record) {
     }
     i += accepted;
     sent += accepted;
-    unclocked += accepted;
-    // The clock is read for progress on every paced record, else every 256 records or so.
-    if (o.report_interval_ms > 0 && (o.throughput > 0 || unclocked >= 256)) {
-      unclocked = 0;
-      const auto now = Clock::now();
-      if (now - window_start >= std::chrono::milliseconds{o.report_interval_ms}) {
-        const double secs = std::chrono::duration<double>(now - window_start).count();
-        const std::uint64_t acked = producer.stats().core.records_succeeded;
-        std::fprintf(stderr, "%s\n",
-                     window_line(sent - window_sent, acked - window_acked, secs, o.record_bytes).c_str());
-        window_start = now;
-        window_sent = sent;
-        window_acked = acked;
-      }
-    }
+    progress.add_sent(accepted);
   }
   // Everything accepted is flushed and acknowledged before the clock stops.
   if (auto flushed = producer.async_flush(::asio::use_future).get(); !flushed && !failure) failure = flushed.error();
   const double elapsed = std::chrono::duration<double>(Clock::now() - started).count();
   const std::uint64_t cpu_ns = process_cpu_ns() - cpu_started_ns;
+  progress.stop();  // the figures come after the last progress line
   if (auto closed = producer.async_close(::asio::use_future).get(); !closed && !failure) failure = closed.error();
   const auto stats = producer.stats();
 
