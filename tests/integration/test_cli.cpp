@@ -266,7 +266,8 @@ TEST_F(Cli, BenchReportsProgressWhileTheFlushWaits) {
   client.clear_faults(ReferenceServer::shared().url());
   ASSERT_EQ(r.status, 0) << r.err;
   std::size_t lines = 0;
-  for (std::size_t at = r.err.find("records sent,"); at != std::string::npos; at = r.err.find("records sent,", at + 1)) {
+  for (std::size_t at = r.err.find("records sent,"); at != std::string::npos;
+       at = r.err.find("records sent,", at + 1)) {
     ++lines;
   }
   EXPECT_GE(lines, 2U) << "a 0.6 s flush with a 0.1 s interval reports progress:\n" << r.err;

@@ -67,9 +67,9 @@ class ProgressReporter {
   ProgressReporter(P& producer, std::uint64_t interval_ms, std::uint64_t record_bytes)
       : producer_{producer}, interval_{interval_ms}, record_bytes_{record_bytes} {
     if (interval_ms == 0) return;
-    route_interrupts_here(true);  // the thread inherits the blocked mask
+    mask_interrupts(true);  // the thread inherits the blocked mask; the handler is left as it is
     thread_ = std::thread([this] { run(); });
-    route_interrupts_here(false);
+    mask_interrupts(false);
   }
   ~ProgressReporter() { stop(); }
   ProgressReporter(const ProgressReporter&) = delete;

@@ -9,9 +9,9 @@
 #include <unistd.h>
 
 #include <cerrno>
-#include <ctime>
 #include <csignal>
 #include <cstdio>
+#include <ctime>
 #include <filesystem>
 #include <fstream>
 #include <iterator>
@@ -94,7 +94,7 @@ int run_child(const std::vector<std::string>& args, const fs::path& err) {
     if (done == pid) break;
     if (done < 0 && errno != EINTR) return -1;
     if (interrupted() && !std::exchange(forwarded, true)) ::kill(pid, SIGTERM);
-    const struct timespec pause{0, 10'000'000};
+    const struct timespec pause { 0, 10'000'000 };
     ::nanosleep(&pause, nullptr);
   }
   return WIFEXITED(status) ? WEXITSTATUS(status) : -1;

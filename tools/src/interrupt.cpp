@@ -30,11 +30,15 @@ void set_interrupt_message(const char* message) noexcept {
   g_message = message;
 }
 
-void route_interrupts_here(bool block) {
+void mask_interrupts(bool block) {
   sigset_t set;
   sigemptyset(&set);
   sigaddset(&set, SIGINT);
   sigaddset(&set, SIGTERM);
+  ::pthread_sigmask(block ? SIG_BLOCK : SIG_UNBLOCK, &set, nullptr);
+}
+
+void route_interrupts_here(bool block) {
   if (block) {
     struct sigaction action {};
     action.sa_handler = on_interrupt;
@@ -43,7 +47,7 @@ void route_interrupts_here(bool block) {
     ::sigaction(SIGINT, &action, nullptr);
     ::sigaction(SIGTERM, &action, nullptr);
   }
-  ::pthread_sigmask(block ? SIG_BLOCK : SIG_UNBLOCK, &set, nullptr);
+  mask_interrupts(block);
 }
 
 }  // namespace prodsm::tools

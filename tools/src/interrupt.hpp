@@ -23,4 +23,10 @@ void set_interrupt_message(const char* message) noexcept;
 /// the signal.
 void route_interrupts_here(bool block);
 
+/// Blocks (true) or unblocks (false) SIGINT/SIGTERM on the calling thread only, without
+/// touching the handler: around starting a thread after route_interrupts_here ran (the
+/// new thread inherits the blocked mask), so a handler already spent by a first signal
+/// (SA_RESETHAND) stays spent and a second signal still kills.
+void mask_interrupts(bool block);
+
 }  // namespace prodsm::tools

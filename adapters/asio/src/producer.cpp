@@ -1,7 +1,9 @@
 // SPDX-License-Identifier: Apache-2.0
 // prodsm::asio::Producer: a ds::ProducerClient driven by a Session and one timer, through
-// the adapter's one producer implementation (producer_impl.hpp: locking, drive rule,
-// callbacks). This file has what is Durable Streams' own: creation and stream closes.
+// the adapter's one producer implementation (producer_impl.hpp: the timer, the callback
+// strand, capacity waits; the lock and the drive rule are its base's,
+// prodsm/detail/adapter_producer.hpp). This file has the public calls and what is
+// Durable Streams' own: which stream close to start.
 #include "prodsm/asio/producer.hpp"
 
 #include "producer_impl.hpp"

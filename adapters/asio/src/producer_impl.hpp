@@ -50,9 +50,9 @@ struct ProducerImpl
   using RecordCompletion = std::unique_ptr<Completion<RecordResultT>>;
   using VoidCompletion = std::unique_ptr<Completion<VoidResult>>;
   using StreamCloseCompletion = std::unique_ptr<Completion<StreamCloseResult>>;
-  using Base = prodsm::detail::AdapterProducer<ProducerImpl, Client, Options, Session,
-                                               prodsm::detail::Waiters<RecordCompletion, VoidCompletion,
-                                                                       StreamCloseCompletion>>;
+  using Base =
+      prodsm::detail::AdapterProducer<ProducerImpl, Client, Options, Session,
+                                      prodsm::detail::Waiters<RecordCompletion, VoidCompletion, StreamCloseCompletion>>;
   using Base::client, Base::mu, Base::options, Base::session, Base::waiters, Base::capacity_waits, Base::drive,
       Base::observe_events, Base::run_callback, Base::steady_now;
   /// Told the ticket when a waiting submit is accepted, or why it was refused

@@ -88,7 +88,8 @@ void read_stream_all(const std::shared_ptr<Session>& session, const ds::StreamUr
                      std::size_t max_bytes, ds::RequestOptions options, std::function<void(ReadStreamResult)> done) {
   auto collector = std::make_shared<ds::ReadCollector>(json);
   read_stream(
-      session, url, prodsm::detail::read_all_options(json, max_bytes, std::move(options)), [collector](const ds::ReadChunk& c) { return collector->add(c); },
+      session, url, prodsm::detail::read_all_options(json, max_bytes, std::move(options)),
+      [collector](const ds::ReadChunk& c) { return collector->add(c); },
       [collector, done = std::move(done)](ReadOutcome r) {
         if (!r) return done(tl::unexpected(std::move(r.error())));
         done(collector->finish(*r));

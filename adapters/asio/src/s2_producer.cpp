@@ -1,7 +1,7 @@
 // SPDX-License-Identifier: Apache-2.0
 // prodsm::asio::S2Producer: an s2::ProducerClient driven by a Session and one timer,
 // through the adapter's one producer implementation (producer_impl.hpp). This file has
-// what is S2's own: creation and attach.
+// the public calls.
 #include "prodsm/asio/s2_producer.hpp"
 
 #include "producer_impl.hpp"

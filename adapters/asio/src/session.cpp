@@ -41,7 +41,10 @@ struct Socket {
 /// the validated options; strand only but for stats()), and the sockets and timer.
 struct Session::Impl : prodsm::detail::PoolExchanges, std::enable_shared_from_this<Session::Impl> {
   Impl(net::any_io_executor executor, http::Pool p, SessionOptions o)
-      : PoolExchanges{std::move(p), std::move(o)}, strand{net::make_strand(executor)}, resolver{strand}, timer{strand} {}
+      : PoolExchanges{std::move(p), std::move(o)},
+        strand{net::make_strand(executor)},
+        resolver{strand},
+        timer{strand} {}
 
   net::strand<net::any_io_executor> strand;
   tcp::resolver resolver;

@@ -1,7 +1,8 @@
 // SPDX-License-Identifier: Apache-2.0
 // prodsm::blocking::Producer: a ds::ProducerClient through the adapter's one producer
-// implementation (producer_impl.hpp: the lock, the drive rule, the session's deadline,
-// the dispatcher). This file has what is Durable Streams' own: creation and stream closes.
+// implementation (producer_impl.hpp: the session's deadline, the dispatcher, the waits;
+// the lock and the drive rule are its base's, prodsm/detail/adapter_producer.hpp). This
+// file has the public calls and what is Durable Streams' own: which stream close to start.
 #include "prodsm/blocking/producer.hpp"
 
 #include "producer_impl.hpp"

@@ -94,10 +94,9 @@ Result ticket_wait(const RecordState<Result>& state, std::string_view what) {
 /// Streams, S6), or std::nullptr_t for none.
 template <class Client, class Options, class State, class StreamCloseResult = std::nullptr_t>
 struct ProducerImpl
-    : prodsm::detail::AdapterProducer<
-          ProducerImpl<Client, Options, State, StreamCloseResult>, Client, Options, Session,
-          prodsm::detail::Waiters<std::shared_ptr<State>, std::shared_ptr<Op<VoidResult>>,
-                                  std::shared_ptr<Op<StreamCloseResult>>>>,
+    : prodsm::detail::AdapterProducer<ProducerImpl<Client, Options, State, StreamCloseResult>, Client, Options, Session,
+                                      prodsm::detail::Waiters<std::shared_ptr<State>, std::shared_ptr<Op<VoidResult>>,
+                                                              std::shared_ptr<Op<StreamCloseResult>>>>,
       Participant,
       std::enable_shared_from_this<ProducerImpl<Client, Options, State, StreamCloseResult>> {
   using StatePtr = std::shared_ptr<State>;
@@ -107,8 +106,8 @@ struct ProducerImpl
   using Base = prodsm::detail::AdapterProducer<
       ProducerImpl, Client, Options, Session,
       prodsm::detail::Waiters<StatePtr, std::shared_ptr<VoidOp>, std::shared_ptr<StreamCloseOp>>>;
-  using Base::client, Base::mu, Base::options, Base::session, Base::owns_session, Base::waiters,
-      Base::session_released, Base::capacity_waits, Base::drive, Base::observe_events, Base::run_callback;
+  using Base::client, Base::mu, Base::options, Base::session, Base::owns_session, Base::waiters, Base::session_released,
+      Base::capacity_waits, Base::drive, Base::observe_events, Base::run_callback;
 
   ProducerImpl(Options o, std::shared_ptr<Session> s, bool owned, Client c)
       : Base{std::move(o), std::move(s), owned, std::move(c)} {}

@@ -97,7 +97,8 @@ ReadOutcome read_stream(Session& session, const ds::StreamUrl& url, ds::ReadOpti
 ReadStreamResult read_stream_all(Session& session, const ds::StreamUrl& url, bool json, std::size_t max_bytes,
                                  const ds::RequestOptions& options) {
   ds::ReadCollector collector(json);
-  auto r = read_stream(session, url, prodsm::detail::read_all_options(json, max_bytes, options), [&collector](const ds::ReadChunk& c) { return collector.add(c); });
+  auto r = read_stream(session, url, prodsm::detail::read_all_options(json, max_bytes, options),
+                       [&collector](const ds::ReadChunk& c) { return collector.add(c); });
   if (!r) return tl::unexpected(std::move(r.error()));
   return collector.finish(*r);
 }

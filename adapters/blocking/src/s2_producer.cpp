@@ -1,6 +1,6 @@
 // SPDX-License-Identifier: Apache-2.0
 // prodsm::blocking::S2Producer: an s2::ProducerClient through the adapter's one producer
-// implementation (producer_impl.hpp). This file has what is S2's own: creation and attach.
+// implementation (producer_impl.hpp). This file has the public calls and the ticket.
 #include "prodsm/blocking/s2_producer.hpp"
 
 #include "producer_impl.hpp"

@@ -31,6 +31,7 @@
 
 #include "prodsm/adapter_stats.hpp"
 #include "prodsm/detail/event_tracker.hpp"
+#include "prodsm/session_options.hpp"
 #include "prodsm/time.hpp"
 
 namespace prodsm::detail {
@@ -53,12 +54,14 @@ struct AdapterProducer {
   const Options options;
   const std::shared_ptr<Session> session;
   const bool owns_session;
+
+  // Any thread (atomic): callbacks that threw (A3).
   std::atomic<std::uint64_t> callback_exceptions{0};
 
   // Guarded by mu.
   mutable std::mutex mu;
   Client client;
-  WaitersT waiters;              ///< the handlers the client's events are routed to
+  WaitersT waiters;  ///< the handlers the client's events are routed to
   bool session_released = false;
   std::uint64_t capacity_waits = 0;  ///< submits that had to wait for capacity (R1)
   EventTracker tracker;              ///< what the event hook has been told
@@ -99,7 +102,7 @@ struct AdapterProducer {
   /// closed once the client finished (C4); then the adapter's own step.
   void drive(Instant now) {
     while (auto r = client.poll_request()) {
-      session->exchange(std::move(r->request), [weak = self().weak_from_this(), tag = r->tag](auto result) {
+      session->exchange(std::move(r->request), [weak = self().weak_from_this(), tag = r->tag](ExchangeResult result) {
         auto strong = weak.lock();
         if (!strong) return;
         std::lock_guard lock(strong->mu);

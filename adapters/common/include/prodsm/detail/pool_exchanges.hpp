@@ -47,7 +47,8 @@ class PoolExchanges {
 
   /// Hands the pool's next outcome to its handler (the counters refreshed first, so the
   /// handler's producer sees the failed connect or reconnect that came with it); false
-  /// when the pool has none. The handler may start another exchange.
+  /// when the pool has none (true also for an outcome whose handler is gone: it is
+  /// dropped). The handler may start another exchange.
   bool deliver_one() {
     auto outcome = pool.poll_outcome();
     if (!outcome) return false;
@@ -84,9 +85,8 @@ class PoolExchanges {
 
 /// Session::create's pool for `host`:`port` (`tls`) and the options as validated, or the
 /// first bad field as "session.<field>: ...".
-inline tl::expected<std::pair<http::Pool, SessionOptions>, std::string> make_pool(std::string host,
-                                                                                 std::uint16_t port, bool tls,
-                                                                                 SessionOptions options) {
+inline tl::expected<std::pair<http::Pool, SessionOptions>, std::string> make_pool(std::string host, std::uint16_t port,
+                                                                                  bool tls, SessionOptions options) {
   auto pool = http::Pool::create(std::move(host), port, tls, options);
   if (!pool) return tl::unexpected("session." + pool.error());
   options.http::TransportOptions::operator=(pool->options().transport);  // as validated

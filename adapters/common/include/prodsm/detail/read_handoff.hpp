@@ -34,9 +34,10 @@ struct ReadHandoff {
     return true;
   }
 
-  /// hand_on(), then the end offset of every response that ended since the last call.
+  /// hand_on(), then, if any response ended since the last call, one chunk with the
+  /// offset reached; nothing more once the handler stopped the read.
   void hand_on_with_offsets() {
-    hand_on();
+    if (!hand_on()) return;
     if (reader.summary().responses != responses_told) {
       responses_told = reader.summary().responses;
       call(ds::ReadChunk{{}, std::string_view(reader.offset())});
