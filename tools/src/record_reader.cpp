@@ -8,6 +8,8 @@
 #include <nlohmann/json.hpp>
 #include <vector>
 
+#include "json_values.hpp"
+
 namespace prodsm::tools {
 
 struct JsonLineValidator::State {
@@ -26,7 +28,12 @@ std::optional<std::string> JsonLineValidator::check(std::string_view text) {
   std::memcpy(state_->padded.data(), text.data(), text.size());
   std::memset(state_->padded.data() + text.size(), 0, simdjson::SIMDJSON_PADDING);
   const auto error = state_->parser.parse(state_->padded.data(), text.size(), false).error();
-  if (error == simdjson::SUCCESS) return std::nullopt;
+  if (error == simdjson::SUCCESS) {
+    // Valid; would a server holding numbers as doubles store this value? Checked exactly
+    // only when a number could carry more than a double holds (json_values.hpp).
+    if (may_lose_precision(text)) return double_loss(text);
+    return std::nullopt;
+  }
   // Invalid: ask nlohmann/json for a message with the position (slow path only).
   try {
     const auto parsed = nlohmann::json::parse(text);

@@ -29,14 +29,17 @@ struct LineError {
   std::string message;
 };
 
-/// Validates one JSON value: simdjson for speed, nlohmann/json for the error message.
+/// Validates one JSON value: simdjson for speed, nlohmann/json for the error message and
+/// for the numbers a double cannot hold exactly (json_values.hpp: a JSON-mode server
+/// would store another number).
 class JsonLineValidator {
  public:
   JsonLineValidator();
   ~JsonLineValidator();
   JsonLineValidator(JsonLineValidator&&) noexcept;
   JsonLineValidator& operator=(JsonLineValidator&&) noexcept;
-  /// nullopt when `text` is exactly one JSON value; else a message with the position.
+  /// nullopt when `text` is exactly one JSON value whose numbers are all exactly
+  /// doubles; else a message with the position, or naming the number (double_loss).
   std::optional<std::string> check(std::string_view text);
 
  private:

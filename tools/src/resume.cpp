@@ -8,21 +8,9 @@
 #include <cstdlib>
 #include <cstring>
 
-#include <simdjson.h>
+#include "json_values.hpp"
 
 namespace prodsm::tools {
-namespace {
-
-/// `text` parsed and minified by simdjson (so the stream's and the input's forms of one
-/// value compare equal), or nullopt when it is not one JSON value. simdjson's default
-/// depth limit (1024) bounds the nesting.
-std::optional<std::string> minified(simdjson::dom::parser& parser, std::string_view text) {
-  simdjson::dom::element value;
-  if (parser.parse(text.data(), text.size(), true).get(value) != simdjson::SUCCESS) return std::nullopt;
-  return simdjson::minify(value);
-}
-
-}  // namespace
 
 tl::expected<StreamPrefix, std::string> StreamPrefix::create(bool json) {
   const char* dir = std::getenv("TMPDIR");
@@ -56,11 +44,11 @@ bool StreamPrefix::add_bytes(std::string_view data) { return !json_ && write(dat
 
 bool StreamPrefix::add_value(std::string_view value) {
   if (!json_ || error_) return false;
-  simdjson::dom::parser parser;
-  const auto text = minified(parser, value);
+  // Canonical (json_values.hpp), so the stream's and the input's forms of one value
+  // compare equal; minified JSON has no raw newline: one value per spool line.
+  const auto text = canonical_json(value);
   if (!text) return fail("the stream's JSON value " + std::to_string(values_ + 1) + " does not parse");
   ++values_;
-  // Minified JSON has no raw newline (one inside a string is escaped): one value per line.
   return write(*text) && write("\n");
 }
 
@@ -96,8 +84,7 @@ tl::expected<bool, std::string> StreamPrefix::holds(std::string_view record, std
       }
       buffer_.push_back(static_cast<char>(c));
     }
-    simdjson::dom::parser parser;
-    const auto mine = minified(parser, record);
+    const auto mine = canonical_json(record);
     if (!mine || *mine != buffer_) {
       return tl::unexpected("input line " + std::to_string(line) + " differs from the stream's JSON value " +
                             std::to_string(position_ + 1) + ": the stream does not hold a prefix of this input");

@@ -1,9 +1,9 @@
 // SPDX-License-Identifier: Apache-2.0
 #include "verify.hpp"
 
-#include <nlohmann/json.hpp>
-
 #include <algorithm>
+
+#include "json_values.hpp"
 
 namespace prodsm::tools {
 
@@ -27,12 +27,11 @@ bool StreamVerifier::add(const ds::ReadChunk& chunk) {
   if (chunk.next_offset) return true;
   if (json_) {
     if (!pull()) return fail("the stream holds more JSON values than the " + std::to_string(matched_) + " produced");
-    // Parsed with the same depth bound simdjson validated the element with (1024).
-    const auto depth_ok = [](int depth, nlohmann::json::parse_event_t, nlohmann::json&) { return depth <= 1024; };
-    const auto got = nlohmann::json::parse(chunk.data, depth_ok, false);
-    const auto want = nlohmann::json::parse(current_, depth_ok, false);
+    // Compared as the server holds values: numbers as doubles, members in any order.
+    const auto got = canonical_json(chunk.data);
+    const auto want = canonical_json(current_);
     have_current_ = false;
-    if (got.is_discarded() || want.is_discarded() || got != want) {
+    if (!got || !want || *got != *want) {
       return fail("JSON value " + std::to_string(matched_) + " differs from the record produced");
     }
     ++matched_;
