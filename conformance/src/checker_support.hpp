@@ -79,5 +79,9 @@ Result check_s5(const Checked& c);
 Result check_s6(const Checked& c);
 Result check_s8(const Checked& c);
 Result check_d3(const Checked& c);
+Result check_a1(const Checked& c);
+Result check_a2(const Checked& c);
+Result check_a3(const Checked& c);
+Result check_a4(const Checked& c);
 
 }  // namespace prodsm::conformance::detail

@@ -28,16 +28,19 @@ bool needs_sync(const Capabilities& c) {
   return c.synchronous_rejection;
 }
 bool needs_time(const Capabilities& c) {
-  return c.virtual_time;
+  return c.virtual_time || c.measured_time;
 }
 bool needs_records_time(const Capabilities& c) {
-  return c.per_record_completions && c.virtual_time;
+  return c.per_record_completions && needs_time(c);
 }
 bool needs_certainty(const Capabilities& c) {
   return c.per_record_completions && c.classifies_certainty;
 }
 bool needs_stream_close(const Capabilities& c) {
   return c.stream_close && c.per_record_completions;
+}
+bool needs_callbacks(const Capabilities& c) {
+  return c.adapter_callbacks;
 }
 
 struct Entry {
@@ -91,10 +94,11 @@ const std::vector<Entry>& entries() {
       {{"D2", "the same inputs give the same outputs", Coverage::replay, always}, nullptr},
       {{"D3", "deadlines never fire early; spurious timers are no-ops", Coverage::trace, needs_time}, check_d3},
       {{"D4", "no exception crosses the core API", Coverage::structural, always}, nullptr},
-      {{"A1", "callbacks in ticket order from one FIFO dispatcher", Coverage::adapter, always}, nullptr},
-      {{"A2", "flush and close return after the covered callbacks ran", Coverage::adapter, always}, nullptr},
-      {{"A3", "callback exceptions are caught and reported", Coverage::adapter, always}, nullptr},
-      {{"A4", "submit accepts or rejects synchronously", Coverage::adapter, always}, nullptr},
+      {{"A1", "callbacks in ticket order from one FIFO dispatcher", Coverage::adapter, needs_callbacks}, check_a1},
+      {{"A2", "flush and close return after the covered callbacks ran", Coverage::adapter, needs_callbacks},
+       check_a2},
+      {{"A3", "callback exceptions are caught and reported", Coverage::adapter, needs_callbacks}, check_a3},
+      {{"A4", "submit accepts or rejects synchronously", Coverage::adapter, needs_callbacks}, check_a4},
   };
   return all;
 }

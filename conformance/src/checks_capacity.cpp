@@ -27,7 +27,8 @@ Result check_r1(const Checked& c) {
       return violation("R1", "more batches in flight than max_in_flight", {i});
     }
   }
-  for (std::size_t w : x.would_block_steps) {
+  // The announcement half of R1, on targets that announce (capacity_signal).
+  for (std::size_t w : c.caps.capacity_signal ? x.would_block_steps : std::vector<std::size_t>{}) {
     for (std::size_t i = w + 1; i < x.trace.steps.size(); ++i) {
       const auto& obs = x.trace.steps[i].observed;
       const auto done =

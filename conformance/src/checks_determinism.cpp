@@ -16,7 +16,9 @@ Result check_d3(const Checked& c) {
   for (const auto& d : x.dones) {
     if (d.obs->ok) continue;
     if (d.obs->error.code != ErrorCode::delivery_timeout) return std::nullopt;
-    const Instant at = x.trace.steps[d.step].input.at;
+    // The completion's own instant when the target reports it (a wire target measures
+    // each observation), else its step's.
+    const Instant at = d.obs->at.value_or(x.trace.steps[d.step].input.at);
     const auto& oldest = x.tickets[d.obs->first_ticket];
     if (at < saturating_add(oldest.at, x.config.delivery_timeout_ns)) {
       return violation("D3", "delivery timeout fired before the deadline", {oldest.submit_step, d.step});

@@ -75,6 +75,7 @@ Result check_p3(const Checked& c) {
     }
     next = d.obs->last_ticket + 1;
   }
+  if (c.caps.blocking_outcomes) return std::nullopt;  // barriers and close: threads returning (A2 judges them)
   for (std::size_t i = 1; i < x.barrier_dones.size(); ++i) {
     if (x.barrier_dones[i].obs->barrier < x.barrier_dones[i - 1].obs->barrier) {
       return violation("P3", "barriers completed out of order", {x.barrier_dones[i - 1].step, x.barrier_dones[i].step});

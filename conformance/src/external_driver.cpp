@@ -5,6 +5,7 @@
 #include <filesystem>
 #include <nlohmann/json.hpp>
 
+#include "driver_json.hpp"
 #include "driver_process.hpp"
 #include "prodsm/base64.hpp"
 #include "prodsm/conformance/external.hpp"
@@ -73,6 +74,10 @@ TraceAck ack_from(const json& j) {
   if (j.contains("seq_num") && j.at("seq_num").is_number()) a.seq_num = j.at("seq_num").get<std::uint64_t>();
   return a;
 }
+
+}  // namespace
+
+namespace detail {
 
 Observation observation_from(const json& j) {
   Observation o;
@@ -158,6 +163,13 @@ SyncResult result_from(const json& r) {
   }
   return out;
 }
+
+}  // namespace detail
+
+namespace {
+
+using detail::observation_from;
+using detail::result_from;
 
 /// One driver process shared by the drivers a factory makes (one producer at a time).
 struct Shared {
@@ -328,6 +340,10 @@ class ExternalDriver final : public Driver {
   bool closed_observed_ = false;
 };
 
+}  // namespace
+
+namespace detail {
+
 Capabilities capabilities_from(const json& c) {
   Capabilities caps;
   caps.per_record_completions = c.value("per_record_completions", false);
@@ -339,6 +355,12 @@ Capabilities capabilities_from(const json& c) {
   caps.stream_close = false;  // the driver protocol has no stream close yet (C4)
   return caps;
 }
+
+}  // namespace detail
+
+namespace {
+
+using detail::capabilities_from;
 
 bool hello(Shared& s, detail::DriverProcess& process) {
   const json h = process.request({{"op", "hello"}});
@@ -414,9 +436,13 @@ DriverFactory external_driver_factory(const ExternalTarget& target, TargetInfo* 
 }
 
 std::optional<ExternalTarget> builtin_target(const std::string& name, const std::string& source_dir) {
-  if (name != "s2-ts" && name != "ds-ts") return std::nullopt;
   ExternalTarget t;
   t.name = name;
+  if (name == "librdkafka") {  // a C++ driver built with the project (conformance/drivers/librdkafka)
+    t.argv = {PRODSM_LIBRDKAFKA_DRIVER};
+    return t;
+  }
+  if (name != "s2-ts" && name != "ds-ts") return std::nullopt;
   t.argv = {"node", (std::filesystem::path(source_dir) / "conformance" / "drivers" / name / "driver.mjs").string()};
   return t;
 }

@@ -45,6 +45,23 @@ Prediction predict(const Trace& trace) {
     p.terminal = code;
     p.terminal_step = step;
   };
+  // E6: the oldest record not yet acknowledged expires at submit + delivery timeout.
+  auto expire_at = [&](Instant now, std::size_t step) {
+    std::optional<std::uint64_t> oldest_ticket;
+    for (std::uint64_t t = 0; t < submitted_at.size(); ++t) {
+      bool acked = false;
+      for (auto& [id, b] : batches) {
+        if (t >= b.first && t < b.first + b.count) acked = b.acked;
+      }
+      if (!acked) {
+        oldest_ticket = t;
+        break;
+      }
+    }
+    if (oldest_ticket && now >= saturating_add(submitted_at[*oldest_ticket], cfg.delivery_timeout_ns)) {
+      terminal(ErrorCode::delivery_timeout, step);
+    }
+  };
   auto oldest_unacked = [&]() -> std::optional<std::uint64_t> {
     for (auto& [id, b] : batches) {
       if (!b.acked) return id;
@@ -85,6 +102,9 @@ Prediction predict(const Trace& trace) {
     if (in.kind == Input::Kind::submit && step.result.kind == SyncResult::Kind::ticket) {
       submitted_at.push_back(in.at);
     }
+    // On real time (measured instants) the clock also runs during every other input: a
+    // deadline that passed before it is applied first.
+    if (cfg.measured_time && !p.terminal && !closed) expire_at(in.at, i);
     if (p.terminal || closed) {
       record_sends();
       continue;
@@ -93,24 +113,7 @@ Prediction predict(const Trace& trace) {
       case Input::Kind::abort:
         terminal(ErrorCode::aborted, i);  // C5
         break;
-      case Input::Kind::advance: {
-        // E6: the oldest record not yet acknowledged expires at submit + delivery timeout.
-        std::optional<std::uint64_t> oldest_ticket;
-        for (std::uint64_t t = 0; t < submitted_at.size(); ++t) {
-          bool acked = false;
-          for (auto& [id, b] : batches) {
-            if (t >= b.first && t < b.first + b.count) acked = b.acked;
-          }
-          if (!acked) {
-            oldest_ticket = t;
-            break;
-          }
-        }
-        if (oldest_ticket && in.at >= saturating_add(submitted_at[*oldest_ticket], cfg.delivery_timeout_ns)) {
-          terminal(ErrorCode::delivery_timeout, i);
-        }
-        break;
-      }
+      case Input::Kind::advance: expire_at(in.at, i); break;
       case Input::Kind::respond: {
         if (in.response.invalid && in.send_index == SIZE_MAX) {
           terminal(ErrorCode::invalid_ack, i);  // E5: an ack for a batch never sent
@@ -182,6 +185,12 @@ Prediction predict(const Trace& trace) {
       default: break;
     }
     record_sends();
+    // ... and while the producer reacted: up to the last thing observed in the step.
+    if (cfg.measured_time && !p.terminal && !closed) {
+      Instant last = in.at;
+      for (const Observation& o : step.observed) last = std::max(last, o.at.value_or(in.at));
+      expire_at(last, i);
+    }
     for (const Observation& o : step.observed) {
       if (o.kind == Observation::Kind::closed) closed = true;
     }

@@ -98,6 +98,8 @@ TEST(F4, FlushCanBeRepeatedAndProducerStaysOpen) {
     EXPECT_TRUE(h.barriers().back().ok());
     EXPECT_EQ(h.producer().state(), ProducerState::open);
   }
+  EXPECT_EQ(h.producer().stats().barriers_accepted, 5U);
+  EXPECT_EQ(h.producer().stats().barriers_completed, 5U);
 }
 
 // F5 (acceptance: "condition failures cannot report the barrier successful while a
@@ -196,6 +198,7 @@ TEST(C2, SubmitAndFlushAfterCloseAreRefusedWithClosed) {
   auto f = h.try_flush();
   ASSERT_FALSE(f.has_value());
   EXPECT_EQ(f.error().reason, RejectReason::closed);
+  EXPECT_EQ(h.producer().stats().barriers_accepted, 0U) << "a refused flush takes no barrier";
   EXPECT_TRUE(h.completions().empty()) << "A4/P2: refused submits never complete";
 }
 

@@ -41,9 +41,25 @@ struct Column {
   std::string refusal;  ///< the child's messages when it refused the options (exit 2): the caller's mistake
 };
 
-/// The child's argument list for `target`.
-std::vector<std::string> child_args(const MatrixOptions& o, const std::string& target, const fs::path& verdicts) {
+/// A matrix column's `--target` and whether it is served ("ds-ts-served": ds-ts --serve).
+std::pair<std::string, bool> target_of(const std::string& column) {
+  constexpr std::string_view served = "-served";
+  if (column.size() > served.size() && column.compare(column.size() - served.size(), served.size(), served) == 0) {
+    return {column.substr(0, column.size() - served.size()), true};
+  }
+  return {column, false};
+}
+
+/// True for the columns that run on real time (their properties are fewer, see child_args).
+bool real_time(const std::string& column) {
+  return column == "prodsm-asio" || column == "prodsm-blocking" || target_of(column).second;
+}
+
+/// The child's argument list for `column`.
+std::vector<std::string> child_args(const MatrixOptions& o, const std::string& column, const fs::path& verdicts) {
+  const auto [target, served] = target_of(column);
   std::vector<std::string> args{o.self, "conform", "--target", target, "--write-expected", verdicts.string()};
+  if (served) args.push_back("--serve");
   std::vector<std::string> dirs = o.vectors;
   if (dirs.empty()) {  // the contract's vectors, then the findings that pin this target's divergences
     const fs::path findings = fs::path(o.source_dir) / "conformance" / "findings";
@@ -58,7 +74,9 @@ std::vector<std::string> child_args(const MatrixOptions& o, const std::string& t
     args.push_back(d);
   }
   args.push_back("--tests");
-  args.push_back(std::to_string(o.tests));
+  // A real-time target spends real time on every step: a tenth of the sequences (at
+  // least one), so the matrix stays minutes long; more with `--target T --tests N`.
+  args.push_back(std::to_string(real_time(column) ? std::max(1, o.tests / 10) : o.tests));
   args.push_back("--max-size");
   args.push_back(std::to_string(o.max_size));
   if (o.seed) {
@@ -139,7 +157,8 @@ Column judge(const MatrixOptions& o, const std::string& target, const fs::path& 
 }  // namespace
 
 const std::vector<std::string>& matrix_targets() {
-  static const std::vector<std::string> targets{"core", "s2-ts", "ds-ts"};
+  static const std::vector<std::string> targets{"core",  "prodsm-asio",  "prodsm-blocking", "s2-ts",
+                                                 "ds-ts", "ds-ts-served", "librdkafka"};
   return targets;
 }
 

@@ -25,6 +25,14 @@
 //    queue; resends are recognised by the stamp the SDK's own retry logic will use
 //    (409 → same epoch/seq, 403 with autoClaim → server epoch + 1 / seq 0) and the
 //    identical body.
+//
+// Served mode (`start` with `"serve": {"url": ...}`): nothing of the above is injected.
+// The producer runs on that URL over the SDK's own transport (global fetch, i.e.
+// undici) and real timers; the harness's server reads every request off the wire and
+// answers it there, and the harness moves real time itself (`poll` with `wait_ms`). The
+// driver then only submits, flushes, closes, aborts and reports the outcomes (`barrier`,
+// `closed`, onError calls in `log`); `respond` and `advance` are refused, no `send` is
+// observed, observations carry no `at_ms`, and no batch-identity bookkeeping runs.
 
 import { createInterface } from "node:readline";
 import { readFileSync } from "node:fs";
@@ -55,6 +63,7 @@ function log(...args) {
 
 // Real event-loop primitives, captured before any fake clock exists.
 const realSetImmediate = globalThis.setImmediate;
+const realSetTimeout = globalThis.setTimeout;
 
 const here = dirname(fileURLToPath(import.meta.url));
 const require = createRequire(import.meta.url);
@@ -95,6 +104,7 @@ const CAPABILITIES = {
   synchronous_rejection: true,
   virtual_time: true,
   classifies_certainty: false,
+  serve: true,
 };
 const NOTES = {
   per_record_completions:
@@ -114,7 +124,9 @@ const NOTES = {
   config:
     "supported: json, linger_ms (number), max_batch_bytes, max_in_flight, idempotent{producer_id, epoch, auto_claim}; unsupported unless at prodsm's default: max_batch_records (100000), max_unacked_bytes (5 MiB), max_unacked_batches (1024), max_pending_barriers (1024); always unsupported: linger_ms \"disabled\", match_seq_num, fencing_token, no `idempotent` (plain appends); ignored (the producer has no retry policy for retryable failures and no deadline): delivery_timeout_ms, max_attempts, backoff_initial_ms, backoff_max_ms, retry_mode, jitter_seed",
   extensions:
-    "each observation also carries `at_ms` (virtual time of the observation); a reply may carry `log` (driver-side events with no protocol observation: onError calls, close requests answered, ignored responses)",
+    "in injected runs each observation also carries `at_ms` (virtual time of the observation); a reply may carry `log` (driver-side events with no protocol observation: onError calls, close requests answered, ignored responses); `poll` {wait_ms} returns what was observed since the previous reply",
+  serve:
+    "start {serve: {url}} runs the IdempotentProducer on that URL over the SDK's own global fetch (undici: one request per connection, a new keep-alive connection per concurrent request) and real setTimeout, nothing injected: no `send` observations, no `at_ms`, respond/advance refused, poll {wait_ms} waits real time; the close request (POST, Stream-Closed: true, empty body, next seq) goes to the server too; the producer never retries 5xx/429/lost connections (only 409 gap resends and the 403 autoClaim resend)",
 };
 
 function helloReply() {
@@ -359,14 +371,24 @@ function mapError(e) {
   } else if (e instanceof TypeError) {
     out.code = "connection_lost"; // what undici's fetch rejects with when the connection fails
   }
+  // Real fetch (served runs): TypeError("fetch failed") carries the socket error as
+  // `cause` (ECONNRESET, UND_ERR_SOCKET "other side closed", ECONNREFUSED, ...).
+  const cause = e instanceof Error ? e.cause : undefined;
+  if (cause && typeof cause === "object") {
+    out.cause = { name: cause.name, code: cause.code, message: cause.message };
+  }
   return out;
 }
 
 // ---------------------------------------------------------------------------------------
-// One producer run (fresh fake clock, fresh producer)
+// One producer run (fresh fake clock, fresh producer — or, served, a fresh producer on
+// the harness's URL with real fetch and real time)
 // ---------------------------------------------------------------------------------------
 class Session {
-  constructor({ opts, json, idempotent }) {
+  constructor({ opts, json, idempotent, serve = null }) {
+    // Served: the producer talks to serve.url over the SDK's own fetch and real timers.
+    this.served = serve !== null;
+    this.startedAt = performance.now();
     this.json = json;
     this.idempotent = idempotent;
     this.autoClaim = idempotent.auto_claim;
@@ -386,6 +408,27 @@ class Session {
     this.closeObserved = false;
     this.tail = ""; // greatest Stream-Next-Offset acknowledged (for the close response)
     this.controller = new AbortController();
+
+    if (this.served) {
+      const contentType = json ? "application/json" : "application/octet-stream";
+      // No `fetch` option anywhere: the producer's default is the global fetch, called
+      // at request time; no fake clock, so its linger setTimeout is the real one.
+      if (globalThis.setTimeout !== realSetTimeout) log("served start: setTimeout is not the real one");
+      try {
+        this.stream = new DurableStream({ url: serve.url, contentType });
+        this.producer = new IdempotentProducer(this.stream, idempotent.producer_id, {
+          ...opts,
+          epoch: idempotent.epoch,
+          autoClaim: idempotent.auto_claim,
+          signal: this.controller.signal,
+          onError: (error) => this.onError(error),
+        });
+      } catch (e) {
+        this.dispose();
+        throw e;
+      }
+      return;
+    }
 
     this.clock = FakeTimers.install({
       now: 0,
@@ -427,6 +470,19 @@ class Session {
   }
 
   dispose() {
+    if (this.served) {
+      // Silence the dropped producer: on real time its linger timer, queued batches and
+      // gap resends would otherwise keep sending to the old URL. The abort clears the
+      // timer, drops the pending batch and aborts in-flight requests (their connections
+      // are closed); later fetch calls reject before sending anything.
+      this.disposed = true;
+      try {
+        this.controller.abort();
+      } catch (e) {
+        log("abort on dispose failed:", String(e));
+      }
+      return;
+    }
     try {
       this.clock.uninstall();
     } catch (e) {
@@ -435,15 +491,20 @@ class Session {
   }
 
   now() {
-    return this.clock.now;
+    return this.served ? undefined : this.clock.now;
   }
 
   observe(o) {
-    this.observed.push({ ...o, at_ms: this.now() });
+    // Served: no `at_ms` — the harness stamps observations as it receives them.
+    this.observed.push(this.served ? { ...o } : { ...o, at_ms: this.now() });
   }
 
   note(event) {
-    const e = { ...event, at_ms: this.now() };
+    if (this.disposed) return;
+    // Served: the wall-clock milliseconds since start, for reading logs only.
+    const e = this.served
+      ? { ...event, wall_ms: Math.round(performance.now() - this.startedAt) }
+      : { ...event, at_ms: this.now() };
     this.log.push(e);
     log(safeJson(e));
   }
@@ -471,7 +532,7 @@ class Session {
    * did not was deferred behind the autoClaim barrier (#enqueuePendingBatch).
    */
   noteSeals(where, seqBefore) {
-    if (!this.producer) return;
+    if (!this.producer || this.served) return; // served: the harness reads batches off the wire
     const unsealed = this.records.length - this.producer.pendingCount;
     if (unsealed <= this.pendingStart) return;
     const b = { first: this.pendingStart, count: unsealed - this.pendingStart, where };
@@ -774,6 +835,15 @@ class Session {
   }
 
   abort() {
+    if (this.served) {
+      // The pending (unsealed) records are the last pendingCount tickets.
+      const unsent = this.producer.pendingCount;
+      this.controller.abort();
+      if (unsent > 0 && this.producer.pendingCount === 0) {
+        this.note({ event: "abort_dropped_unsent_records", first: this.records.length - unsent, count: unsent });
+      }
+      return null;
+    }
     const unsealed = this.records.length - this.pendingStart;
     this.controller.abort();
     // The signal's listener drops the pending (unsealed) batch synchronously: those
@@ -785,7 +855,24 @@ class Session {
     return null;
   }
 
+  refuseServed(op) {
+    if (this.served) {
+      throw new Error(`${op}: the harness answers requests on the wire and sleeps real time itself — not in a served run`);
+    }
+  }
+
+  /** Lets the SDK run for wait_ms of real time (served); elsewhere just reports. */
+  async poll(req) {
+    const w = req.wait_ms === undefined ? 0 : req.wait_ms;
+    if (typeof w !== "number" || !Number.isFinite(w) || w < 0 || w > 1000) {
+      throw new Error("poll.wait_ms must be a number of milliseconds in 0..1000");
+    }
+    if (this.served && w > 0) await new Promise((r) => realSetTimeout(r, w));
+    return null;
+  }
+
   async advance(req) {
+    this.refuseServed("advance");
     const ms = Number(req.ms);
     if (!Number.isFinite(ms) || ms < 0) throw new Error("advance.ms must be a non-negative number");
     await this.clock.tickAsync(ms);
@@ -793,6 +880,7 @@ class Session {
   }
 
   respond(req) {
+    this.refuseServed("respond");
     const index = req.send;
     if (!Number.isInteger(index) || index < 0 || index >= this.sends.length) {
       throw new Error(`respond: no send ${JSON.stringify(index)}`);
@@ -827,7 +915,11 @@ class Session {
     return null;
   }
 
-  /** Lets the SDK run until nothing more happens, without moving the fake clock. */
+  /**
+   * Lets the SDK run until nothing more happens, without moving the fake clock (served:
+   * a few real event-loop turns, so that outcomes already decided — a settled flush, an
+   * onError call — are in the reply; it never waits for the network).
+   */
   async quiesce() {
     let stable = 0;
     let last = -1;
@@ -879,6 +971,7 @@ async function handle(req) {
     case "abort":
     case "advance":
     case "respond":
+    case "poll":
       return runOp(op, req);
     default:
       return { ok: false, error: { message: `unknown op ${JSON.stringify(op)}` } };
@@ -896,6 +989,11 @@ async function start(req) {
     }
     return { ok: false, error: { message: `start.protocol must be "durable_streams" or "s2", got ${JSON.stringify(req.protocol)}` } };
   }
+  let serve = null;
+  if (req.serve !== undefined && req.serve !== null) {
+    serve = parseServe(req.serve);
+    if (serve.error) return { ok: false, error: { message: serve.error } };
+  }
   let parsed;
   try {
     parsed = parseConfig(req.config);
@@ -909,7 +1007,7 @@ async function start(req) {
   const probeIdempotent = idempotent ?? { producer_id: PLACEHOLDER_PRODUCER_ID, epoch: 0, auto_claim: false };
   let s;
   try {
-    s = new Session({ opts, json, idempotent: probeIdempotent });
+    s = new Session({ opts, json, idempotent: probeIdempotent, serve });
   } catch (e) {
     return { ok: false, error: sdkOptionError(e) };
   }
@@ -918,8 +1016,25 @@ async function start(req) {
     return { ok: false, unsupported: unsupported.join("; ") };
   }
   session = s;
-  log(`start: ${safeJson({ json, ...opts, idempotent })}`);
+  log(`start: ${safeJson({ json, ...opts, idempotent, serve })}`);
   return { ok: true, result: null, observed: [] };
+}
+
+/** `start.serve`: {"url": "http(s)://host:port/path"} — the stream the harness serves. */
+function parseServe(serve) {
+  if (typeof serve !== "object" || Array.isArray(serve) || typeof serve.url !== "string") {
+    return { error: "start.serve must be an object {\"url\": \"http://HOST:PORT/PATH\"}" };
+  }
+  let u;
+  try {
+    u = new URL(serve.url);
+  } catch {
+    return { error: `start.serve.url is not a URL: ${JSON.stringify(serve.url)}` };
+  }
+  if (u.protocol !== "http:" && u.protocol !== "https:") {
+    return { error: `start.serve.url must be http or https, got ${JSON.stringify(serve.url)}` };
+  }
+  return { url: serve.url };
 }
 
 async function runOp(op, req) {
@@ -944,6 +1059,9 @@ async function runOp(op, req) {
       break;
     case "respond":
       result = s.respond(req);
+      break;
+    case "poll":
+      result = await s.poll(req);
       break;
   }
   await s.quiesce();

@@ -8,6 +8,7 @@ import { spawn } from "node:child_process";
 import { fileURLToPath } from "node:url";
 import { dirname, join } from "node:path";
 import { createInterface } from "node:readline";
+import http from "node:http";
 
 const DRIVER = join(dirname(fileURLToPath(import.meta.url)), "driver.mjs");
 
@@ -111,8 +112,9 @@ test("hello names the driver, the SDK version and the capabilities with notes", 
       synchronous_rejection: true,
       virtual_time: true,
       classifies_certainty: false,
+      serve: true,
     });
-    for (const flag of ["per_record_completions", "classifies_certainty"]) {
+    for (const flag of ["per_record_completions", "classifies_certainty", "serve"]) {
       assert.equal(typeof r.notes[flag], "string", `note for ${flag}`);
     }
   });
@@ -606,4 +608,374 @@ test("stdin EOF exits 0", async () => {
   await d.ok({ op: "hello" });
   d.proc.stdin.end();
   assert.deepEqual(await d.exited, { code: 0, signal: null });
+});
+
+// ---------------------------------------------------------------------------------------
+// Served mode: the producer talks to a real HTTP server over the SDK's own fetch and real
+// timers. The server here is a tiny Durable Streams fake on 127.0.0.1:0 that records every
+// request off the wire and answers appends 200 with Stream-Next-Offset and the producer
+// headers echoed (or whatever a test's handler decides).
+// ---------------------------------------------------------------------------------------
+
+/** A recorded request: method, path, lower-case headers, body, which connection. */
+class FakeServer {
+  constructor(handler = null) {
+    this.handler = handler; // (rec, res, server) => true when it answered or holds `res`
+    this.requests = [];
+    this.connections = 0;
+    this.closedConnections = 0;
+    this.tail = 0;
+    this.waiters = [];
+    this.server = http.createServer((req, res) => {
+      const chunks = [];
+      req.on("data", (c) => chunks.push(c));
+      req.on("end", () => {
+        const rec = {
+          method: req.method,
+          path: req.url,
+          headers: req.headers,
+          body: Buffer.concat(chunks),
+          conn: req.socket.connId,
+          seq: req.headers["producer-seq"],
+          epoch: req.headers["producer-epoch"],
+          closing: (req.headers["stream-closed"] ?? "").toLowerCase() === "true",
+          res,
+        };
+        this.requests.push(rec);
+        if (!(this.handler && this.handler(rec, res, this))) this.answer(rec, res);
+        this.wake();
+      });
+    });
+    this.server.on("connection", (sock) => {
+      sock.connId = this.connections++;
+      sock.on("close", () => {
+        this.closedConnections++;
+        this.wake();
+      });
+    });
+  }
+  async start() {
+    await new Promise((r) => this.server.listen(0, "127.0.0.1", r));
+    return this;
+  }
+  url(n = 1) {
+    return `http://127.0.0.1:${this.server.address().port}/conformance/${n}`;
+  }
+  producerHeaders(rec) {
+    return rec.seq === undefined ? {} : { "Producer-Epoch": rec.epoch, "Producer-Seq": rec.seq };
+  }
+  offset() {
+    return String(this.tail).padStart(20, "0");
+  }
+  /** The default answers: an append is acknowledged, a close request closes the stream. */
+  answer(rec, res) {
+    if (rec.closing) {
+      res.writeHead(204, { "Stream-Closed": "true", "Stream-Next-Offset": this.offset(), ...this.producerHeaders(rec) });
+    } else {
+      this.tail += rec.body.length;
+      res.writeHead(200, { "Stream-Next-Offset": this.offset(), ...this.producerHeaders(rec) });
+    }
+    res.end();
+  }
+  wake() {
+    for (const w of this.waiters.splice(0)) w();
+  }
+  /** Resolves once pred() holds (checked on every request and connection close). */
+  async until(pred, what, timeoutMs = 5000) {
+    const deadline = Date.now() + timeoutMs;
+    while (!pred()) {
+      const left = deadline - Date.now();
+      if (left <= 0) throw new Error(`timed out waiting for ${what}; requests: ${this.describe()}`);
+      await new Promise((r) => {
+        const t = setTimeout(r, left);
+        this.waiters.push(() => {
+          clearTimeout(t);
+          r();
+        });
+      });
+    }
+  }
+  describe() {
+    return JSON.stringify(this.requests.map((r) => [r.method, r.path, r.seq, r.body.toString(), r.closing]));
+  }
+  appends() {
+    return this.requests.filter((r) => r.method === "POST" && !r.closing);
+  }
+  async stop() {
+    this.server.closeAllConnections();
+    await new Promise((r) => this.server.close(r));
+  }
+}
+
+async function withServer(handler, fn) {
+  const server = await new FakeServer(handler).start();
+  try {
+    await fn(server);
+  } finally {
+    await server.stop();
+  }
+}
+
+/**
+ * Polls (20 ms of real time each) until pred(everything observed so far — in `prior`
+ * replies and the polls) holds; returns the accumulated observations and log (the prior
+ * replies' included). Bounded: fails after ~5 s.
+ */
+async function pollUntil(d, pred, what, ...prior) {
+  const acc = { observed: prior.flatMap((r) => r.observed), log: prior.flatMap((r) => r.log ?? []) };
+  for (let i = 0; i < 250; i++) {
+    if (pred(acc)) return acc;
+    const r = await d.ok({ op: "poll", wait_ms: 20 });
+    acc.observed.push(...r.observed);
+    acc.log.push(...(r.log ?? []));
+  }
+  throw new Error(`timed out polling for ${what}: ${JSON.stringify(acc)}\nstderr:\n${d.stderr}`);
+}
+const has = (kind, extra = () => true) => (acc) => acc.observed.some((o) => o.kind === kind && extra(o));
+const served = (server, config, n = 1) => ({ op: "start", protocol: "durable_streams", config, serve: { url: server.url(n) } });
+
+test("served: submit + flush → the request on the wire, a barrier ok; close request answered by the server", async () => {
+  await withServer(null, async (server) => {
+    await withDriver(async (d) => {
+      const st = await d.ok(served(server, { linger_ms: 3600000, idempotent: ID({ producer_id: "order-1", epoch: 2 }) }));
+      assert.deepEqual(st, { ok: true, result: null, observed: [] });
+      assert.deepEqual(await d.submit("ab"), { ok: true, result: { ticket: 0 }, observed: [] });
+      assert.deepEqual((await d.submit("c")).result, { ticket: 1 });
+      const f = await d.ok({ op: "flush" });
+      assert.deepEqual(f.result, { barrier: 0 });
+      const acc = await pollUntil(d, has("barrier"), "the barrier", f);
+      const all = acc.observed;
+      // No send observations (the harness reads sends off the wire), no at_ms.
+      assert.deepEqual(all, [{ kind: "barrier", barrier: 0, ok: true }]);
+
+      // Exactly one request: the batch, a POST with the producer headers, nothing before it
+      // (no HEAD, no PUT: the producer assumes the stream exists).
+      assert.equal(server.requests.length, 1, server.describe());
+      const [r] = server.requests;
+      assert.equal(r.method, "POST");
+      assert.equal(r.path, "/conformance/1");
+      assert.equal(r.body.toString(), "abc");
+      assert.equal(r.headers["content-type"], "application/octet-stream");
+      assert.equal(r.headers["content-length"], "3");
+      assert.deepEqual([r.headers["producer-id"], r.epoch, r.seq], ["order-1", "2", "0"]);
+      assert.equal(r.headers["stream-closed"], undefined);
+
+      // close(): flush, then the close request — on the wire too, answered by the server.
+      const c = await d.ok({ op: "close" });
+      assert.equal(c.result, null);
+      const closed = await pollUntil(d, has("closed"), "closed", c);
+      assert.deepEqual(closed.observed, [{ kind: "closed", ok: true }]);
+      assert.equal(server.requests.length, 2, server.describe());
+      const cr = server.requests[1];
+      assert.deepEqual([cr.method, cr.closing, cr.seq, cr.epoch, cr.body.length], ["POST", true, "1", "2", 0]);
+      assert.equal(cr.headers["content-length"], "0");
+      // After close, append throws synchronously, as in injected runs.
+      assert.equal((await d.submit("z")).result.rejected, "closed");
+    });
+  });
+});
+
+test("served: linger runs on the real clock; JSON bodies; a later batch reuses the idle connection", async () => {
+  await withServer(null, async (server) => {
+    await withDriver(async (d) => {
+      await d.ok(served(server, { json: true, linger_ms: 20, idempotent: ID() }));
+      await d.submit("1");
+      await d.submit('{"x":2}');
+      // No flush: the linger timer (a real setTimeout) seals and sends the batch.
+      await server.until(() => server.requests.length === 1, "the lingered batch");
+      const [r] = server.requests;
+      assert.equal(r.headers["content-type"], "application/json");
+      assert.equal(r.body.toString(), '[1,{"x":2}]');
+      // Once the ack is in (the flush settled), the connection is idle in undici's pool.
+      const f = await d.ok({ op: "flush" });
+      const acc = await pollUntil(d, has("barrier"), "the barrier", f);
+      assert.deepEqual(acc.observed, [{ kind: "barrier", barrier: 0, ok: true }]);
+      assert.equal(acc.log.length, 0, JSON.stringify(acc.log));
+      await d.submit("3");
+      await server.until(() => server.requests.length === 2, "the second lingered batch");
+      assert.deepEqual(server.requests.map((q) => [q.seq, q.body.toString()]), [["0", '[1,{"x":2}]'], ["1", "[3]"]]);
+      assert.equal(server.requests[1].conn, server.requests[0].conn, "keep-alive: the same connection");
+      assert.equal(server.connections, 1);
+    });
+  });
+});
+
+test("served: a 503 fails the batch at once (the producer does not retry it); onError in the log, flush ok", async () => {
+  let failed = false;
+  const handler = (rec, res) => {
+    if (failed || rec.closing) return false;
+    failed = true;
+    res.writeHead(503, { "Retry-After": "0", "content-type": "text/plain" });
+    res.end("busy");
+    return true;
+  };
+  await withServer(handler, async (server) => {
+    await withDriver(async (d) => {
+      await d.ok(served(server, { linger_ms: 3600000, idempotent: ID() }));
+      await d.submit("a");
+      const f = await d.ok({ op: "flush" });
+      const acc = await pollUntil(d, has("barrier"), "the barrier", f);
+      // The flush settled only after the batch left the queue: had the producer retried the
+      // 503, the batch would still be in flight. One request, one onError.
+      assert.deepEqual(acc.observed, [{ kind: "barrier", barrier: 0, ok: true }]);
+      assert.equal(server.requests.length, 1, server.describe());
+      const errors = acc.log.filter((e) => e.event === "onError");
+      assert.equal(errors.length, 1, JSON.stringify(acc.log));
+      assert.equal(errors[0].error.code, "unavailable");
+      assert.equal(errors[0].error.http_status, 503);
+      assert.equal(typeof errors[0].wall_ms, "number");
+      assert.equal(errors[0].at_ms, undefined);
+
+      // The failed seq is not reused: the next batch goes out as seq 1.
+      await d.submit("b");
+      const f1 = await d.ok({ op: "flush" });
+      await pollUntil(d, has("barrier", (o) => o.barrier === 1), "barrier 1", f1);
+      assert.deepEqual(server.requests.map((q) => [q.seq, q.body.toString()]), [["0", "a"], ["1", "b"]]);
+    });
+  });
+});
+
+test("served: in-flight requests on separate connections; a 409 gap is resent once the lower seq is acked", async () => {
+  // seq 0 is held until seq 1 has arrived; seq 1 gets 409 (expected 0), then seq 0 is acked.
+  const held = new Map();
+  let gapSent = false;
+  const handler = (rec, res, server) => {
+    if (rec.closing) return false;
+    if (!gapSent) {
+      held.set(rec.seq, rec);
+      if (held.has("0") && held.has("1")) {
+        gapSent = true;
+        const r1 = held.get("1");
+        r1.res.writeHead(409, { "Producer-Expected-Seq": "0", "Producer-Received-Seq": "1", ...server.producerHeaders(r1) });
+        r1.res.end();
+        const r0 = held.get("0");
+        setImmediate(() => server.answer(r0, r0.res));
+      }
+      return true;
+    }
+    return false; // the resend: acknowledged
+  };
+  await withServer(handler, async (server) => {
+    await withDriver(async (d) => {
+      await d.ok(served(server, { max_batch_bytes: 1, max_in_flight: 2, linger_ms: 3600000, idempotent: ID() }));
+      await d.submit("a"); // sealed at append (1 byte >= 1): seq 0 in flight
+      await d.submit("b"); // seq 1 in flight beside it
+      const f = await d.ok({ op: "flush" });
+      const acc = await pollUntil(d, has("barrier"), "the barrier", f);
+      assert.deepEqual(acc.observed, [{ kind: "barrier", barrier: 0, ok: true }]);
+      assert.deepEqual(acc.log.filter((e) => e.event === "onError"), []);
+      const attempts = server.requests.map((q) => [q.seq, q.body.toString()]);
+      assert.equal(attempts.length, 3, server.describe());
+      assert.deepEqual(attempts.slice(2), [["1", "b"]]); // the same stamp and body again
+      // Both first attempts were in flight at once: on two connections (no pipelining).
+      const first = server.requests.slice(0, 2);
+      assert.notEqual(first[0].conn, first[1].conn);
+    });
+  });
+});
+
+test("served: a reset connection is connection_lost (TypeError fetch failed, the socket error as cause)", async () => {
+  let reset = false;
+  const handler = (rec, res) => {
+    if (reset || rec.closing) return false;
+    reset = true;
+    res.socket.resetAndDestroy();
+    return true;
+  };
+  await withServer(handler, async (server) => {
+    await withDriver(async (d) => {
+      await d.ok(served(server, { linger_ms: 3600000, idempotent: ID() }));
+      await d.submit("a");
+      const f = await d.ok({ op: "flush" });
+      const acc = await pollUntil(d, has("barrier"), "the barrier", f);
+      assert.deepEqual(acc.observed, [{ kind: "barrier", barrier: 0, ok: true }]);
+      const errors = acc.log.filter((e) => e.event === "onError").map((e) => e.error);
+      assert.equal(errors.length, 1, JSON.stringify(acc.log));
+      assert.equal(errors[0].code, "connection_lost");
+      assert.equal(errors[0].sdk_error, "TypeError");
+      assert.match(String(errors[0].cause?.code), /ECONNRESET|UND_ERR_SOCKET/);
+      assert.equal(server.requests.length, 1, "undici does not resend a POST on a reset connection");
+    });
+  });
+});
+
+test("served: abort aborts the in-flight request (its connection is closed), the flush then resolves", async () => {
+  const handler = (rec) => !rec.closing; // hold every append
+  await withServer(handler, async (server) => {
+    await withDriver(async (d) => {
+      await d.ok(served(server, { linger_ms: 3600000, idempotent: ID() }));
+      await d.submit("a");
+      await d.ok({ op: "flush" });
+      await server.until(() => server.requests.length === 1, "the request");
+      await d.submit("b"); // pending, unsealed: dropped by the abort
+      const ab = await d.ok({ op: "abort" });
+      assert.equal(ab.result, null);
+      await server.until(() => server.closedConnections === 1, "the aborted request's connection to close");
+      const acc = await pollUntil(d, has("barrier"), "the barrier", ab);
+      assert.deepEqual(acc.observed, [{ kind: "barrier", barrier: 0, ok: true }]);
+      const log = acc.log;
+      assert.deepEqual(log.filter((e) => e.event === "onError").map((e) => e.error.code), ["aborted", "aborted"]);
+      const dropped = log.find((e) => e.event === "abort_dropped_unsent_records");
+      assert.deepEqual([dropped.first, dropped.count], [1, 1]);
+      assert.equal(server.requests.length, 1);
+    });
+  });
+});
+
+test("served: respond and advance are refused; poll validates wait_ms and also works in injected runs", async () => {
+  await withServer(null, async (server) => {
+    await withDriver(async (d) => {
+      // poll in an injected run: what was observed (nothing here), wait_ms ignored.
+      await d.start({ linger_ms: 10, idempotent: ID() });
+      assert.deepEqual(await d.ok({ op: "poll", wait_ms: 1000 }), { ok: true, result: null, observed: [] });
+      assert.deepEqual(await d.ok({ op: "poll" }), { ok: true, result: null, observed: [] });
+
+      await d.ok(served(server, { linger_ms: 3600000, idempotent: ID() }));
+      await d.submit("a");
+      for (const req of [
+        { op: "respond", send: 0, response: { kind: "ack", ack: { next_offset: "00000000000000000001" } } },
+        { op: "advance", ms: 3600000 },
+      ]) {
+        const r = await d.call(req);
+        assert.equal(r.ok, false, JSON.stringify(r));
+        assert.match(r.error.message, /not in a served run$/);
+      }
+      for (const wait_ms of [-1, 1001, "5", null]) {
+        const r = await d.call({ op: "poll", wait_ms });
+        assert.equal(r.ok, false, `wait_ms ${wait_ms}: ${JSON.stringify(r)}`);
+      }
+      // The refusals changed nothing: the run goes on.
+      assert.deepEqual((await d.submit("b")).result, { ticket: 1 });
+      const f = await d.ok({ op: "flush" });
+      await pollUntil(d, has("barrier"), "the barrier", f);
+      assert.deepEqual(server.requests.map((q) => q.body.toString()), ["ab"]);
+
+      for (const serve of [{ url: "not a url" }, { url: "ftp://127.0.0.1/x" }, "http://127.0.0.1/x", {}]) {
+        const r = await d.call({ op: "start", protocol: "durable_streams", config: { idempotent: ID() }, serve });
+        assert.equal(r.ok, false, JSON.stringify(serve));
+      }
+      // Config refusals and unsupported keys are as in injected runs.
+      const refused = await d.call({ ...served(server, { idempotent: ID(), max_in_flight: 0 }) });
+      assert.equal(refused.error?.field, "max_in_flight");
+      const unsupported = await d.call({ ...served(server, {}) });
+      assert.match(unsupported.unsupported ?? "", /plain appends/);
+    });
+  });
+});
+
+test("served: start drops the previous producer (its real linger timer never sends) after an injected run", async () => {
+  await withServer(null, async (server) => {
+    await withDriver(async (d) => {
+      await d.start({ linger_ms: 10, idempotent: ID() }); // installs (and the next start removes) a fake clock
+      await d.submit("x");
+      await d.ok(served(server, { linger_ms: 50, idempotent: ID() }, 1));
+      await d.submit("old");
+      await d.ok(served(server, { linger_ms: 50, idempotent: ID() }, 2));
+      await d.submit("new");
+      // Run 2's linger timer was set after run 1's, with the same delay: had run 1's
+      // survived, its request would have come first.
+      await server.until(() => server.requests.length >= 1, "run 2's batch");
+      assert.deepEqual(server.requests.map((q) => [q.path, q.body.toString()]), [["/conformance/2", "new"]]);
+    });
+  });
 });

@@ -119,6 +119,7 @@ struct ProducerStats {
   std::uint64_t would_blocks = 0;        ///< refusals with would_block (R1)
   std::uint64_t stale_outcomes = 0;      ///< outcomes for superseded attempts or completed
                                          ///< batches, ignored
+  std::uint64_t barriers_accepted = 0;   ///< flushes that got a barrier (F1; a refused flush is not counted)
   std::uint64_t barriers_completed = 0;  ///< BarrierCompleted actions emitted (F1–F5)
 };
 

@@ -26,6 +26,23 @@ struct Capabilities {
   bool classifies_certainty = true;    ///< failures say definite or indefinite (E2, C5)
   /// closes the stream apart from the producer, and reports the stream-close requests (C4)
   bool stream_close = true;
+  /// Runs on real time that the harness measures (a wire target): the time clauses (B2,
+  /// D3, E6) are judged on measured instants, with TraceConfig::time_tolerance_ns; a
+  /// replay cannot be the same step for step, so D2 is not judged.
+  bool measured_time = false;
+  /// Reports how every completion callback ran (Observation::callback): the adapter
+  /// clauses A1–A4 are judged on the trace.
+  bool adapter_callbacks = false;
+  /// Flush and close outcomes are blocking calls returning, each on a thread of its own
+  /// (the blocking adapter), not callbacks on the dispatcher: which of several such
+  /// threads the scheduler runs first, and when against the dispatcher's callbacks, is no
+  /// order the producer gives, so P3 orders records only (A2 still judges that each call
+  /// returned after the callbacks it covers).
+  bool blocking_outcomes = false;
+  /// Announces freed capacity after a would-block as an observation (R1's announcement).
+  /// False for the adapters, which hand freed capacity to waiting submits
+  /// (submit_blocking, async_submit, a blocking submit with submit_timeout_ns) instead.
+  bool capacity_signal = true;
 };
 
 /// One producer under test, run command by command on virtual time against the
@@ -42,6 +59,10 @@ class Driver {
   [[nodiscard]] virtual Capabilities capabilities() const = 0;
   /// Sends not yet answered.
   [[nodiscard]] virtual std::size_t unanswered_sends() const = 0;
+  /// The run is over (no more commands): a target on real time records what it still did
+  /// on its own (a late send, a late completion) as a last timer step, so nothing it did
+  /// escapes the checkers. Nothing to do on virtual time.
+  virtual void finish() {}
   /// Why the last run() returned false because the target cannot express the command
   /// (e.g. "flush: the SDK has no non-terminal flush"); empty when it simply had nothing
   /// to do.

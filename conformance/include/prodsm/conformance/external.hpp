@@ -10,6 +10,7 @@
 #include <string>
 #include <vector>
 
+#include "prodsm/conformance/real_time.hpp"
 #include "prodsm/conformance/vectors.hpp"
 
 namespace prodsm::conformance {
@@ -40,8 +41,19 @@ struct TargetInfo {
 DriverFactory external_driver_factory(const ExternalTarget& target, TargetInfo* info, std::string* error);
 
 /// The built-in external targets: "s2-ts" and "ds-ts" (node drivers under
-/// `<source_dir>/conformance/drivers/`).
+/// `<source_dir>/conformance/drivers/`) and "librdkafka" (a C++ driver built with the
+/// project: conformance/drivers/librdkafka).
 std::optional<ExternalTarget> builtin_target(const std::string& name, const std::string& source_dir);
+
+/// Served runs (`prodsm conform --serve`): a factory of drivers that run `target`'s SDK
+/// over its own HTTP client and clock against the harness's simulated server on a
+/// loopback port (a receiving HTTP/1.1 server per run; docs/conformance.md, "Wire
+/// targets"). The driver must say `capabilities.serve` in its hello; each run starts its
+/// own driver process with `start` carrying `serve.url`, and the driver then only
+/// submits, flushes, closes, aborts and reports outcomes (`poll`). Durable Streams only.
+/// Error (nullptr): the driver cannot start or cannot serve.
+DriverFactory served_driver_factory(const ExternalTarget& target, RealTimeOptions rt, TargetInfo* info,
+                                    std::string* error);
 
 /// Prefix of a factory error meaning "the target cannot express this" (not applicable).
 inline constexpr std::string_view kUnsupportedPrefix = "unsupported: ";

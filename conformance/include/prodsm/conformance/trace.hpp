@@ -50,6 +50,14 @@ struct TraceConfig {
   std::uint64_t initial_seq = 0;                       ///< ds_idempotent: the configured first Producer-Seq
   std::optional<std::uint64_t> initial_match_seq_num;  ///< s2_match_seq_num: the first batch's match_seq_num
   std::optional<std::string> fencing_token;            ///< S2: the fencing token every batch carries (S1)
+  /// A target on real time (a wire target): every instant is measured, not commanded —
+  /// a step's when it began, an observation's when it happened — and the clock runs
+  /// during every input, not only during advances (the model applies a deadline wherever
+  /// the clock passed it).
+  bool measured_time = false;
+  /// With measured_time: a deadline's effect may be observed up to this much (ns of trace
+  /// time) after it (E6). Zero on virtual time.
+  Duration time_tolerance_ns{};
 
   /// Bytes a record of `size` bytes adds to a batch (protocol metering).
   [[nodiscard]] std::uint64_t meter(std::size_t size) const {
@@ -94,6 +102,25 @@ struct Response {
   Error error;            ///< kind == fail
 };
 
+/// How a completion callback ran, as an adapter target observes it (A1–A4): recorded for
+/// every record, barrier, close and stream-close completion of a target whose
+/// capabilities say adapter_callbacks.
+struct CallbackFacts {
+  /// The thread it ran on: 0 the harness's own thread (the one that calls submit, flush
+  /// and close: the callback ran inside a call), 1, 2, ... other threads in the order
+  /// they first ran a callback.
+  std::uint32_t thread = 0;
+  bool overlapped = false;  ///< another callback of the producer was running when it started (A1)
+  /// The producer's lock was held while it ran: a probe from another thread could not
+  /// read the producer's stats (which takes the lock) within 1 s (A1: callbacks never run
+  /// under the producer's lock).
+  bool under_lock = false;
+  bool threw = false;     ///< the harness made it throw (A3: every third record's callback)
+  bool reported = false;  ///< that exception reached the producer's on_callback_exception (A3)
+  /// A record callback: the step whose submit registered it (A4: only accepted submits).
+  std::optional<std::size_t> submit_step;
+};
+
 /// One observation of the producer.
 struct Observation {
   /// A batch sent, a ticket range completed, a barrier completed, the producer closed
@@ -129,6 +156,8 @@ struct Observation {
   std::uint64_t op = 0;                ///< the stream close (as close_stream's SyncResult value)
   std::size_t stream_close_index = 0;  ///< stream_close: position among the trace's stream-close requests
   std::string final_offset;            ///< stream_closed, ok: the stream's final offset, when the answer said
+  /// done / barrier / closed / stream_closed on an adapter target: how its callback ran (A1–A4).
+  std::optional<CallbackFacts> callback;
 };
 
 /// One input the harness gave the producer.

@@ -190,6 +190,7 @@ auto Producer<Policy>::Impl::flush(Instant now) -> tl::expected<BarrierId, Rejec
   }
   if (Batch* open = open_batch()) seal(*open);  // F1: no linger wait; B5: no batch spans it
   const std::uint64_t id = next_barrier_id++;
+  ++stats.barriers_accepted;
   const std::uint64_t cutoff = next_ticket;  // P1: covers everything submitted before it
   if (cutoff <= completed_tickets) {
     emit_barrier(id, cutoff);  // F3: nothing before it; sends nothing
