@@ -225,12 +225,15 @@ class AdapterDriver final : public detail::WireDriver {
       case K::flush: {
         const std::size_t i = begin(Input::Kind::flush);
         const std::uint64_t call = next_call_++;
+        const std::uint64_t barriers = shim_->stats().core.barriers_accepted;
         shim_->flush(outcome_callback(Completion::Kind::flush, call));
+        // The producer took a barrier or refused the flush; a refusal completes with its
+        // error (the adapters deliver it behind the callbacks already queued, A2).
+        const bool refused = shim_->stats().core.barriers_accepted == barriers;
         settle();
-        // A flush the producer refused completes at once with the refusal (the adapters
-        // deliver it behind the callbacks already queued, A2): it is the call's refusal.
+        if (refused) await_completion(Completion::Kind::flush, call);
         SyncResult& result = trace_.steps[i].result;
-        if (auto* done = pending_completion(Completion::Kind::flush, call); done && !done->ok) {
+        if (auto* done = pending_completion(Completion::Kind::flush, call); refused && done) {
           result.kind = SyncResult::Kind::rejected;
           result.reason = reason_of(done->error);
           if (result.reason == RejectReason::failed) result.error = done->error;
@@ -244,11 +247,15 @@ class AdapterDriver final : public detail::WireDriver {
         return true;
       }
       case K::close: {
+        // As the core reports it: the first close's result is the Closed observation; a
+        // later close returns that result at the call (C1).
         const std::size_t i = begin(Input::Kind::close);
         const std::uint64_t call = next_call_++;
+        const bool closed_before = closed_observed_;
         shim_->close(outcome_callback(Completion::Kind::close, call));
         settle();
-        finalize(i, call);
+        if (closed_before) await_completion(Completion::Kind::close, call);  // it completes at once
+        finalize(i, closed_before ? std::optional<std::uint64_t>{call} : std::nullopt);
         return true;
       }
       case K::close_stream: {
@@ -258,13 +265,14 @@ class AdapterDriver final : public detail::WireDriver {
         op_of_call_[call] = op;
         sends_.stream_close_started(op);
         ++stream_closes_started_;
+        const std::uint64_t barriers = shim_->stats().core.barriers_accepted;
         shim_->close_stream(stream_close_callback(call));
+        const bool refused = shim_->stats().core.barriers_accepted == barriers;  // its flush barrier
         settle();
+        if (refused) await_completion(Completion::Kind::stream_close, call);
         SyncResult& result = trace_.steps[i].result;
         result.kind = SyncResult::Kind::stream_close;
-        // Refused: it completed at once with an error and sent nothing.
-        if (auto* done = pending_completion(Completion::Kind::stream_close, call);
-            done && !done->ok && !stream_close_request_pending()) {
+        if (auto* done = pending_completion(Completion::Kind::stream_close, call); refused && done) {
           result.ok = false;
           result.error = done->error;
           refused_calls_.insert(call);
@@ -284,15 +292,21 @@ class AdapterDriver final : public detail::WireDriver {
         shim_->abort();
         const std::uint64_t call = next_call_++;
         shim_->close(outcome_callback(Completion::Kind::close, call));
-        const auto give_up = Clock::now() + rt_.settle_timeout_real_ns;
-        do {  // an aborted producer's close completes at once (on the blocking producer's thread)
-          settle();
-        } while (pending_completion(Completion::Kind::close, call) == nullptr && Clock::now() < give_up);
+        settle();
+        await_completion(Completion::Kind::close, call);  // an aborted producer's close completes at once
         finalize(i);
         return true;
       }
       default: return false;
     }
+  }
+
+  /// Settles until the completion of `kind` for `call` came (one that completes without
+  /// waiting for the server: a refusal, an aborted producer's close), within the settle
+  /// timeout.
+  void await_completion(Completion::Kind kind, std::uint64_t call) {
+    const auto give_up = Clock::now() + rt_.settle_timeout_real_ns;
+    while (pending_completion(kind, call) == nullptr && Clock::now() < give_up) settle();
   }
 
   bool collect_outcomes() override {
@@ -314,10 +328,27 @@ class AdapterDriver final : public detail::WireDriver {
                                // a request failed before it was written (a closed session)
                                (Clock::now() - step_start > std::chrono::milliseconds{50} &&
                                 sends_made() + stream_close_requests() >= st.session.requests_written);
-    return sends_arrived && counts.records >= st.core.records_succeeded + st.core.records_failed &&
-           counts.flushes + stream_closes_started_ >= st.core.barriers_completed &&  // a stream close takes a barrier
-           st.session.responses + st.session.transport_failures >= answers_written_ && counts.thrown == counts.reported;
+    const bool callbacks = counts.records >= st.core.records_succeeded + st.core.records_failed;
+    const bool barriers = counts.flushes + stream_closes_started_ >= st.core.barriers_completed;  // a stream close takes one
+    // An answer written to a connection the producer was closing (an aborted or closed
+    // producer's session) is never read: after 50 ms the producer had its chance.
+    const bool answers = st.session.responses + st.session.transport_failures >= answers_written_ ||
+                         Clock::now() - step_start > std::chrono::milliseconds{50};
+    const bool reported = counts.thrown == counts.reported;
+    unsettled_ = "sends " + std::to_string(sends_made()) + "/" + std::to_string(st.core.sends) + ", callbacks " +
+                 std::to_string(counts.records) + "/" + std::to_string(st.core.records_succeeded + st.core.records_failed) +
+                 ", barriers " + std::to_string(counts.flushes + stream_closes_started_) + "/" +
+                 std::to_string(st.core.barriers_completed) + ", answers read " +
+                 std::to_string(st.session.responses + st.session.transport_failures) + "/" +
+                 std::to_string(answers_written_) + ", exceptions reported " + std::to_string(counts.reported) + "/" +
+                 std::to_string(counts.thrown);
+    const bool settled = sends_arrived && callbacks && barriers && answers && reported;
+    // Answers the producer will never read are forgotten once the step settled, so later
+    // steps do not wait for them again.
+    if (settled) answers_written_ = std::min(answers_written_, st.session.responses + st.session.transport_failures);
+    return settled;
   }
+  [[nodiscard]] std::string unsettled() const override { return unsettled_; }
 
   std::optional<Observation> convert(Completion& c, Step& step, std::optional<std::uint64_t> close_call) override {
     Observation o;
@@ -432,6 +463,7 @@ class AdapterDriver final : public detail::WireDriver {
   std::set<std::uint64_t> refused_calls_;
   bool closed_observed_ = false;
   std::uint64_t stream_closes_started_ = 0;
+  std::string unsettled_;
 };
 
 /// The adapter's configuration for a vector's: every duration times the time scale

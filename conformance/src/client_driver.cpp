@@ -34,9 +34,12 @@ class ClientDriver final : public detail::TimedDriver<ClientDriver> {
     switch (c.kind) {
       case K::close: {
         Step& step = begin(Input::Kind::close);
+        const bool closed_before = closed_.has_value();
         client_.close(now_);
         drain(step);
-        if (closed_) {  // Closed already emitted (now or earlier): close's result (C1)
+        // As the core reports it: the first close's result is the Closed it emits; a
+        // later close returns that result at the call (C1).
+        if (closed_before) {
           step.result.kind = SyncResult::Kind::closed_result;
           step.result.ok = closed_->has_value();
           if (!*closed_) step.result.error = closed_->error();

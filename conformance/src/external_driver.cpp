@@ -353,6 +353,8 @@ Capabilities capabilities_from(const json& c) {
   caps.virtual_time = c.value("virtual_time", false);
   caps.classifies_certainty = c.value("classifies_certainty", false);
   caps.stream_close = false;  // the driver protocol has no stream close yet (C4)
+  // R1's announcement: drivers that say nothing announce capacity (the protocol's default).
+  caps.capacity_signal = c.value("capacity_signal", true);
   return caps;
 }
 

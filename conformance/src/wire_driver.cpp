@@ -210,10 +210,10 @@ void WireDriver::settle() {
     if (now - start >= rt_.settle_timeout_real_ns) {
       // Diagnostics only (the trace shows what happened): which condition never held.
       if (std::getenv("PRODSM_CONFORM_DEBUG") != nullptr) {
-        std::fprintf(stderr, "prodsm conform: step %zu did not settle within %lld ms (quiet: %s)\n",
+        std::fprintf(stderr, "prodsm conform: step %zu did not settle within %lld ms (quiet: %s; %s)\n",
                      trace_.steps.size() - 1,
                      static_cast<long long>(std::chrono::duration_cast<std::chrono::milliseconds>(now - start).count()),
-                     now - last_new >= rt_.quiet_real_ns ? "yes" : "no");
+                     now - last_new >= rt_.quiet_real_ns ? "yes" : "no", unsettled().c_str());
       }
       return;
     }
@@ -226,12 +226,6 @@ Completion* WireDriver::pending_completion(Completion::Kind kind, std::uint64_t 
     if (p.completion && p.completion->kind == kind && p.completion->call == call) return &*p.completion;
   }
   return nullptr;
-}
-
-bool WireDriver::stream_close_request_pending() const {
-  return std::any_of(pending_.begin(), pending_.end(), [](const Pending& p) {
-    return p.observation && p.observation->kind == Observation::Kind::stream_close;
-  });
 }
 
 std::optional<Observation> WireDriver::convert(Completion& /*c*/, Step& /*step*/,

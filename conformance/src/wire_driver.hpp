@@ -84,8 +84,11 @@ class WireDriver : public Driver {
   /// The target's own part of quiescence (its counters agree); `step_start` is when the
   /// step began.
   virtual bool quiescent(Clock::time_point step_start) = 0;
+  /// Which part of quiescent() did not hold the last time it was false (diagnostics).
+  [[nodiscard]] virtual std::string unsettled() const { return {}; }
   /// A Completion as the observation it is in `step` (nullopt: none, e.g. a flush's
-  /// refusal); may set the step's result. `close_call`: the close this step made.
+  /// refusal); may set the step's result. `close_call`: a second close this step made (its
+  /// completion is the step's result, C1).
   virtual std::optional<Observation> convert(Completion& c, Step& step, std::optional<std::uint64_t> close_call);
 
   // ---- services ----------------------------------------------------------------------------
@@ -99,8 +102,6 @@ class WireDriver : public Driver {
   [[nodiscard]] Instant trace_time(Clock::time_point t) const;
   /// The completion of `kind` for `call` among what is pending, if it came.
   Completion* pending_completion(Completion::Kind kind, std::uint64_t call);
-  /// True when a stream-close request is among what is pending.
-  [[nodiscard]] bool stream_close_request_pending() const;
 
   const RealTimeOptions rt_;
   const Capabilities caps_;

@@ -209,8 +209,12 @@ int run_conform(const ConformOptions& o) {
     // shows up as a changed verdict.
     std::set<std::string> failed(r.failed_clauses.begin(), r.failed_clauses.end());
     for (const auto& v : r.violations) failed.insert(std::string(v.clause));
+    // A vector that turned out not applicable part-way is n/a, whatever its earlier steps
+    // failed (those failures are not the target's: the vector could not be run through).
     std::string verdict = r.not_applicable ? "n/a" : r.passed ? "pass" : "fail";
-    for (const auto& c : failed) verdict += " " + c;
+    if (!r.not_applicable) {
+      for (const auto& c : failed) verdict += " " + c;
+    }
     vector_verdicts[r.name] = verdict;
     if (r.not_applicable) {
       ++vectors_na;
