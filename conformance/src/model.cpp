@@ -103,8 +103,20 @@ Prediction predict(const Trace& trace) {
       submitted_at.push_back(in.at);
     }
     // On real time (measured instants) the clock also runs during every other input: a
-    // deadline that passed before it is applied first.
-    if (cfg.measured_time && !p.terminal && !closed) expire_at(in.at, i);
+    // deadline that passed before it is applied first. One that passes while the target
+    // takes the input in (an answer read a moment after it was written) may come first or
+    // second: the target's own report decides (a delivery_timeout in this step).
+    if (cfg.measured_time && !p.terminal && !closed) {
+      expire_at(in.at, i);
+      bool timed_out = false;
+      Instant last = in.at;
+      for (const Observation& o : step.observed) {
+        last = std::max(last, o.at.value_or(in.at));
+        timed_out = timed_out || (!o.ok && o.kind != Observation::Kind::send &&
+                                  o.error.code == ErrorCode::delivery_timeout);
+      }
+      if (timed_out && !p.terminal) expire_at(last, i);
+    }
     if (p.terminal || closed) {
       record_sends();
       continue;

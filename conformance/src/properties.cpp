@@ -343,6 +343,7 @@ PropertyResult run_property(const PropertySpec& spec, const DriverFactory& facto
   params.maxSuccess = options.tests;
   params.maxSize = options.max_size;
   if (options.seed) params.seed = *options.seed;
+  params.disableShrinking = !options.shrink;
   rc::detail::TestMetadata metadata;
   metadata.id = spec.name;
   metadata.description = spec.name;

@@ -29,14 +29,40 @@ json scaled_config(json config, std::uint32_t k) {
   return config;
 }
 
+/// The driver processes of one factory: one is reused run after run (a new `start`
+/// drops the previous producer), a second is started only while the first is in use.
+struct ProcessPool {
+  ExternalTarget target;
+  std::vector<std::unique_ptr<detail::DriverProcess>> idle;
+
+  std::unique_ptr<detail::DriverProcess> take(std::string* err) {
+    while (!idle.empty()) {
+      auto p = std::move(idle.back());
+      idle.pop_back();
+      if (p->alive()) return p;
+    }
+    auto p = std::make_unique<detail::DriverProcess>(target.argv, target.reply_timeout_ns, target.show_driver_log);
+    if (!p->alive()) {
+      if (err) *err = p->error();
+      return nullptr;
+    }
+    return p;
+  }
+  void give_back(std::unique_ptr<detail::DriverProcess> p) {
+    if (p && p->alive()) idle.push_back(std::move(p));
+  }
+  ~ProcessPool() {
+    for (auto& p : idle) p->request({{"op", "stop"}});
+  }
+};
+
 class ServedDriver final : public detail::WireDriver {
  public:
   ServedDriver(const TraceConfig& config, RealTimeOptions rt, Capabilities caps,
-               std::unique_ptr<detail::WireServer> wire, std::unique_ptr<detail::DriverProcess> process)
-      : WireDriver{config, rt, caps, std::move(wire), false}, process_{std::move(process)} {}
-  ~ServedDriver() override {
-    if (process_->alive()) process_->request({{"op", "stop"}});
-  }
+               std::unique_ptr<detail::WireServer> wire, std::unique_ptr<detail::DriverProcess> process,
+               std::shared_ptr<ProcessPool> pool)
+      : WireDriver{config, rt, caps, std::move(wire), false}, process_{std::move(process)}, pool_{std::move(pool)} {}
+  ~ServedDriver() override { pool_->give_back(std::move(process_)); }
 
   /// Starts the SDK's producer on `url`; the driver's refusal, or nullopt.
   std::optional<json> start(Protocol protocol, const json& config, const std::string& url) {
@@ -127,6 +153,7 @@ class ServedDriver final : public detail::WireDriver {
   bool quiescent(Clock::time_point /*step_start*/) override { return process_->alive(); }
 
   std::unique_ptr<detail::DriverProcess> process_;
+  std::shared_ptr<ProcessPool> pool_;
   bool closed_observed_ = false;
 };
 
@@ -134,8 +161,8 @@ class ServedDriver final : public detail::WireDriver {
 
 DriverFactory served_driver_factory(const ExternalTarget& target, RealTimeOptions rt, TargetInfo* info,
                                     std::string* error) {
-  // One process answers hello here; each run gets a process of its own (a served producer
-  // holds sockets and real timers, so runs never share one).
+  // One process answers hello here; runs reuse a process (each `start` drops the previous
+  // producer, aborting it: its sockets and timers go with it).
   detail::DriverProcess probe(target.argv, target.reply_timeout_ns, target.show_driver_log);
   const json h = probe.alive() ? probe.request({{"op", "hello"}}) : json::object();
   if (!h.value("ok", false)) {
@@ -166,7 +193,9 @@ DriverFactory served_driver_factory(const ExternalTarget& target, RealTimeOption
                                std::to_string(rt.time_scale) + ")";
   if (info) *info = self;
   auto runs = std::make_shared<std::uint64_t>(0);
-  return [target, rt, caps, runs](Protocol protocol, const json& config, std::string* err) -> std::unique_ptr<Driver> {
+  auto pool = std::make_shared<ProcessPool>();
+  pool->target = target;
+  return [rt, caps, runs, pool](Protocol protocol, const json& config, std::string* err) -> std::unique_ptr<Driver> {
     if (protocol != Protocol::durable_streams) {
       if (err) *err = std::string(kUnsupportedPrefix) + "protocol s2: served runs speak the Durable Streams wire";
       return nullptr;
@@ -179,16 +208,13 @@ DriverFactory served_driver_factory(const ExternalTarget& target, RealTimeOption
     }
     const std::string url =
         "http://127.0.0.1:" + std::to_string((*wire)->port()) + "/conformance/" + std::to_string(++*runs);
-    auto process = std::make_unique<detail::DriverProcess>(target.argv, target.reply_timeout_ns, target.show_driver_log);
-    if (!process->alive()) {
-      if (err) *err = process->error();
-      return nullptr;
-    }
+    auto process = pool->take(err);
+    if (!process) return nullptr;
     if (!core) core = core_config_from_json(protocol, json::object(), err);
     TraceConfig trace = trace_config(*core);
     trace.measured_time = true;
     trace.time_tolerance_ns = std::chrono::milliseconds{1};
-    auto driver = std::make_unique<ServedDriver>(trace, rt, caps, std::move(*wire), std::move(process));
+    auto driver = std::make_unique<ServedDriver>(trace, rt, caps, std::move(*wire), std::move(process), pool);
     if (auto refused = driver->start(protocol, config, url)) {
       if (err) {
         if (refused->contains("unsupported")) {

@@ -2,6 +2,8 @@
 // The wire targets' shared driver (wire_driver.hpp).
 #include "wire_driver.hpp"
 
+#include "prodsm/conformance/model.hpp"
+
 #include <algorithm>
 #include <cstdio>
 #include <cstdlib>
@@ -122,13 +124,18 @@ bool WireDriver::advance(Duration d) {
 std::size_t WireDriver::deliver(const PendingSend& sent, const Response& response, const WireAnswer& answer) {
   const std::size_t i = begin(sent.stream_close ? Input::Kind::respond_stream_close : Input::Kind::respond);
   Input& in = trace_.steps[i].input;
+  in.response = response;
   if (sent.stream_close) {
     in.stream_close_index = sent.index;
   } else {
     in.send_index = sent.index;
-    sends_.answered(sent.index, response.kind == Response::Kind::ack && !response.invalid);
+    // An ack acknowledges the batch only when the producer still waits for that attempt:
+    // one superseded by an epoch claim (S5) or already resolved is ignored, and the batch
+    // may still be resent (the reference model says which answers take effect).
+    const bool ack = response.kind == Response::Kind::ack && !response.invalid;
+    const bool effective = ack && predict(trace_).effective_answer.at(i);
+    sends_.answered(sent.index, effective);
   }
-  in.response = response;
   const auto request = request_of_.find({sent.stream_close, sent.index});
   if (request == request_of_.end()) return i;
   bool written = false;

@@ -94,22 +94,25 @@ std::optional<Observation> WireSends::decode(const WireRequest& r, std::size_t s
     o.stamp.epoch = *epoch;
     o.stamp.seq = *seq;
   }
-  // A resend: an earlier batch with the same body, not completed, not awaiting an answer.
-  // With the idempotent producer the same (epoch, seq) is the same batch; a new epoch
-  // renumbers (S5) the oldest batch not yet sent in it.
+  // A resend: an earlier batch with the same body, not acknowledged. Without sequencing
+  // it must also not be awaiting an answer (a resend follows a failed attempt, E4). With
+  // the idempotent producer the same (epoch, seq) is the same batch, and a new epoch
+  // renumbers (S5) the oldest batch not yet sent in it — also while its old-epoch attempt
+  // is unanswered: a claim supersedes it.
   Batch* resend = nullptr;
   for (auto& b : batches_) {
-    if (b.done || b.outstanding || b.body != r.body) continue;
+    if (b.done || b.body != r.body) continue;
     if (o.stamp.sequenced && b.last_stamp.sequenced) {
       const bool same = b.last_stamp.epoch == o.stamp.epoch && b.last_stamp.seq == o.stamp.seq;
       const bool renumbered = b.last_stamp.epoch != o.stamp.epoch;
-      if (!same && !renumbered) continue;
-      if (same) {
+      if (same && !b.outstanding) {
         resend = &b;
         break;
       }
+      if (renumbered && !resend) resend = &b;
+      continue;
     }
-    if (!resend) resend = &b;
+    if (!b.outstanding && !resend) resend = &b;
   }
   std::uint64_t next_first = 0;
   for (const auto& b : batches_) next_first = std::max(next_first, b.first + b.count);

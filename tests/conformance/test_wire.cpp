@@ -221,6 +221,27 @@ TEST(WireSends, StampsNameTheBatchAndANewEpochRenumbersTheOldest) {
   EXPECT_EQ(claimed->stamp.epoch, 1U);
 }
 
+// S5: a claim supersedes the old-epoch attempts still unanswered; the renumbered resend
+// is the same batch even while its old attempt waits.
+TEST(WireSends, AClaimRenumbersABatchWhoseOldAttemptIsStillUnanswered) {
+  WireSends w(config());
+  for (const char* r : {"a", "b"}) w.accepted(r);
+  auto stamp = [](int epoch, int seq) {
+    return std::vector<std::pair<std::string, std::string>>{
+        {"Producer-Id", "p"}, {"Producer-Epoch", std::to_string(epoch)}, {"Producer-Seq", std::to_string(seq)}};
+  };
+  auto b0 = w.decode(request("a", stamp(0, 0)), 0, 0);
+  auto b1 = w.decode(request("b", stamp(0, 1)), 1, 0);
+  w.answered(0, false);  // 403: the claim; send 1 (batch 1's old attempt) stays unanswered
+  auto r0 = w.decode(request("a", stamp(1, 0)), 2, 0);
+  auto r1 = w.decode(request("b", stamp(1, 1)), 3, 0);
+  ASSERT_TRUE(b0 && b1 && r0 && r1);
+  EXPECT_EQ(r0->batch, b0->batch);
+  EXPECT_EQ(r1->batch, b1->batch) << "renumbered although its epoch-0 attempt was never answered";
+  EXPECT_EQ(r1->attempt, 2U);
+  EXPECT_EQ(r1->count, 1U);
+}
+
 TEST(WireSends, AStreamCloseRequestBelongsToTheOldestRunningStreamClose) {
   WireSends w(config());
   w.stream_close_started(4);

@@ -41,6 +41,7 @@ struct ConformOptions {
   bool vectors_given = false;  ///< --vectors was given
   std::optional<std::uint64_t> time_scale;  ///< --time-scale: real time per unit of trace time (wire targets)
   bool serve = false;                       ///< --serve: the SDK over its own HTTP client, against our server
+  bool no_shrink = false;                   ///< --no-shrink: report property failures unshrunk
   std::string driver;                       ///< --driver: a driver command line of one's own
 };
 
@@ -249,6 +250,7 @@ int run_conform(const ConformOptions& o) {
     po.max_size = o.max_size;
     po.seed = o.seed;
     po.lenient_config = o.target != "core";
+    po.shrink = !o.no_shrink;
     for (const auto& spec : cf::default_properties()) {
       if (std::find(info.protocols.begin(), info.protocols.end(), spec.protocol) == info.protocols.end()) continue;
       // Each failure is shrunk, reported and saved; its clause is then set aside and the
@@ -446,6 +448,9 @@ void add_conform_command(CLI::App& app, std::function<int()>& run) {
   cmd->add_option("--save-findings", o->save_findings,
                   "Write each shrunk property failure as a vector under DIR/<target>/");
   cmd->add_flag("--skip-properties", o->skip_properties, "Run only the vectors");
+  cmd->add_flag("--no-shrink", o->no_shrink,
+                "Report a failing generated sequence as found, without shrinking it (each shrinking step replays "
+                "the sequence: slow on real-time targets; --matrix uses it for them)");
   cmd->add_option("--expect", o->expect,
                   "Compare the verdicts with this file (exit 0 iff they match, whatever they are)");
   cmd->add_option("--write-expected", o->write_expected, "Write the verdicts to this file");

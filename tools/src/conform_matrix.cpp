@@ -52,7 +52,7 @@ std::pair<std::string, bool> target_of(const std::string& column) {
 
 /// True for the columns that run on real time (their properties are fewer, see child_args).
 bool real_time(const std::string& column) {
-  return column == "prodsm-asio" || column == "prodsm-blocking" || target_of(column).second;
+  return column == "prodsm-asio" || column == "prodsm-blocking" || column == "librdkafka" || target_of(column).second;
 }
 
 /// The child's argument list for `column`.
@@ -84,6 +84,7 @@ std::vector<std::string> child_args(const MatrixOptions& o, const std::string& c
     args.push_back(std::to_string(*o.seed));
   }
   if (o.skip_properties) args.push_back("--skip-properties");
+  if (real_time(column)) args.push_back("--no-shrink");  // each shrinking step replays on the clock
   return args;
 }
 

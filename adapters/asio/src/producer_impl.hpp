@@ -87,7 +87,7 @@ struct ProducerImpl
   /// A submit that never waits; `c` (may be null) is registered only when accepted (A4).
   tl::expected<Ticket, Rejection> submit(std::string_view record, RecordCompletion c) {
     std::lock_guard lock(mu);
-    const Instant now = steady_now();
+    const Instant now = this->due_now();
     auto r = client.submit(now, record);
     if (r && c) waiters.add_record(*r, std::move(c));
     drive(now);
@@ -98,7 +98,7 @@ struct ProducerImpl
   /// prefix of the list, with contiguous tickets; stops at the first refusal.
   SubmitManyResult submit_many(std::span<const std::string_view> records) {
     std::lock_guard lock(mu);
-    const Instant now = steady_now();
+    const Instant now = this->due_now();
     auto r = client.submit_many(now, records);
     drive(now);
     return r;
@@ -110,7 +110,7 @@ struct ProducerImpl
     const auto give_up = saturating_add(steady_now(), timeout_ns);
     bool waited = false;
     while (true) {
-      const Instant now = steady_now();
+      const Instant now = this->due_now();
       auto r = client.submit(now, record);
       if (r && c) waiters.add_record(*r, std::move(c));  // A4: registered only when accepted
       drive(now);
@@ -128,7 +128,7 @@ struct ProducerImpl
   void initiate_submit(std::string record, RecordCompletion c,
                        std::function<void(std::function<void()>)> install_cancel, AcceptCompletion accepted = nullptr) {
     std::lock_guard lock(mu);
-    const Instant now = steady_now();
+    const Instant now = this->due_now();
     auto r = capacity_waiters.empty() ? client.submit(now, record)
                                       : tl::expected<Ticket, Rejection>(tl::unexpected(Rejection{
                                             RejectReason::would_block, "waiting behind earlier submits", {}}));
@@ -167,7 +167,7 @@ struct ProducerImpl
 
   void initiate_flush(VoidCompletion c) {
     std::lock_guard lock(mu);
-    const Instant now = steady_now();
+    const Instant now = this->due_now();
     auto r = client.flush(now);
     if (r) {
       waiters.add_flush(*r, std::move(c));
@@ -183,7 +183,7 @@ struct ProducerImpl
       post_result<VoidResult>(std::move(c), *done);
       return;
     }
-    const Instant now = steady_now();
+    const Instant now = this->due_now();
     waiters.add_close(std::move(c));
     client.close(now);
     drive(now);
@@ -193,7 +193,7 @@ struct ProducerImpl
   template <class Start>
   void initiate_stream_close(Start start, StreamCloseCompletion c) {
     std::lock_guard lock(mu);
-    const Instant now = steady_now();
+    const Instant now = this->due_now();
     auto op = start(client, now);
     if (op) {
       waiters.add_stream_close(*op, std::move(c));

@@ -137,7 +137,7 @@ struct ProducerImpl
     std::unique_lock lock(mu);
     std::optional<Instant> give_up;
     while (true) {
-      const Instant now = steady_now();
+      const Instant now = this->due_now();
       auto r = client.submit(now, record);  // would_block also at max_pending_records (R3)
       if (r) {
         auto state = std::make_shared<State>(signal, std::move(on_complete));
@@ -164,7 +164,7 @@ struct ProducerImpl
     std::unique_lock lock(mu);
     std::optional<Instant> give_up;
     while (true) {
-      const Instant now = steady_now();
+      const Instant now = this->due_now();
       auto r = client.submit_many(now, records);
       drive(now);  // a would-block sealed the partial batch (R2)
       if (r.accepted > 0 || !r.refused || r.refused->reason != RejectReason::would_block) return r;
@@ -208,7 +208,7 @@ struct ProducerImpl
     auto op = std::make_shared<VoidOp>();
     {
       std::lock_guard lock(mu);
-      const Instant now = steady_now();
+      const Instant now = this->due_now();
       auto r = client.flush(now);
       if (r) {
         waiters.add_flush(*r, op);
@@ -237,7 +237,7 @@ struct ProducerImpl
         }
       }
       op = close_op;
-      const Instant now = steady_now();
+      const Instant now = this->due_now();
       client.close(now);  // C1: the result comes with Closed
       drive(now);
     }
@@ -258,7 +258,7 @@ struct ProducerImpl
     auto op = std::make_shared<StreamCloseOp>();
     {
       std::lock_guard lock(mu);
-      const Instant now = steady_now();
+      const Instant now = this->due_now();
       auto r = start(client, now);
       if (r) {
         waiters.add_stream_close(*r, op);

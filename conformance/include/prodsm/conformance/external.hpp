@@ -48,8 +48,9 @@ std::optional<ExternalTarget> builtin_target(const std::string& name, const std:
 /// Served runs (`prodsm conform --serve`): a factory of drivers that run `target`'s SDK
 /// over its own HTTP client and clock against the harness's simulated server on a
 /// loopback port (a receiving HTTP/1.1 server per run; docs/conformance.md, "Wire
-/// targets"). The driver must say `capabilities.serve` in its hello; each run starts its
-/// own driver process with `start` carrying `serve.url`, and the driver then only
+/// targets"). The driver must say `capabilities.serve` in its hello; each run sends a
+/// driver process (reused run after run; a second one only while the first is busy)
+/// `start` carrying `serve.url`, and the driver then only
 /// submits, flushes, closes, aborts and reports outcomes (`poll`). Durable Streams only.
 /// Error (nullptr): the driver cannot start or cannot serve.
 DriverFactory served_driver_factory(const ExternalTarget& target, RealTimeOptions rt, TargetInfo* info,

@@ -49,6 +49,9 @@ struct PropertyOptions {
   /// Clauses already known to fail on this target: their violations do not fail the
   /// property, so a run can go on to find the next divergence.
   std::set<std::string> known_failures;
+  /// Shrink a failing sequence (RapidCheck) before reporting it. Off for a quick verdict
+  /// on a real-time target, where each shrinking step replays the sequence on the clock.
+  bool shrink = true;
 };
 
 /// The outcome of run_property.

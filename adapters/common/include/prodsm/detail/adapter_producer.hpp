@@ -67,10 +67,20 @@ struct AdapterProducer {
   EventTracker tracker;              ///< what the event hook has been told
   std::uint64_t events_made = 0;
 
+  /// The clock, with every deadline already due applied first (mu held): an input that
+  /// arrives after a deadline but before the adapter's timer ran finds the deadline's
+  /// effects — a linger's seal (B1), a backoff's resend (E4), a delivery timeout (E6) —
+  /// exactly as if the timer had run first. Never early (D3), only never late.
+  Instant due_now() {
+    const Instant now = steady_now();
+    if (const auto deadline = client.next_deadline(); deadline && *deadline <= now) client.handle_timeout(now);
+    return now;
+  }
+
   /// Aborts the client (C5) and drives what that completes.
   void abort() {
     std::lock_guard lock(mu);
-    const Instant now = steady_now();
+    const Instant now = due_now();
     client.abort(now);
     drive(now);
   }
@@ -106,8 +116,9 @@ struct AdapterProducer {
         auto strong = weak.lock();
         if (!strong) return;
         std::lock_guard lock(strong->mu);
-        strong->client.handle_outcome(steady_now(), tag, std::move(result));
-        strong->drive(steady_now());
+        const Instant at = strong->due_now();
+        strong->client.handle_outcome(at, tag, std::move(result));
+        strong->drive(at);
         strong->observe_events();
       });
     }
