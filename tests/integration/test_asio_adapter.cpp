@@ -418,6 +418,29 @@ TEST(E4, UnreachableServerFailsDefiniteAfterBoundedRetries) {
   EXPECT_EQ(producer.stats().core.sends, 3U);
 }
 
+// E6 (AdapterProducer::due_now, shared by both adapters): an input that arrives after a
+// delivery deadline but before the adapter's timer ran — here the io_context never runs,
+// so no timer and no socket work can — finds the deadline applied, as if the timer had
+// run first: the producer failed with delivery_timeout and refuses the submit with it.
+TEST(E6, AnInputAfterADeadlineFindsItAppliedBeforeTheTimerRan) {
+  ::asio::io_context never_run;
+  auto options = options_for("http://127.0.0.1:1/never-reached");
+  options.producer.linger = Linger::disabled();
+  options.producer.delivery_timeout_ns = 2ms;
+  auto producer = asio::Producer::create(never_run.get_executor(), options).value();
+  ASSERT_TRUE(producer.submit("a\n").has_value());
+  EXPECT_EQ(producer.stats().core.records_failed, 0U) << "the deadline is still ahead";
+  const auto deadline = std::chrono::steady_clock::now() + 2ms;
+  while (std::chrono::steady_clock::now() <= deadline) std::this_thread::sleep_for(1ms);  // the input comes late
+  auto late = producer.submit("b\n");
+  ASSERT_FALSE(late.has_value());
+  EXPECT_EQ(late.error().reason, RejectReason::failed);
+  ASSERT_TRUE(late.error().terminal.has_value());
+  EXPECT_EQ(late.error().terminal->code, ErrorCode::delivery_timeout);
+  EXPECT_EQ(producer.stats().core.records_failed, 1U);
+  EXPECT_EQ(producer.stats().core.sends, 0U) << "linger disabled, no flush: nothing was ever sent";
+}
+
 // Configuration errors name the option.
 TEST(B3, AsioOptionsAreValidatedWithTheirNames) {
   IoThread io;
