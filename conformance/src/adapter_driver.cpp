@@ -329,19 +329,20 @@ class AdapterDriver final : public detail::WireDriver {
                                (Clock::now() - step_start > std::chrono::milliseconds{50} &&
                                 sends_made() + stream_close_requests() >= st.session.requests_written);
     const bool callbacks = counts.records >= st.core.records_succeeded + st.core.records_failed;
-    const bool barriers = counts.flushes + stream_closes_started_ >= st.core.barriers_completed;  // a stream close takes one
+    const bool barriers =
+        counts.flushes + stream_closes_started_ >= st.core.barriers_completed;  // a stream close takes one
     // An answer written to a connection the producer was closing (an aborted or closed
     // producer's session) is never read: after 50 ms the producer had its chance.
     const bool answers = st.session.responses + st.session.transport_failures >= answers_written_ ||
                          Clock::now() - step_start > std::chrono::milliseconds{50};
     const bool reported = counts.thrown == counts.reported;
-    unsettled_ = "sends " + std::to_string(sends_made()) + "/" + std::to_string(st.core.sends) + ", callbacks " +
-                 std::to_string(counts.records) + "/" + std::to_string(st.core.records_succeeded + st.core.records_failed) +
-                 ", barriers " + std::to_string(counts.flushes + stream_closes_started_) + "/" +
-                 std::to_string(st.core.barriers_completed) + ", answers read " +
-                 std::to_string(st.session.responses + st.session.transport_failures) + "/" +
-                 std::to_string(answers_written_) + ", exceptions reported " + std::to_string(counts.reported) + "/" +
-                 std::to_string(counts.thrown);
+    unsettled_ =
+        "sends " + std::to_string(sends_made()) + "/" + std::to_string(st.core.sends) + ", callbacks " +
+        std::to_string(counts.records) + "/" + std::to_string(st.core.records_succeeded + st.core.records_failed) +
+        ", barriers " + std::to_string(counts.flushes + stream_closes_started_) + "/" +
+        std::to_string(st.core.barriers_completed) + ", answers read " +
+        std::to_string(st.session.responses + st.session.transport_failures) + "/" + std::to_string(answers_written_) +
+        ", exceptions reported " + std::to_string(counts.reported) + "/" + std::to_string(counts.thrown);
     const bool settled = sends_arrived && callbacks && barriers && answers && reported;
     // Answers the producer will never read are forgotten once the step settled, so later
     // steps do not wait for them again.
@@ -574,9 +575,9 @@ DriverFactory adapter_driver_factory(AdapterTarget target, RealTimeOptions rt, T
       } catch (...) {
       }
     };
-    auto shim = detail::make_adapter_shim(target == AdapterTarget::asio ? detail::AdapterKind::asio
-                                                                        : detail::AdapterKind::blocking,
-                                          adapter_options(*core, rt.time_scale, port, ++*runs), on_exception);
+    auto shim = detail::make_adapter_shim(
+        target == AdapterTarget::asio ? detail::AdapterKind::asio : detail::AdapterKind::blocking,
+        adapter_options(*core, rt.time_scale, port, ++*runs), on_exception);
     if (!shim) {
       if (error) *error = shim.error();
       return nullptr;

@@ -95,8 +95,7 @@ const std::vector<Entry>& entries() {
       {{"D3", "deadlines never fire early; spurious timers are no-ops", Coverage::trace, needs_time}, check_d3},
       {{"D4", "no exception crosses the core API", Coverage::structural, always}, nullptr},
       {{"A1", "callbacks in ticket order from one FIFO dispatcher", Coverage::adapter, needs_callbacks}, check_a1},
-      {{"A2", "flush and close return after the covered callbacks ran", Coverage::adapter, needs_callbacks},
-       check_a2},
+      {{"A2", "flush and close return after the covered callbacks ran", Coverage::adapter, needs_callbacks}, check_a2},
       {{"A3", "callback exceptions are caught and reported", Coverage::adapter, needs_callbacks}, check_a3},
       {{"A4", "submit accepts or rejects synchronously", Coverage::adapter, needs_callbacks}, check_a4},
   };

@@ -41,7 +41,8 @@ Result check_a1(const Checked& c) {
   std::optional<std::pair<std::size_t, std::uint64_t>> last_ticket;   // (step, ticket)
   for (const auto& [step, o] : all) {
     const CallbackFacts& f = *o->callback;
-    if (f.thread == 0) return violation("A1", what(*o) + " ran inside the caller's call, not on the dispatcher", {step});
+    if (f.thread == 0)
+      return violation("A1", what(*o) + " ran inside the caller's call, not on the dispatcher", {step});
     if (f.under_lock) return violation("A1", what(*o) + " ran under the producer's lock", {step});
     if (f.overlapped) return violation("A1", what(*o) + " ran while another callback was running", {step});
     if (!first_thread) {
@@ -94,8 +95,7 @@ Result check_a2(const Checked& c) {
 Result check_a3(const Checked& c) {
   for (const auto& [step, o] : callbacks(c.index)) {
     if (o->callback->threw && !o->callback->reported) {
-      return violation("A3", what(*o) + " threw, and the exception was not reported to on_callback_exception",
-                       {step});
+      return violation("A3", what(*o) + " threw, and the exception was not reported to on_callback_exception", {step});
     }
   }
   return std::nullopt;
@@ -112,8 +112,7 @@ Result check_a4(const Checked& c) {
       return violation("A4", "the callback of a refused submit ran", {*submit, step});
     }
     if (o->kind == Observation::Kind::done && r.value != o->first_ticket) {
-      return violation("A4",
-                       "the callback registered with " + t(r.value) + " reported " + t(o->first_ticket),
+      return violation("A4", "the callback registered with " + t(r.value) + " reported " + t(o->first_ticket),
                        {*submit, step});
     }
   }

@@ -75,7 +75,8 @@ Result check_c3(const Checked& c) {
     const auto* bd = barrier_done(x, f.barrier);
     // Blocking calls returning (Capabilities::blocking_outcomes) come in the scheduler's
     // order: there the barrier must have returned by the end of Closed's step.
-    const bool late = c.caps.blocking_outcomes ? bd != nullptr && bd->step > closed.step : bd != nullptr && bd->seq > closed.seq;
+    const bool late =
+        c.caps.blocking_outcomes ? bd != nullptr && bd->step > closed.step : bd != nullptr && bd->seq > closed.seq;
     if (bd == nullptr || late) {
       return violation("C3", "flush " + std::to_string(f.barrier) + " was still pending when Closed came",
                        {f.step, closed.step});

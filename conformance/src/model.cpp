@@ -112,8 +112,8 @@ Prediction predict(const Trace& trace) {
       Instant last = in.at;
       for (const Observation& o : step.observed) {
         last = std::max(last, o.at.value_or(in.at));
-        timed_out = timed_out || (!o.ok && o.kind != Observation::Kind::send &&
-                                  o.error.code == ErrorCode::delivery_timeout);
+        timed_out =
+            timed_out || (!o.ok && o.kind != Observation::Kind::send && o.error.code == ErrorCode::delivery_timeout);
       }
       if (timed_out && !p.terminal) expire_at(last, i);
     }

@@ -79,9 +79,7 @@ class ServedDriver final : public detail::WireDriver {
     json request;
     Input::Kind kind = Input::Kind::submit;
     switch (c.kind) {
-      case Command::Kind::submit:
-        request = {{"op", "submit"}, {"record_b64", base64::encode(c.record)}};
-        break;
+      case Command::Kind::submit: request = {{"op", "submit"}, {"record_b64", base64::encode(c.record)}}; break;
       case Command::Kind::flush:
         request = {{"op", "flush"}};
         kind = Input::Kind::flush;
@@ -95,7 +93,8 @@ class ServedDriver final : public detail::WireDriver {
         kind = Input::Kind::abort;
         break;
       default:
-        unsupported_ = "close_stream: the driver protocol has no stream close (C4 runs on the core and adapter targets)";
+        unsupported_ =
+            "close_stream: the driver protocol has no stream close (C4 runs on the core and adapter targets)";
         return false;
     }
     const std::size_t i = begin(kind);
@@ -189,8 +188,8 @@ DriverFactory served_driver_factory(const ExternalTarget& target, RealTimeOption
   }
   const json notes = h.contains("notes") && h.at("notes").is_object() ? h.at("notes") : json::object();
   for (const auto& [k, v] : notes.items()) self.notes[k] = v.is_string() ? v.get<std::string>() : v.dump();
-  self.notes["virtual_time"] = "served: the SDK runs on its own clock and HTTP client (time scale " +
-                               std::to_string(rt.time_scale) + ")";
+  self.notes["virtual_time"] =
+      "served: the SDK runs on its own clock and HTTP client (time scale " + std::to_string(rt.time_scale) + ")";
   if (info) *info = self;
   auto runs = std::make_shared<std::uint64_t>(0);
   auto pool = std::make_shared<ProcessPool>();

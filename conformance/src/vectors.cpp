@@ -34,8 +34,8 @@ VectorResult run_checked_vector(const json& v, const std::string& file, const Dr
 
 std::optional<std::string> check_vector_shape(const json& v) {
   if (!v.is_object()) return "a vector must be a JSON object";
-  static const std::set<std::string> top = {"name",  "source", "clauses",          "protocol",
-                                            "config", "steps", "expect", "virtual_time_only"};
+  static const std::set<std::string> top = {"name",   "source", "clauses", "protocol",
+                                            "config", "steps",  "expect",  "virtual_time_only"};
   static const std::set<std::string> step_keys = {
       "do",    "record", "ms",           "which",       "code",           "kind", "clause", "retry_after_ms",
       "state", "expect", "expect_sends", "expect_done", "expect_barriers"};

@@ -107,10 +107,11 @@ void WireDriver::between_commands() {
 bool WireDriver::advance(Duration d) {
   const Duration real = d * rt_.time_scale + 1ms;  // the margin: a deadline at the end has fired
   if (advanced_real_ + real > rt_.max_advance_real_ns) {
-    unsupported_ = "advance(" + std::to_string(std::chrono::duration<double, std::milli>(d).count()) +
-                   " ms): a real-time target would spend more than " +
-                   std::to_string(std::chrono::duration_cast<std::chrono::milliseconds>(rt_.max_advance_real_ns).count()) +
-                   " ms of real time advancing in one run (time scale " + std::to_string(rt_.time_scale) + ")";
+    unsupported_ =
+        "advance(" + std::to_string(std::chrono::duration<double, std::milli>(d).count()) +
+        " ms): a real-time target would spend more than " +
+        std::to_string(std::chrono::duration_cast<std::chrono::milliseconds>(rt_.max_advance_real_ns).count()) +
+        " ms of real time advancing in one run (time scale " + std::to_string(rt_.time_scale) + ")";
     return false;
   }
   advanced_real_ += real;
@@ -171,9 +172,8 @@ void WireDriver::answer_other(const WireRequest& r) {
     other.headers = {{"Content-Type", content_type}, {"Stream-Next-Offset", offset_text(0)}};
   } else if (r.method == "HEAD" || r.method == "GET") {
     other.status = 200;
-    other.headers = {{"Content-Type", content_type},
-                     {"Stream-Next-Offset", offset_text(0)},
-                     {"Stream-Up-To-Date", "true"}};
+    other.headers = {
+        {"Content-Type", content_type}, {"Stream-Next-Offset", offset_text(0)}, {"Stream-Up-To-Date", "true"}};
     if (r.method == "GET") other.body = trace_.config.json ? "[]" : "";
   } else {
     other.status = 405;
@@ -258,10 +258,12 @@ namespace prodsm::conformance {
 using namespace std::chrono_literals;
 
 std::optional<std::string> RealTimeOptions::validate() const {
-  if (time_scale < 1 || time_scale > 1000) return "time_scale: must be 1..1000 (got " + std::to_string(time_scale) + ")";
+  if (time_scale < 1 || time_scale > 1000)
+    return "time_scale: must be 1..1000 (got " + std::to_string(time_scale) + ")";
   if (max_advance_real_ns < 1ms || max_advance_real_ns > 10min) return "max_advance_real_ns: must be 1 ms..10 min";
   if (quiet_real_ns < 100us || quiet_real_ns > 1s) return "quiet_real_ns: must be 100 us..1 s";
-  if (settle_timeout_real_ns < 1ms || settle_timeout_real_ns > 1min) return "settle_timeout_real_ns: must be 1 ms..1 min";
+  if (settle_timeout_real_ns < 1ms || settle_timeout_real_ns > 1min)
+    return "settle_timeout_real_ns: must be 1 ms..1 min";
   return std::nullopt;
 }
 

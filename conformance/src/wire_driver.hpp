@@ -23,9 +23,9 @@
 #include <string>
 #include <vector>
 
-#include "prodsm/conformance/real_time.hpp"
 #include "ds_wire.hpp"
 #include "prodsm/conformance/driver.hpp"
+#include "prodsm/conformance/real_time.hpp"
 #include "sim_server.hpp"
 #include "wire_sends.hpp"
 #include "wire_server.hpp"

@@ -18,9 +18,8 @@ std::optional<std::uint64_t> decimal(std::optional<std::string_view> text) {
 
 bool is_true(std::optional<std::string_view> v) {
   if (!v || v->size() != 4) return false;
-  return std::equal(v->begin(), v->end(), "true", [](char a, char b) {
-    return std::tolower(static_cast<unsigned char>(a)) == b;
-  });
+  return std::equal(v->begin(), v->end(), "true",
+                    [](char a, char b) { return std::tolower(static_cast<unsigned char>(a)) == b; });
 }
 
 }  // namespace
@@ -120,7 +119,8 @@ std::optional<Observation> WireSends::decode(const WireRequest& r, std::size_t s
   // unacknowledged batch before a new one goes out (S5), so a matching resend comes first.
   Batch* b = resend;
   if (!b) {
-    batches_.push_back(Batch{next_first, match_new(next_first, r.body).value_or(0), r.body, 0, {}, std::nullopt, false});
+    batches_.push_back(
+        Batch{next_first, match_new(next_first, r.body).value_or(0), r.body, 0, {}, std::nullopt, false});
     b = &batches_.back();
   }
   ++b->attempts;

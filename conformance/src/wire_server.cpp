@@ -73,8 +73,8 @@ struct Connection {
   std::size_t header_bytes = 0;
   // Requests in arrival order, each with its answer once given (nullopt: unanswered).
   std::deque<std::pair<std::uint64_t, std::optional<std::string>>> answers;
-  std::string out;          ///< bytes to write
-  bool failed = false;      ///< parse error or a limit: closed after `out` is written
+  std::string out;      ///< bytes to write
+  bool failed = false;  ///< parse error or a limit: closed after `out` is written
   struct WireServer::Impl* server = nullptr;
 };
 
@@ -88,10 +88,10 @@ struct WireServer::Impl {
   mutable std::mutex mu;
   std::condition_variable arrived_cv;
   bool stopping = false;
-  std::map<std::uint64_t, Connection> connections;  ///< by id
-  std::deque<WireRequest> arrived_queue;            ///< not yet taken
-  std::vector<WireRequest> completed_now;           ///< completed in this poll round, not yet ordered
-  std::int64_t read_received_ns = 0;                ///< the kernel receive time of the read being parsed
+  std::map<std::uint64_t, Connection> connections;       ///< by id
+  std::deque<WireRequest> arrived_queue;                 ///< not yet taken
+  std::vector<WireRequest> completed_now;                ///< completed in this poll round, not yet ordered
+  std::int64_t read_received_ns = 0;                     ///< the kernel receive time of the read being parsed
   std::map<std::uint64_t, std::uint64_t> connection_of;  ///< held request id -> connection id
   std::uint64_t next_request = 1;
   std::uint64_t next_connection = 1;
@@ -357,7 +357,8 @@ tl::expected<std::unique_ptr<WireServer>, std::string> WireServer::start(std::ui
   if (::bind(impl->listen_fd, reinterpret_cast<sockaddr*>(&addr), sizeof addr) != 0) {
     return tl::unexpected("wire server: bind 127.0.0.1:" + std::to_string(port) + ": " + std::strerror(errno));
   }
-  if (::listen(impl->listen_fd, 128) != 0) return tl::unexpected(std::string("wire server: listen: ") + std::strerror(errno));
+  if (::listen(impl->listen_fd, 128) != 0)
+    return tl::unexpected(std::string("wire server: listen: ") + std::strerror(errno));
   socklen_t len = sizeof addr;
   ::getsockname(impl->listen_fd, reinterpret_cast<sockaddr*>(&addr), &len);
   impl->port = ntohs(addr.sin_port);

@@ -45,18 +45,18 @@ struct WireRequest {
 
 /// Bounds of a WireServer (R3).
 struct WireServerLimits {
-  std::size_t max_connections = 256;                ///< more are accepted and closed at once
-  std::size_t max_header_bytes = 64 * 1024;         ///< per request (request line and headers)
-  std::size_t max_body_bytes = 64 * 1024 * 1024;    ///< per request
-  std::size_t max_held_requests = 65536;            ///< requests taken or waiting, unanswered
+  std::size_t max_connections = 256;              ///< more are accepted and closed at once
+  std::size_t max_header_bytes = 64 * 1024;       ///< per request (request line and headers)
+  std::size_t max_body_bytes = 64 * 1024 * 1024;  ///< per request
+  std::size_t max_held_requests = 65536;          ///< requests taken or waiting, unanswered
 };
 
 /// What the server saw that was not a request (for the harness's evidence).
 struct WireServerStats {
-  std::uint64_t connections_accepted = 0;  ///< every accept
+  std::uint64_t connections_accepted = 0;        ///< every accept
   std::uint64_t connections_closed_by_peer = 0;  ///< EOF or error from the client
-  std::uint64_t malformed_requests = 0;    ///< requests libhttp-parser refused (the connection was closed)
-  std::string last_malformed;              ///< why the last one was refused
+  std::uint64_t malformed_requests = 0;          ///< requests libhttp-parser refused (the connection was closed)
+  std::string last_malformed;                    ///< why the last one was refused
 };
 
 class WireServer {
@@ -64,7 +64,7 @@ class WireServer {
   /// Listens on 127.0.0.1:`port` (0: any free port) and starts the socket thread; the
   /// error names what failed (socket, bind, listen, thread).
   static tl::expected<std::unique_ptr<WireServer>, std::string> start(std::uint16_t port = 0,
-                                                                       WireServerLimits limits = {});
+                                                                      WireServerLimits limits = {});
   /// Stops the thread and closes every socket (held requests are dropped).
   ~WireServer();
   WireServer(const WireServer&) = delete;

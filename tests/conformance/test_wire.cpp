@@ -38,7 +38,9 @@ class Client {
   }
   ~Client() { ::close(fd_); }
   bool connected() const { return connected_; }
-  void send(const std::string& bytes) const { ASSERT_EQ(::send(fd_, bytes.data(), bytes.size(), 0), static_cast<ssize_t>(bytes.size())); }
+  void send(const std::string& bytes) const {
+    ASSERT_EQ(::send(fd_, bytes.data(), bytes.size(), 0), static_cast<ssize_t>(bytes.size()));
+  }
   /// Everything that arrives within `wait` (or until EOF / error); `error` gets errno of a failed read.
   std::string read_for(std::chrono::milliseconds wait, int* error = nullptr) const {
     std::string out;

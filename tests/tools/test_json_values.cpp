@@ -32,8 +32,8 @@ TEST(JsonValues, NumbersThatRoundTripThroughADoubleAreNoLoss) {
 }
 
 TEST(JsonValues, MoreDigitsThanADoubleKeepsOrAnUnderflowAreALoss) {
-  for (const char* text : {"0.30000000000000001", "[1, 2, 1e-400]", "123456789012345678", "-9007199254740993",
-                           "18446744073709551615"}) {
+  for (const char* text :
+       {"0.30000000000000001", "[1, 2, 1e-400]", "123456789012345678", "-9007199254740993", "18446744073709551615"}) {
     EXPECT_NE(double_loss(text), std::nullopt) << text;
   }
 }

@@ -36,9 +36,9 @@ struct ConformOptions {
   std::string write_expected;  ///< write the verdicts to this file
   bool skip_properties = false;
   bool verbose = false;
-  bool matrix = false;         ///< --matrix: every available target, one table
-  bool json = false;           ///< --json (with --matrix)
-  bool vectors_given = false;  ///< --vectors was given
+  bool matrix = false;                      ///< --matrix: every available target, one table
+  bool json = false;                        ///< --json (with --matrix)
+  bool vectors_given = false;               ///< --vectors was given
   std::optional<std::uint64_t> time_scale;  ///< --time-scale: real time per unit of trace time (wire targets)
   bool serve = false;                       ///< --serve: the SDK over its own HTTP client, against our server
   bool no_shrink = false;                   ///< --no-shrink: report property failures unshrunk
@@ -143,8 +143,9 @@ int run_conform(const ConformOptions& o) {
     cf::RealTimeOptions rt;
     rt.time_scale = static_cast<std::uint32_t>(o.time_scale.value_or(rt.time_scale));
     factory = cf::adapter_driver_factory(*adapter, rt, &info);
-  } else if (auto target = !o.driver.empty() ? std::optional<cf::ExternalTarget>{cf::ExternalTarget{o.target, words(o.driver)}}
-                                               : cf::builtin_target(o.target, PRODSM_SOURCE_DIR);
+  } else if (auto target = !o.driver.empty()
+                               ? std::optional<cf::ExternalTarget>{cf::ExternalTarget{o.target, words(o.driver)}}
+                               : cf::builtin_target(o.target, PRODSM_SOURCE_DIR);
              target && !adapter) {
     target->show_driver_log = o.verbose;
     if (o.serve) {
@@ -331,8 +332,9 @@ int run_conform(const ConformOptions& o) {
         if (o.skip_properties) v.kind = Verdict::Kind::not_applicable;
         if (caps.measured_time) {
           v.kind = Verdict::Kind::not_applicable;
-          how = "the target runs on real time: a replay cannot interleave its timers the same way step for step "
-                "(D2 is the core's, judged on the core target)";
+          how =
+              "the target runs on real time: a replay cannot interleave its timers the same way step for step "
+              "(D2 is the core's, judged on the core target)";
         }
         break;
       case cf::Coverage::structural:

@@ -159,7 +159,7 @@ Column judge(const MatrixOptions& o, const std::string& target, const fs::path& 
 
 const std::vector<std::string>& matrix_targets() {
   static const std::vector<std::string> targets{"core",  "prodsm-asio",  "prodsm-blocking", "s2-ts",
-                                                 "ds-ts", "ds-ts-served", "librdkafka"};
+                                                "ds-ts", "ds-ts-served", "librdkafka"};
   return targets;
 }
 

@@ -106,7 +106,8 @@ struct LossFinder {
   bool end_object() { return true; }
   bool start_array(std::size_t /*unused*/) { return true; }
   bool end_array() { return true; }
-  bool parse_error(std::size_t /*unused*/, const std::string& /*unused*/, const nlohmann::detail::exception& /*unused*/) {
+  bool parse_error(std::size_t /*unused*/, const std::string& /*unused*/,
+                   const nlohmann::detail::exception& /*unused*/) {
     return false;
   }
 };

@@ -40,7 +40,9 @@ bool StreamPrefix::write(std::string_view data) {
   return true;
 }
 
-bool StreamPrefix::add_bytes(std::string_view data) { return !json_ && write(data); }
+bool StreamPrefix::add_bytes(std::string_view data) {
+  return !json_ && write(data);
+}
 
 bool StreamPrefix::add_value(std::string_view value) {
   if (!json_ || error_) return false;
