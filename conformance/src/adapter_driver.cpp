@@ -242,6 +242,7 @@ class AdapterDriver final : public detail::WireDriver {
           barrier_of_call_[call] = next_barrier_;
           result.kind = SyncResult::Kind::barrier;
           result.value = next_barrier_++;
+          sends_.cut();
         }
         finalize(i);
         return true;
@@ -252,6 +253,7 @@ class AdapterDriver final : public detail::WireDriver {
         const std::size_t i = begin(Input::Kind::close);
         const std::uint64_t call = next_call_++;
         const bool closed_before = closed_observed_;
+        sends_.cut();  // close seals the partial batch
         shim_->close(outcome_callback(Completion::Kind::close, call));
         settle();
         if (closed_before) await_completion(Completion::Kind::close, call);  // it completes at once
@@ -281,6 +283,7 @@ class AdapterDriver final : public detail::WireDriver {
           result.ok = true;
           result.value = op;
           ++next_op_;
+          sends_.cut();  // its flush barrier
         }
         finalize(i);
         return true;
@@ -332,9 +335,9 @@ class AdapterDriver final : public detail::WireDriver {
     const bool barriers =
         counts.flushes + stream_closes_started_ >= st.core.barriers_completed;  // a stream close takes one
     // An answer written to a connection the producer was closing (an aborted or closed
-    // producer's session) is never read: after 50 ms the producer had its chance.
+    // producer's session) is never read: once Closed was observed, 50 ms is its chance.
     const bool answers = st.session.responses + st.session.transport_failures >= answers_written_ ||
-                         Clock::now() - step_start > std::chrono::milliseconds{50};
+                         (closed_observed_ && Clock::now() - step_start > std::chrono::milliseconds{50});
     const bool reported = counts.thrown == counts.reported;
     unsettled_ =
         "sends " + std::to_string(sends_made()) + "/" + std::to_string(st.core.sends) + ", callbacks " +

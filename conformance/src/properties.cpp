@@ -309,7 +309,7 @@ void conformance_property(const PropertySpec& spec, const DriverFactory& factory
   // D2: the same inputs on a fresh producer observe the same, byte for byte. (The first
   // producer is released first: an external target runs one producer at a time.) Not on
   // real time (a wire target): its timers interleave with the inputs as the clock runs.
-  if (sut.capabilities.measured_time) return;
+  if (sut.capabilities.measured_time || !sut.capabilities.virtual_time) return;
   const Trace first = driver->trace();
   const std::vector<conformance::Command> executed = sut.executed;
   driver.reset();

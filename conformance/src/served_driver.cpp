@@ -76,6 +76,14 @@ class ServedDriver final : public detail::WireDriver {
 
  private:
   bool client_command(const Command& c) override {
+    if (c.kind == Command::Kind::submit && c.record.empty()) {
+      // prodsm refuses an empty record (invalid_record); an SDK may take it, and then the
+      // bytes on the wire cannot show which batch holds it.
+      unsupported_ =
+          "submit of an empty record: the wire cannot show which batch an SDK put it in (the injected run judges "
+          "it)";
+      return false;
+    }
     json request;
     Input::Kind kind = Input::Kind::submit;
     switch (c.kind) {
@@ -108,6 +116,7 @@ class ServedDriver final : public detail::WireDriver {
     }
     SyncResult result = detail::result_from(reply.value("result", json()));
     if (result.kind == SyncResult::Kind::ticket) sends_.accepted(c.record);
+    if (result.kind == SyncResult::Kind::barrier || c.kind == Command::Kind::close) sends_.cut();
     take_observed(reply);
     // A close that completed at the call is an observation (as the core reports Closed),
     // the first time; later closes keep their result.

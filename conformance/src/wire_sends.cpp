@@ -2,6 +2,8 @@
 // Reading a Durable Streams producer's batches off the wire (wire_sends.hpp).
 #include "wire_sends.hpp"
 
+#include "prodsm/http/detail/text.hpp"
+
 #include <algorithm>
 #include <charconv>
 
@@ -17,9 +19,7 @@ std::optional<std::uint64_t> decimal(std::optional<std::string_view> text) {
 }
 
 bool is_true(std::optional<std::string_view> v) {
-  if (!v || v->size() != 4) return false;
-  return std::equal(v->begin(), v->end(), "true",
-                    [](char a, char b) { return std::tolower(static_cast<unsigned char>(a)) == b; });
+  return v && http::detail::iequals(*v, "true");
 }
 
 }  // namespace
@@ -49,9 +49,14 @@ std::string WireSends::frame(std::uint64_t first, std::uint32_t count) const {
 }
 
 std::optional<std::uint32_t> WireSends::match_new(std::uint64_t first, const std::string& body) const {
-  // Grow the batch record by record while the body still starts with its framing; the
-  // longest count that frames to the whole body wins (empty records cannot be told apart).
+  // Grow the batch record by record while the body still starts with its framing. Every
+  // count that frames to the whole body is a reading of it (several only with empty
+  // records): the largest that spans no cut and keeps max_batch_records, else the largest.
   std::optional<std::uint32_t> found;
+  std::optional<std::uint32_t> plausible;
+  auto spans_cut = [&](std::uint32_t count) {
+    return std::any_of(cuts_.begin(), cuts_.end(), [&](std::size_t k) { return k > first && k < first + count; });
+  };
   std::size_t at = config_.json ? 1 : 0;
   if (config_.json && (body.empty() || body.front() != '[')) return std::nullopt;
   for (std::uint64_t t = first; t < records_.size(); ++t) {
@@ -64,10 +69,14 @@ std::optional<std::uint32_t> WireSends::match_new(std::uint64_t first, const std
     if (at + r.size() > body.size() || body.compare(at, r.size(), r) != 0) break;
     at += r.size();
     const std::size_t end = at + (config_.json ? 1 : 0);
-    if (end == body.size() && (!config_.json || body.back() == ']')) found = count;
+    if (end == body.size() && (!config_.json || body.back() == ']')) {
+      found = count;
+      const bool fits = config_.max_batch_records == 0 || count <= config_.max_batch_records;
+      if (fits && !spans_cut(count)) plausible = count;
+    }
     if (end > body.size()) break;
   }
-  return found;
+  return plausible ? plausible : found;
 }
 
 std::optional<Observation> WireSends::decode(const WireRequest& r, std::size_t send_index,
@@ -113,14 +122,32 @@ std::optional<Observation> WireSends::decode(const WireRequest& r, std::size_t s
     }
     if (!b.outstanding && !resend) resend = &b;
   }
-  std::uint64_t next_first = 0;
-  for (const auto& b : batches_) next_first = std::max(next_first, b.first + b.count);
-  // Otherwise the next batch: a retry never overtakes (E4) and a claim renumbers every
+  // Otherwise a new batch: a retry never overtakes (E4) and a claim renumbers every
   // unacknowledged batch before a new one goes out (S5), so a matching resend comes first.
+  // A conforming producer sends its batches in seal order, from the lowest record no batch
+  // holds; one that does not (an SDK deferring a batch behind a claim) sends a later run
+  // first, so the run is searched for among the records no batch holds yet.
   Batch* b = resend;
   if (!b) {
-    batches_.push_back(
-        Batch{next_first, match_new(next_first, r.body).value_or(0), r.body, 0, {}, std::nullopt, false});
+    std::vector<bool> held(records_.size(), false);
+    for (const auto& x : batches_) {
+      for (std::uint64_t t = x.first; t < x.first + x.count && t < held.size(); ++t) held[t] = true;
+    }
+    std::uint64_t lowest = 0;
+    while (lowest < held.size() && held[lowest]) ++lowest;
+    Batch fresh{lowest, 0, r.body, 0, {}, std::nullopt, false};
+    for (std::uint64_t first = lowest; first < records_.size(); ++first) {
+      if (held[first]) continue;
+      const auto count = match_new(first, r.body);
+      if (!count) continue;
+      bool free = true;
+      for (std::uint64_t t = first; t < first + *count; ++t) free = free && !held[t];
+      if (!free) continue;
+      fresh.first = first;
+      fresh.count = *count;
+      break;
+    }
+    batches_.push_back(std::move(fresh));
     b = &batches_.back();
   }
   ++b->attempts;

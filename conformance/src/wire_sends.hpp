@@ -11,9 +11,10 @@
 //    accepted, which a batch holds consecutively (bytes: concatenated; JSON: `[r,r,...]`).
 //    A body equal to an earlier batch's whose last attempt was answered is that batch's
 //    resend (attempt + 1; with the idempotent producer, the same epoch and seq, or a new
-//    epoch after a claim, S5); otherwise it is the next batch, from the first ticket no
-//    batch holds yet. A body that matches neither is recorded with no records (B5 then
-//    names it).
+//    epoch after a claim, S5); otherwise it is a new batch, from the lowest ticket no
+//    batch holds yet (or, for a producer that sends a later batch first, the first run of
+//    records no batch holds that frames to it). A body that matches nothing is recorded
+//    with no records (B5 then names it).
 
 #include <cstdint>
 #include <optional>
@@ -31,6 +32,10 @@ class WireSends {
 
   /// The target accepted a record (its ticket is the count so far).
   void accepted(std::string record) { records_.push_back(std::move(record)); }
+  /// The target took a flush barrier (or a close) after every record accepted so far: no
+  /// batch of a conforming producer spans it (B5). Where bytes alone cannot say which
+  /// records a batch holds (empty records), the reading that spans no cut is taken.
+  void cut() { cuts_.push_back(records_.size()); }
   /// Records accepted so far.
   [[nodiscard]] std::size_t accepted_count() const noexcept { return records_.size(); }
   /// A stream close started (C4): its requests carry op `op`.
@@ -59,12 +64,14 @@ class WireSends {
 
   /// The framed body of records [first, first + count).
   std::string frame(std::uint64_t first, std::uint32_t count) const;
-  /// The count c >= 1 such that records [first, first + c) frame to `body`, if any.
+  /// The count c >= 1 such that records [first, first + c) frame to `body`, if any; of
+  /// several (empty records), the largest that spans no cut and keeps max_batch_records.
   std::optional<std::uint32_t> match_new(std::uint64_t first, const std::string& body) const;
 
   TraceConfig config_;
   std::vector<std::string> records_;
-  std::vector<Batch> batches_;  ///< in first-send order (= seal order)
+  std::vector<std::size_t> cuts_;  ///< tickets accepted before each barrier or close
+  std::vector<Batch> batches_;     ///< in first-send order (= seal order)
   std::vector<std::uint64_t> stream_close_ops_;
 };
 

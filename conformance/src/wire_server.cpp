@@ -3,6 +3,8 @@
 // parsed by libhttp-parser, answers written in each connection's request order.
 #include "wire_server.hpp"
 
+#include "prodsm/http/detail/text.hpp"
+
 #include <arpa/inet.h>
 #include <fcntl.h>
 #include <http_parser.h>
@@ -27,11 +29,7 @@
 namespace prodsm::conformance::detail {
 namespace {
 
-bool iequals(std::string_view a, std::string_view b) {
-  return a.size() == b.size() && std::equal(a.begin(), a.end(), b.begin(), [](char x, char y) {
-           return std::tolower(static_cast<unsigned char>(x)) == std::tolower(static_cast<unsigned char>(y));
-         });
-}
+using http::detail::iequals;
 
 using Clock = std::chrono::steady_clock;
 

@@ -180,6 +180,38 @@ TEST(WireSends, JsonBodiesAreArraysOfTheRecords) {
   EXPECT_EQ(none.decode(request("1"), 0, 0)->count, 0U) << "an unframed body carries no record (B5 names it)";
 }
 
+// Empty records cannot be told apart by bytes: of the readings of a body, the one that
+// spans no flush barrier (B5) and keeps max_batch_records is taken.
+TEST(WireSends, AnAmbiguousBodyIsReadAsTheBatchThatSpansNoBarrier) {
+  WireSends w(config());
+  w.accepted("ab");
+  w.accepted("");
+  w.cut();  // a flush after ticket 1
+  w.accepted("");
+  w.accepted("c");
+  auto first = w.decode(request("ab"), 0, 0);
+  ASSERT_TRUE(first.has_value());
+  EXPECT_EQ(first->count, 2U) << "\"ab\" then the empty record before the barrier, not the one after it";
+  auto second = w.decode(request("c"), 1, 0);
+  ASSERT_TRUE(second.has_value());
+  EXPECT_EQ(second->first_ticket, 2U);
+  EXPECT_EQ(second->count, 2U);
+}
+
+// A producer that sends a later batch first (an SDK deferring one behind a claim) is read
+// as it is: the later records, then the earlier ones when they come (P3 and S2 judge the order).
+TEST(WireSends, ABatchSentAheadOfAnEarlierOneIsFoundAmongTheRecordsNoBatchHolds) {
+  WireSends w(config());
+  for (const char* r : {"a", "b", "c"}) w.accepted(r);
+  auto later = w.decode(request("bc"), 0, 0);
+  auto earlier = w.decode(request("a"), 1, 0);
+  ASSERT_TRUE(later && earlier);
+  EXPECT_EQ(later->first_ticket, 1U);
+  EXPECT_EQ(later->count, 2U);
+  EXPECT_EQ(earlier->first_ticket, 0U);
+  EXPECT_EQ(earlier->count, 1U);
+}
+
 // E4: a failed attempt's batch goes out again with the same bytes: the same batch, the
 // next attempt. An acknowledged one never does: the same bytes later are a new batch.
 TEST(WireSends, AResendFollowsAFailedAnswerANewBatchFollowsAnAck) {

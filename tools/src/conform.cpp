@@ -330,7 +330,7 @@ int run_conform(const ConformOptions& o) {
       case cf::Coverage::replay:
         how = o.skip_properties ? "replay (properties skipped)" : "replay of every generated run";
         if (o.skip_properties) v.kind = Verdict::Kind::not_applicable;
-        if (caps.measured_time) {
+        if (caps.measured_time || !caps.virtual_time) {
           v.kind = Verdict::Kind::not_applicable;
           how =
               "the target runs on real time: a replay cannot interleave its timers the same way step for step "
