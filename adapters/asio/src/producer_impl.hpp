@@ -276,7 +276,7 @@ struct ProducerImpl
   }
 
   void arm_timer() {
-    std::optional<Instant> when = client.next_deadline();
+    std::optional<Instant> when = this->next_deadline_at;  // as of the drive that just ran
     if (!capacity_waiters.empty()) {
       const Instant w = capacity_waiters.front().deadline;  // FIFO: earliest submit, earliest deadline
       when = when ? std::min(*when, w) : w;

@@ -341,7 +341,8 @@ struct ProducerImpl
     if (sink.notify_capacity && capacity_waiters > 0) capacity_cv.notify_all();
     // Wake the session's I/O thread only when the deadline moved earlier than the one it
     // last saw: a submit that joins the partial batch costs no syscall.
-    if (const auto next = client.next_deadline(); next && (!armed || *next < *armed)) {
+    if (const auto next = this->next_deadline_at;
+        next && (!armed || *next < *armed)) {  // as of the drive that just ran
       armed = next;
       session->impl()->wake();
     }

@@ -10,6 +10,7 @@
 #include <librdkafka/rdkafka_mock.h>
 #include <sys/socket.h>
 
+#include <array>
 #include <atomic>
 #include <chrono>
 #include <cmath>
@@ -344,11 +345,25 @@ class Driver {
       ticket = tickets_.size();
       tickets_.push_back(Ticket{*record, now_ms_, false, false});
     }
-    const rd_kafka_resp_err_t err = rd_kafka_producev(
-        rk_, RD_KAFKA_V_RKT(rkt_), RD_KAFKA_V_PARTITION(0), RD_KAFKA_V_MSGFLAGS(RD_KAFKA_MSG_F_COPY),
-        RD_KAFKA_V_VALUE(const_cast<char*>(record->data()), record->size()),
-        RD_KAFKA_V_TIMESTAMP(kTicketTimestampBaseMs + static_cast<std::int64_t>(ticket)),
-        RD_KAFKA_V_OPAQUE(reinterpret_cast<void*>(static_cast<std::uintptr_t>(ticket))), RD_KAFKA_V_END);
+    // rd_kafka_produceva: the typed-array form of rd_kafka_producev (whose RD_KAFKA_V_*
+    // macros are GNU statement expressions, refused by -Wpedantic under clang).
+    std::array<rd_kafka_vu_t, 6> vus{};
+    vus[0].vtype = RD_KAFKA_VTYPE_RKT;
+    vus[0].u.rkt = rkt_;
+    vus[1].vtype = RD_KAFKA_VTYPE_PARTITION;
+    vus[1].u.i32 = 0;
+    vus[2].vtype = RD_KAFKA_VTYPE_MSGFLAGS;
+    vus[2].u.i = RD_KAFKA_MSG_F_COPY;
+    vus[3].vtype = RD_KAFKA_VTYPE_VALUE;
+    vus[3].u.mem.ptr = const_cast<char*>(record->data());
+    vus[3].u.mem.size = record->size();
+    vus[4].vtype = RD_KAFKA_VTYPE_TIMESTAMP;
+    vus[4].u.i64 = kTicketTimestampBaseMs + static_cast<std::int64_t>(ticket);
+    vus[5].vtype = RD_KAFKA_VTYPE_OPAQUE;
+    vus[5].u.ptr = reinterpret_cast<void*>(static_cast<std::uintptr_t>(ticket));
+    rd_kafka_error_t* produce_error = rd_kafka_produceva(rk_, vus.data(), vus.size());
+    const rd_kafka_resp_err_t err = produce_error ? rd_kafka_error_code(produce_error) : RD_KAFKA_RESP_ERR_NO_ERROR;
+    if (produce_error) rd_kafka_error_destroy(produce_error);
     if (err != RD_KAFKA_RESP_ERR_NO_ERROR) {
       {
         std::lock_guard lock(mu_);

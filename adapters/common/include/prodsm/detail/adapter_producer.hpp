@@ -66,6 +66,9 @@ struct AdapterProducer {
   std::uint64_t capacity_waits = 0;  ///< submits that had to wait for capacity (R1)
   EventTracker tracker;              ///< what the event hook has been told
   std::uint64_t events_made = 0;
+  /// The client's next deadline as of the last drive (every input ends with one, and only
+  /// inputs move it): what due_now() compares with and the adapter arms its timer at.
+  std::optional<Instant> next_deadline_at;
 
   /// The clock, with every deadline already due applied first (mu held): an input that
   /// arrives after a deadline but before the adapter's timer ran finds the deadline's
@@ -73,7 +76,7 @@ struct AdapterProducer {
   /// exactly as if the timer had run first. Never early (D3), only never late.
   Instant due_now() {
     const Instant now = steady_now();
-    if (const auto deadline = client.next_deadline(); deadline && *deadline <= now) client.handle_timeout(now);
+    if (next_deadline_at && *next_deadline_at <= now) client.handle_timeout(now);
     return now;
   }
 
@@ -128,6 +131,7 @@ struct AdapterProducer {
       session_released = true;
       self().stop_session();  // C4: an owned session is closed, an attached one left open
     }
+    next_deadline_at = client.next_deadline();
     self().after_drive(sink);
   }
 
