@@ -126,7 +126,22 @@ VectorResult run_vector(const json& v, const std::string& file, const DriverFact
     return r;
   }
   try {
-    return run_checked_vector(v, file, factory);
+    // Real time (a wire target): a step the machine delays past a short timer moves a send
+    // into an earlier step than the vector expects, so a failed run is run again, up to
+    // kRealTimeAttempts in all, and the verdict is the first passing run's (a defect in the
+    // target fails every run; docs/conformance.md, "Real-time tolerances").
+    VectorResult result = run_checked_vector(v, file, factory);
+    while (!result.passed && !result.not_applicable && result.trace.config.measured_time &&
+           result.attempts < kRealTimeAttempts) {
+      const std::size_t attempts = result.attempts + 1;
+      std::vector<std::string> earlier = std::move(result.earlier_failures);
+      earlier.insert(earlier.end(), result.failures.begin(), result.failures.end());
+      for (const auto& violation : result.violations) earlier.push_back(violation.clause + ": " + violation.message);
+      result = run_checked_vector(v, file, factory);
+      result.attempts = attempts;
+      result.earlier_failures = std::move(earlier);
+    }
+    return result;
   } catch (const std::exception& e) {  // a value the shape check let through but the run cannot use
     r.name = std::filesystem::path(file).filename().string();
     r.malformed = std::string("cannot be run: ") + e.what();

@@ -15,6 +15,7 @@
 /// Command, every per-step and final expectation is compared, and every trace checker
 /// runs on the resulting trace.
 
+#include <cstddef>
 #include <functional>
 #include <memory>
 #include <optional>
@@ -69,7 +70,16 @@ struct VectorResult {
   /// clause, command or key, or nothing to check): the vector did not run, and its
   /// result is neither a pass nor a failure of the target. `prodsm conform` exits 2.
   std::string malformed;
+  /// How many times the vector ran: 1, or up to kRealTimeAttempts on a real-time target
+  /// (TraceConfig::measured_time) whose earlier runs failed; the verdict is the last run's.
+  std::size_t attempts = 1;
+  /// What the failed earlier runs found, one sentence each (empty after a first-run verdict).
+  std::vector<std::string> earlier_failures;
 };
+
+/// Runs of a vector on a real-time target before its failure stands: a step delayed by the
+/// machine past a timer moves a send into another step than the vector's (docs/conformance.md).
+inline constexpr std::size_t kRealTimeAttempts = 3;
 
 /// Why `vector` is not a well-formed scenario vector (docs/conformance.md, "Vector
 /// format"), or nullopt: an object with known keys of the right types, known clause IDs,
