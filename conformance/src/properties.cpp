@@ -104,7 +104,7 @@ struct StepCommand final : rc::state::Command<Model, Sut> {
   explicit StepCommand(conformance::Command c) : command{std::move(c)} {}
   conformance::Command command;
   void run(const Model&, Sut& sut) const override {
-    if (sut.timing_only) return;                // judged no further (Sut::reproduces)
+    if (sut.timing_only) return;            // judged no further (Sut::reproduces)
     if (!sut.driver->run(command)) return;  // nothing to answer, or the target cannot express it
     sut.executed.push_back(command);
     auto violations = check_trace(sut.driver->trace(), sut.capabilities);

@@ -376,8 +376,9 @@ int run_conform(const ConformOptions& o) {
       for (const auto& n : v.failures) std::printf("\n[%s] %s\n", std::string(clause.id).c_str(), n.c_str());
     }
   }
-  // Real time: the vectors that passed only when run again (the machine delayed a step past
-  // a timer), so a target that needs reruns more and more often shows it.
+  // Real time: every vector that ran more than once (a rerun that passed: the machine delayed
+  // a step past a timer; every run failed: a divergence), so a target that needs reruns more
+  // and more often shows it.
   bool rerun_header = false;
   for (const auto& r : results) {
     if (r.attempts <= 1 || r.earlier_failures.empty()) continue;
