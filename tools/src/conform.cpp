@@ -469,10 +469,11 @@ void add_conform_command(CLI::App& app, std::function<int()>& run) {
   cmd->add_option("--write-expected", o->write_expected, "Write the verdicts to this file");
   CLI::Option* verbose =
       cmd->add_flag("-v,--verbose", o->verbose, "One line per vector and property; show the driver's log");
-  CLI::Option* matrix = cmd->add_flag("--matrix", o->matrix,
-                                      "Judge every target that can run here (core, prodsm-asio, prodsm-blocking, s2-ts, "
-                                      "ds-ts, ds-ts served, librdkafka) and print one clause x target table; "
-                                      "vectors default to conformance/vectors plus each target's findings");
+  CLI::Option* matrix =
+      cmd->add_flag("--matrix", o->matrix,
+                    "Judge every target that can run here (core, prodsm-asio, prodsm-blocking, s2-ts, "
+                    "ds-ts, ds-ts served, librdkafka) and print one clause x target table; "
+                    "vectors default to conformance/vectors plus each target's findings");
   cmd->add_flag("--json", o->json, "With --matrix: print the table as one JSON object")->needs(matrix);
   for (const char* other : {"--target", "--expect", "--write-expected", "--save-findings", "--serve", "--driver"}) {
     matrix->excludes(cmd->get_option(other));
