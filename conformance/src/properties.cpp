@@ -48,8 +48,7 @@ std::string refused_key(const std::string& error) {
 }
 
 struct Sut {
-  std::unique_ptr<Driver> owned;  ///< the producer under test; released before a replay
-  Driver* driver = nullptr;
+  std::unique_ptr<Driver> driver;  ///< the producer under test; released before a replay
   const DriverFactory* factory = nullptr;
   Capabilities capabilities;
   const PropertySpec* spec = nullptr;
@@ -63,8 +62,7 @@ struct Sut {
   /// kRealTimeAttempts - 1 times (docs/conformance.md, "Real-time tolerances"): a defect of
   /// the target shows on every run; a step the machine delayed past a timer does not.
   bool reproduces(const Violation& v) {
-    owned.reset();  // an external target runs one producer at a time
-    driver = nullptr;
+    driver.reset();  // an external target runs one producer at a time
     for (std::size_t k = 1; k < kRealTimeAttempts; ++k) {
       std::string error;
       auto again = (*factory)(spec->protocol, config, &error);
@@ -76,6 +74,15 @@ struct Sut {
       if (!found) return false;
     }
     return true;
+  }
+
+  /// Judges `violations` (the trace so far): the first not already known to fail on this
+  /// target fails the case, unless replays on real time do not show it (timing_only).
+  void judge(const std::vector<Violation>& violations) {
+    for (const auto& v : violations) {
+      if (g_known_failures == nullptr || g_known_failures->count(v.clause) == 0) fail(v);
+      if (timing_only) return;
+    }
   }
 
   /// Fails the case with `v` as its evidence; on real time, only once replays confirm it.
@@ -107,11 +114,7 @@ struct StepCommand final : rc::state::Command<Model, Sut> {
     if (sut.timing_only) return;            // judged no further (Sut::reproduces)
     if (!sut.driver->run(command)) return;  // nothing to answer, or the target cannot express it
     sut.executed.push_back(command);
-    auto violations = check_trace(sut.driver->trace(), sut.capabilities);
-    for (const auto& v : violations) {
-      if (g_known_failures == nullptr || g_known_failures->count(v.clause) == 0) sut.fail(v);
-      if (sut.timing_only) return;
-    }
+    sut.judge(check_trace(sut.driver->trace(), sut.capabilities));
   }
   void show(std::ostream& os) const override { os << describe(command); }
 };
@@ -300,8 +303,7 @@ void conformance_property(const PropertySpec& spec, const DriverFactory& factory
   }
   if (!driver) RC_FAIL("the target refused a generated config: " + error + "\n    config " + config_json.dump());
   Sut sut;
-  sut.driver = driver.get();
-  sut.owned = std::move(driver);
+  sut.driver = std::move(driver);
   sut.factory = &factory;
   sut.capabilities = sut.driver->capabilities();
   sut.spec = &spec;
@@ -310,14 +312,11 @@ void conformance_property(const PropertySpec& spec, const DriverFactory& factory
   // A real-time target may still act after the last command: judged too.
   if (!sut.timing_only) {
     sut.driver->finish();
-    for (const auto& v : check_trace(sut.driver->trace(), sut.capabilities)) {
-      if (g_known_failures == nullptr || g_known_failures->count(v.clause) == 0) sut.fail(v);
-      if (sut.timing_only) break;
-    }
+    sut.judge(check_trace(sut.driver->trace(), sut.capabilities));
   }
   RC_CLASSIFY(sut.timing_only, "a real-time violation no replay showed again");
   if (sut.timing_only) return;
-  driver = std::move(sut.owned);
+  driver = std::move(sut.driver);
   {  // what the sequence exercised (printed by RapidCheck as the test distribution)
     const Prediction p = predict(driver->trace());
     std::size_t sends = 0;

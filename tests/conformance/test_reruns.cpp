@@ -144,26 +144,27 @@ const PropertySpec& plain() {
   return default_properties().front();
 }
 
-// Broken producers until one of them shows it (its trace completes a record): that
-// sequence's replays, and every later producer, are clean.
-TEST(RealTimeReruns, APropertyViolationNoReplayShowsDoesNotFailOnRealTime) {
+/// The plain property over producers that are broken until one of them shows it (its trace
+/// completes a record): that sequence's replays, and every later producer, are clean.
+/// `shown` counts the broken producers whose trace showed it.
+PropertyResult run_broken_until_shown(bool measured, int* shown) {
   int runs = 0;
+  return run_property(plain(),
+                      wrapped_factory(
+                          measured, [shown](int) { return *shown == 0; }, &runs, shown),
+                      few());
+}
+
+TEST(RealTimeReruns, APropertyViolationNoReplayShowsDoesNotFailOnRealTime) {
   int shown = 0;
-  const PropertyResult r = run_property(plain(),
-                                        wrapped_factory(
-                                            true, [&shown](int) { return shown == 0; }, &runs, &shown),
-                                        few());
+  const PropertyResult r = run_broken_until_shown(true, &shown);
   EXPECT_TRUE(r.passed) << r.description;
   EXPECT_EQ(shown, 1) << "one sequence met the broken producer's violation";
 }
 
 TEST(RealTimeReruns, APropertyViolationOnVirtualTimeIsNeverForgiven) {
-  int runs = 0;
   int shown = 0;
-  const PropertyResult r = run_property(plain(),
-                                        wrapped_factory(
-                                            false, [&shown](int) { return shown == 0; }, &runs, &shown),
-                                        few());
+  const PropertyResult r = run_broken_until_shown(false, &shown);
   EXPECT_FALSE(r.passed);
   ASSERT_TRUE(r.violation.has_value()) << r.description;
   EXPECT_EQ(r.violation->clause, "P2");
