@@ -4,17 +4,20 @@
 #                                                fails on any crash (the test command uses it)
 #   scripts/fuzz.sh --long N [target ...]        run N seconds each, then merge new inputs
 #                                                into fuzz/corpus/<target> (minimized)
+#   --jobs J                                     targets fuzzed at once (default: nproc)
 # Targets: producer_events http_response http_transport config_validation record_reader s2_response (default: all).
 # Prints, per target, executions per second and total executions.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 seconds=30
 merge=0
+jobs=$(nproc)
 targets=()
 while [ $# -gt 0 ]; do
   case "$1" in
     --seconds) seconds="$2"; shift 2 ;;
     --long) seconds="$2"; merge=1; shift 2 ;;
+    --jobs) jobs="$2"; shift 2 ;;
     *) targets+=("$1"); shift ;;
   esac
 done
@@ -25,30 +28,49 @@ cmake --build --preset fuzz --target "${targets[@]/#/fuzz_}" >/dev/null
 scratch=$(mktemp -d)
 trap 'rm -rf "$scratch"' EXIT
 status=0
+# One target's bounded run: its log, its artifacts, and a file saying ok or failed.
+fuzz_one() {  # target
+  local t="$1"
+  local bin="build/fuzz/fuzz/fuzz_$t"
+  local dict=()
+  [ -f "fuzz/$t.dict" ] && dict=(-dict="fuzz/$t.dict")
+  mkdir -p "$scratch/$t" "$scratch/artifacts-$t"
+  # New inputs go to the scratch directory; the committed corpus is only read.
+  if "$bin" "$scratch/$t" "fuzz/corpus/$t" "${dict[@]}" -max_total_time="$seconds" -timeout=20 \
+       -rss_limit_mb=2048 -print_final_stats=1 -artifact_prefix="$scratch/artifacts-$t/" >"$scratch/$t.log" 2>&1; then
+    echo ok >"$scratch/$t.result"
+  else
+    echo "FAILED (see below)" >"$scratch/$t.result"
+  fi
+}
+# The targets run `jobs` at a time (one per core): each still fuzzes for its full time.
+running=0
+for t in "${targets[@]}"; do
+  if [ "$running" -ge "$jobs" ]; then
+    wait -n || true
+    running=$((running - 1))
+  fi
+  fuzz_one "$t" &
+  running=$((running + 1))
+done
+wait
 printf '%-20s %12s %16s %s\n' target "exec/s" "executions" result
 for t in "${targets[@]}"; do
   bin="build/fuzz/fuzz/fuzz_$t"
-  dict=()
-  [ -f "fuzz/$t.dict" ] && dict=(-dict="fuzz/$t.dict")
-  mkdir -p "$scratch/$t" "$scratch/artifacts-$t"
   log="$scratch/$t.log"
-  # New inputs go to the scratch directory; the committed corpus is only read.
-  if "$bin" "$scratch/$t" "fuzz/corpus/$t" "${dict[@]}" -max_total_time="$seconds" -timeout=20 \
-       -rss_limit_mb=2048 -print_final_stats=1 -artifact_prefix="$scratch/artifacts-$t/" >"$log" 2>&1; then
-    result=ok
-  else
-    result="FAILED (see below)"
-    status=1
-  fi
-  execs=$(grep -E '^stat::number_of_executed_units' "$log" | awk '{print $2}')
-  rate=$(grep -E '^stat::average_exec_per_sec' "$log" | awk '{print $2}')
+  result=$(cat "$scratch/$t.result" 2>/dev/null || echo "FAILED (no result)")
+  [ "$result" = ok ] || status=1
+  execs=$(grep -E '^stat::number_of_executed_units' "$log" | awk '{print $2}' || true)
+  rate=$(grep -E '^stat::average_exec_per_sec' "$log" | awk '{print $2}' || true)
   printf '%-20s %12s %16s %s\n' "$t" "${rate:-?}" "${execs:-?}" "$result"
   if [ "$result" != ok ]; then
-    grep -E -A30 'ERROR|==[0-9]+==|Test unit written|SUMMARY' "$log" | head -60
+    grep -E -A30 'ERROR|==[0-9]+==|Test unit written|SUMMARY' "$log" | head -60 || tail -n 20 "$log"
     mkdir -p fuzz/findings && cp "$scratch/artifacts-$t"/* fuzz/findings/ 2>/dev/null || true
     echo "crash inputs copied to fuzz/findings/ (reproduce: $bin fuzz/findings/<file>)"
   fi
   if [ "$merge" = 1 ] && [ "$result" = ok ]; then
+    dict=()
+    [ -f "fuzz/$t.dict" ] && dict=(-dict="fuzz/$t.dict")
     "$bin" -merge=1 "fuzz/corpus/$t" "$scratch/$t" "${dict[@]}" >/dev/null 2>&1
     echo "  merged: fuzz/corpus/$t now has $(ls "fuzz/corpus/$t" | wc -l) inputs"
   fi
