@@ -5,7 +5,6 @@
 #include "prodsm/http/detail/text.hpp"
 
 namespace prodsm::ds {
-namespace detail = http::detail;
 namespace {
 
 using Ack = DurableStreamsPolicy::Ack;
@@ -33,7 +32,7 @@ std::string_view name_of(Operation op) noexcept {
 
 /// A header's value, trimmed, if present.
 std::optional<std::string_view> header(const Response& r, std::string_view name) {
-  if (auto v = r.header(name)) return detail::trim_ows(*v);
+  if (auto v = r.header(name)) return http::detail::trim_ows(*v);
   return std::nullopt;
 }
 
@@ -41,7 +40,7 @@ std::optional<std::string_view> header(const Response& r, std::string_view name)
 /// value counts as absent (PROTOCOL.md: Stream-Closed, Stream-Up-To-Date).
 bool header_is_true(const Response& r, std::string_view name) {
   const auto v = header(r, name);
-  return v && detail::iequals(*v, "true");
+  return v && http::detail::iequals(*v, "true");
 }
 
 /// "append: HTTP 409 Conflict"
@@ -50,9 +49,9 @@ std::string status_prefix(Operation op, int status) {
   m += ": HTTP ";
   if (status < 0) {
     m += '-';
-    detail::append_decimal(m, static_cast<std::uint64_t>(-static_cast<std::int64_t>(status)));
+    http::detail::append_decimal(m, static_cast<std::uint64_t>(-static_cast<std::int64_t>(status)));
   } else {
-    detail::append_decimal(m, static_cast<std::uint64_t>(status));
+    http::detail::append_decimal(m, static_cast<std::uint64_t>(status));
   }
   if (status >= 100 && status <= 599) {
     const std::string_view reason = http::reason_phrase(status);
@@ -77,10 +76,10 @@ Error make(ErrorCode code, Certainty certainty, bool retryable, const Response& 
 
 /// Adds up to kBodyExcerptBytes of the response body text to the message.
 void add_body_excerpt(Error& e, const Response& r) {
-  const std::string_view body = detail::trim_ows(r.body);
+  const std::string_view body = http::detail::trim_ows(r.body);
   if (body.empty()) return;
   e.message += "; server said \"";
-  detail::append_excerpt(e.message, body, kBodyExcerptBytes);
+  http::detail::append_excerpt(e.message, body, kBodyExcerptBytes);
   e.message += '"';
 }
 
@@ -98,7 +97,7 @@ Error missing_header(const Response& r, Operation op, std::string_view name) {
 Error bad_number(const Response& r, Operation op, std::string_view name, std::string_view value) {
   std::string what{name};
   what += ": not a decimal number in 0..2^53-1: ";
-  what += detail::quoted(value);
+  what += http::detail::quoted(value);
   return protocol_error(r, op, what);
 }
 
@@ -138,7 +137,7 @@ Error status_error(const Response& r, Operation op) {
       if (seconds && *seconds <= kMaxRetryAfterSeconds) {
         e.retry_after_ns = std::chrono::seconds{static_cast<std::int64_t>(*seconds)};
         e.message += "; Retry-After ";
-        detail::append_decimal(e.message, *seconds);
+        http::detail::append_decimal(e.message, *seconds);
         e.message += " s";
       }
     }
@@ -170,7 +169,7 @@ Error producer_error(const Response& r, Operation op) {
       const auto epoch = parse_protocol_number(*epoch_text);
       if (!epoch) return bad_number(r, op, "Producer-Epoch", *epoch_text);
       std::string what = "stale producer epoch; the server's epoch is ";
-      detail::append_decimal(what, *epoch);
+      http::detail::append_decimal(what, *epoch);
       Error e = make(ErrorCode::stale_epoch, Certainty::definite, false, r, op, what);
       e.server_epoch = *epoch;
       return e;
@@ -184,7 +183,7 @@ Error producer_error(const Response& r, Operation op) {
         what += " (final offset unknown)";
       } else {
         what += "; final offset ";
-        what += detail::quoted(final_offset);
+        what += http::detail::quoted(final_offset);
       }
       Error e = make(ErrorCode::stream_closed, Certainty::definite, false, r, op, what);
       e.final_offset = std::move(final_offset);
@@ -195,13 +194,13 @@ Error producer_error(const Response& r, Operation op) {
       if (!expected) return bad_number(r, op, "Producer-Expected-Seq", *expected_text);
       std::uint64_t received = 0;
       std::string what = "producer sequence gap; the server expected seq ";
-      detail::append_decimal(what, *expected);
+      http::detail::append_decimal(what, *expected);
       if (const auto received_text = header(r, "Producer-Received-Seq")) {
         const auto value = parse_protocol_number(*received_text);
         if (!value) return bad_number(r, op, "Producer-Received-Seq", *received_text);
         received = *value;
         what += ", received ";
-        detail::append_decimal(what, received);
+        http::detail::append_decimal(what, received);
       }
       Error e = make(ErrorCode::sequence_gap, Certainty::definite, false, r, op, what);
       e.expected_seq = *expected;
@@ -223,9 +222,9 @@ std::optional<Error> echo_error(const Response& r, Operation op, const ProducerS
     if (!epoch) return bad_number(r, op, "Producer-Epoch", *text);
     if (*epoch != sent.epoch) {
       std::string what = "the acknowledgement's Producer-Epoch ";
-      detail::append_decimal(what, *epoch);
+      http::detail::append_decimal(what, *epoch);
       what += " is not the request's epoch ";
-      detail::append_decimal(what, sent.epoch);
+      http::detail::append_decimal(what, sent.epoch);
       return protocol_error(r, op, what);
     }
   }
@@ -234,9 +233,9 @@ std::optional<Error> echo_error(const Response& r, Operation op, const ProducerS
     if (!seq) return bad_number(r, op, "Producer-Seq", *text);
     if (rule == SeqEcho::equal ? *seq != sent.seq : *seq < sent.seq) {
       std::string what = "the acknowledgement's Producer-Seq ";
-      detail::append_decimal(what, *seq);
+      http::detail::append_decimal(what, *seq);
       what += rule == SeqEcho::equal ? " is not the request's seq " : " is below the request's seq ";
-      detail::append_decimal(what, sent.seq);
+      http::detail::append_decimal(what, sent.seq);
       what += rule == SeqEcho::equal ? " (an append was acknowledged as another)"
                                      : " (a duplicate of a seq the server never accepted)";
       return protocol_error(r, op, what);
@@ -329,9 +328,9 @@ tl::expected<ReadResult, Error> classify_read(const Response& response) {
     auto offset = required(response, op, "Stream-Next-Offset");
     if (!offset) return Fail{std::move(offset).error()};
     if (const auto coding = header(response, "Content-Encoding");
-        coding && !coding->empty() && !detail::iequals(*coding, "identity")) {
+        coding && !coding->empty() && !http::detail::iequals(*coding, "identity")) {
       // The codec never sends Accept-Encoding, so it cannot decode what it did not ask for.
-      return Fail{protocol_error(response, op, "unrequested Content-Encoding " + detail::quoted(*coding))};
+      return Fail{protocol_error(response, op, "unrequested Content-Encoding " + http::detail::quoted(*coding))};
     }
     ReadResult result;
     result.body = response.body;

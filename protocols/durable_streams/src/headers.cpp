@@ -6,7 +6,6 @@
 #include "prodsm/http/detail/text.hpp"
 
 namespace prodsm::ds {
-namespace detail = http::detail;
 namespace {
 
 /// Names the codec writes itself or whose presence would change the framing or the
@@ -32,23 +31,23 @@ constexpr std::array<std::string_view, 15> kManagedNames = {
 std::optional<std::string> check(const Header& header) {
   if (header.name.empty()) return std::string{"empty header name"};
   for (const char c : header.name) {
-    if (!detail::is_tchar(c)) {
-      return "header name " + detail::quoted(header.name) + " is not an HTTP token";
+    if (!http::detail::is_tchar(c)) {
+      return "header name " + http::detail::quoted(header.name) + " is not an HTTP token";
     }
   }
   for (const std::string_view managed : kManagedNames) {
-    if (detail::iequals(header.name, managed)) {
-      return "header " + detail::quoted(header.name) + " is managed by the codec";
+    if (http::detail::iequals(header.name, managed)) {
+      return "header " + http::detail::quoted(header.name) + " is managed by the codec";
     }
   }
-  if (detail::istarts_with(header.name, "Producer-")) {
-    return "header " + detail::quoted(header.name) +
+  if (http::detail::istarts_with(header.name, "Producer-")) {
+    return "header " + http::detail::quoted(header.name) +
            " is managed by the codec (Producer-* headers come from the producer stamp)";
   }
   for (const char c : header.value) {
     const auto byte = static_cast<unsigned char>(c);
     if ((byte < 0x20 && c != '\t') || byte == 0x7F) {
-      return "header " + detail::quoted(header.name) + " value contains a control character (CR, LF, NUL, ...)";
+      return "header " + http::detail::quoted(header.name) + " value contains a control character (CR, LF, NUL, ...)";
     }
   }
   return std::nullopt;
@@ -65,10 +64,10 @@ std::optional<std::string> check_extra_header(const Header& header) {
 }
 
 bool is_json_content_type(std::string_view content_type) noexcept {
-  const std::string_view media = detail::trim_ows(content_type.substr(0, content_type.find(';')));
+  const std::string_view media = http::detail::trim_ows(content_type.substr(0, content_type.find(';')));
   constexpr std::string_view kSuffix = "+json";
-  return detail::iequals(media, "application/json") ||
-         (media.size() > kSuffix.size() && detail::iequals(media.substr(media.size() - kSuffix.size()), kSuffix));
+  return http::detail::iequals(media, "application/json") ||
+         (media.size() > kSuffix.size() && http::detail::iequals(media.substr(media.size() - kSuffix.size()), kSuffix));
 }
 
 std::optional<std::uint64_t> parse_protocol_number(std::string_view text) noexcept {

@@ -7,7 +7,6 @@
 #include "prodsm/http/detail/text.hpp"
 
 namespace prodsm::ds {
-namespace detail = http::detail;
 namespace {
 
 /// Appends a header value, dropping CR, LF and NUL: a value the codec writes can never
@@ -28,7 +27,7 @@ void append_header(std::string& out, std::string_view name, std::string_view val
 void append_number_header(std::string& out, std::string_view name, std::uint64_t value) {
   out += name;
   out += ": ";
-  detail::append_decimal(out, value);
+  http::detail::append_decimal(out, value);
   out += "\r\n";
 }
 
@@ -40,7 +39,7 @@ void append_target_path(std::string& out, std::string_view path) {
   for (const char c : path) {
     const auto byte = static_cast<unsigned char>(c);
     if (byte <= 0x20 || byte >= 0x7F || c == '?' || c == '#') {
-      detail::append_percent_encoded_byte(out, byte);
+      http::detail::append_percent_encoded_byte(out, byte);
     } else {
       out += c;
     }
@@ -157,7 +156,7 @@ std::string encode_delete(const StreamUrl& url, const RequestOptions& options) {
 std::string encode_read(const StreamUrl& url, std::string_view offset, const RequestOptions& options) {
   return guarded([&](std::string& out) {
     std::string query = "?offset=";
-    detail::append_query_component(query, offset);
+    http::detail::append_query_component(query, offset);
     append_start(out, "GET", url, query);
     append_end(out, options);
   });

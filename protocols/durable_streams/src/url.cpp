@@ -4,10 +4,9 @@
 #include "prodsm/http/detail/text.hpp"
 
 namespace prodsm::ds {
-namespace detail = http::detail;
 namespace {
 
-using detail::quoted;
+using http::detail::quoted;
 
 bool is_host_char(char c) noexcept {
   return (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') || c == '-' || c == '.' ||
@@ -37,17 +36,17 @@ tl::expected<StreamUrl, std::string> parse_url(std::string_view url) {
     const auto byte = static_cast<unsigned char>(url[i]);
     if (byte <= 0x20 || byte >= 0x7F) {
       std::string message = "URL contains a space, control or non-ASCII character at byte ";
-      detail::append_decimal(message, i);
+      http::detail::append_decimal(message, i);
       return Fail{std::move(message)};
     }
   }
   StreamUrl out;
   std::string_view rest;
-  if (detail::istarts_with(url, "https://")) {
+  if (http::detail::istarts_with(url, "https://")) {
     out.tls = true;
     out.port = 443;
     rest = url.substr(8);
-  } else if (detail::istarts_with(url, "http://")) {
+  } else if (http::detail::istarts_with(url, "http://")) {
     rest = url.substr(7);
   } else {
     return Fail{"only http:// and https:// URLs are supported"};
@@ -122,7 +121,7 @@ std::string StreamUrl::authority() const {
     if (bracket) out += ']';
     if (port != (tls ? 443 : 80)) {
       out += ':';
-      detail::append_decimal(out, port);
+      http::detail::append_decimal(out, port);
     }
     return out;
   } catch (...) {
