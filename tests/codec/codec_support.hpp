@@ -6,6 +6,7 @@
 #include <gtest/gtest.h>
 
 #include <algorithm>
+#include <chrono>
 #include <cstddef>
 #include <filesystem>
 #include <fstream>
@@ -14,6 +15,7 @@
 #include <span>
 #include <string>
 #include <string_view>
+#include <utility>
 #include <vector>
 
 #include "prodsm/ds/http_codec.hpp"
@@ -23,6 +25,19 @@
 #endif
 
 namespace prodsm::ds::test {
+
+/// The virtual time the hand-driven client and reader tests start at (1 s, not the
+/// epoch: a forgotten `now` shows up as a time of 0).
+inline const Instant kT0 = Instant{} + std::chrono::seconds{1};
+
+/// A response built by hand: `status`, `headers`, `body`.
+inline Response resp(int status, Headers headers = {}, std::string body = {}) {
+  Response r;
+  r.status = status;
+  r.headers = std::move(headers);
+  r.body = std::move(body);
+  return r;
+}
 
 inline std::filesystem::path data_dir() {
   return std::filesystem::path{PRODSM_CODEC_DATA_DIR};

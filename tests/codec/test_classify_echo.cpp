@@ -8,13 +8,6 @@
 namespace prodsm::ds::test {
 namespace {
 
-Response resp(int status, Headers headers) {
-  Response r;
-  r.status = status;
-  r.headers = std::move(headers);
-  return r;
-}
-
 void expect_echo_error(const tl::expected<DurableStreamsPolicy::Ack, Error>& a, std::string_view names) {
   ASSERT_FALSE(a.has_value());
   EXPECT_EQ(a.error().code, ErrorCode::protocol_error);

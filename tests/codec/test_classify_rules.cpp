@@ -7,14 +7,6 @@
 namespace prodsm::ds::test {
 namespace {
 
-Response resp(int status, Headers headers = {}, std::string body = {}) {
-  Response r;
-  r.status = status;
-  r.headers = std::move(headers);
-  r.body = std::move(body);
-  return r;
-}
-
 Error append_error(const Response& r, bool sequenced = true) {
   auto a = classify_append(r, sequenced);
   EXPECT_FALSE(a.has_value());

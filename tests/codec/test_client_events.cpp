@@ -4,6 +4,8 @@
 // ds::ProducerClient driven by hand on virtual time: no network, no sleeps.
 #include <gtest/gtest.h>
 
+#include "codec_support.hpp"
+
 #include <vector>
 
 #include "prodsm/detail/event_tracker.hpp"
@@ -13,8 +15,6 @@ namespace prodsm::ds::test {
 namespace {
 
 using namespace std::chrono_literals;
-
-const Instant kT0 = Instant{} + 1s;
 
 ProducerClient client(bool auto_claim = false) {
   ProducerOptions o;

@@ -6,14 +6,14 @@
 // sequenced append, and every append of a resumed producer, stays retry_safe.
 #include <gtest/gtest.h>
 
+#include "codec_support.hpp"
+
 #include "prodsm/ds/client.hpp"
 
 namespace prodsm::ds::test {
 namespace {
 
 using namespace std::chrono_literals;
-
-const Instant kT0 = Instant{} + 1s;
 
 ProducerClient client(ProducerStart start) {
   ProducerOptions o;

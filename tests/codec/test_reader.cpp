@@ -12,8 +12,6 @@ namespace {
 
 using namespace std::chrono_literals;
 
-const Instant kT0 = Instant{} + 1s;
-
 /// Drives a StreamReader as an adapter would: responses come through the body sink
 /// (on_head, on_body in pieces) and then as the outcome.
 struct Drive {

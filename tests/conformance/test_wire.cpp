@@ -146,9 +146,9 @@ WireRequest request(std::string body, std::vector<std::pair<std::string, std::st
   return r;
 }
 
-TraceConfig config(bool json = false) {
+TraceConfig config(bool json_bodies = false) {
   TraceConfig c;
-  c.json = json;
+  c.json = json_bodies;
   return c;
 }
 

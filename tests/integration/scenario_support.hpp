@@ -8,14 +8,13 @@
 #include <string>
 #include <vector>
 
+#include "liveness.hpp"
 #include "producer_under_test.hpp"
 #include "reference_server.hpp"
 
 namespace prodsm::test {
 
 using namespace std::chrono_literals;
-/// A liveness bound for waits, not a timing assertion.
-inline constexpr Duration kWait = 60s;
 
 /// The shared reference server (started on first use).
 inline ReferenceServer& server() {

@@ -21,7 +21,7 @@ namespace {
 
 using namespace std::chrono_literals;
 
-asio::ProducerOptions options_for(const std::string& url) {
+asio::ProducerOptions cancel_test_options(const std::string& url) {
   asio::ProducerOptions o;
   o.url = url;
   o.producer.protocol.idempotent = DurableStreamsPolicy::IdempotentOptions{"cancel-test", 0, false};
@@ -34,7 +34,7 @@ TEST(AsioTokens, AsyncSubmitWaitsForCapacityTimesOutAndCancels) {
   IoThread io;
   TestClient client;
   const std::string url = new_stream(client, "capacity");
-  auto options = options_for(url);
+  auto options = cancel_test_options(url);
   options.producer.max_batch_bytes = 16;
   options.producer.max_unacked_bytes = 16;
   options.producer.linger = Linger::after(0ms);
@@ -78,7 +78,7 @@ TEST(AsioTokens, FlushCloseAndTicketWaitsAreCancellableAndTheWorkGoesOn) {
   const std::string url = new_stream(client, "cancel-waits");
   const std::string path = ds::StreamUrl::parse(url)->path;
   client.inject_fault(ReferenceServer::shared().url(), R"({"path":")" + path + R"(","method":"POST","delayMs":1500})");
-  auto producer = asio::Producer::create(io.io.get_executor(), options_for(url)).value();
+  auto producer = asio::Producer::create(io.io.get_executor(), cancel_test_options(url)).value();
   auto ticket = producer.async_submit_ticket("r\n", ::asio::use_future).get();
   ASSERT_TRUE(ticket.has_value()) << ticket.error().describe();
 
@@ -130,7 +130,7 @@ TEST(AsioTokens, ACancelNeverReplacesAnOutcomeAlreadyDecided) {
   IoThread io;
   TestClient client;
   const std::string url = new_stream(client, "cancel-decided");
-  auto producer = asio::Producer::create(io.io.get_executor(), options_for(url)).value();
+  auto producer = asio::Producer::create(io.io.get_executor(), cancel_test_options(url)).value();
   ASSERT_TRUE(producer.async_close(::asio::use_future).get().has_value());
   auto start_and_cancel = [&](bool flush, ::asio::cancellation_type type) {
     std::promise<asio::VoidResult> got;

@@ -19,6 +19,7 @@
 
 #include "prodsm/blocking/producer.hpp"
 #include "prodsm/ds/http_codec.hpp"
+#include "liveness.hpp"
 #include "reference_server.hpp"
 #include "test_client.hpp"
 
@@ -26,7 +27,6 @@ namespace prodsm::test {
 namespace {
 
 using namespace std::chrono_literals;
-constexpr Duration kWait = 60s;  // a liveness bound, not a timing assertion
 
 blocking::ProducerOptions options_for(const std::string& url, const std::string& producer_id = "blocking-test") {
   blocking::ProducerOptions o;

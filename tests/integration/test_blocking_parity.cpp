@@ -11,6 +11,7 @@
 
 #include "prodsm/blocking/producer.hpp"
 #include "prodsm/blocking/stream_ops.hpp"
+#include "liveness.hpp"
 #include "reference_server.hpp"
 #include "test_client.hpp"
 
@@ -18,9 +19,8 @@ namespace prodsm::test {
 namespace {
 
 using namespace std::chrono_literals;
-constexpr Duration kWait = 60s;  // a liveness bound, not a timing assertion
 
-blocking::ProducerOptions options_for(const std::string& url, const std::string& producer_id, std::uint64_t epoch = 0,
+blocking::ProducerOptions parity_options(const std::string& url, const std::string& producer_id, std::uint64_t epoch = 0,
                                       bool auto_claim = false) {
   blocking::ProducerOptions o;
   o.url = url;
@@ -47,14 +47,14 @@ TEST(C4, BlockingAttachedSessionIsLeftOpenOwnedSessionIsClosed) {
   const auto parsed = ds::StreamUrl::parse(url).value();
   auto session = blocking::Session::create(parsed).value();
   {
-    auto attached = blocking::Producer::attach(session, options_for(url, "attach-1")).value();
+    auto attached = blocking::Producer::attach(session, parity_options(url, "attach-1")).value();
     ASSERT_TRUE(attached.submit("a").has_value());
     ASSERT_TRUE(attached.close(kWait).has_value());
     EXPECT_EQ(attached.session(), session);
   }
   auto head = blocking::head_stream(*session, parsed, {}, kWait);
   ASSERT_TRUE(head.has_value()) << "the attached session is still open: " << head.error().describe();
-  auto owned = blocking::Producer::create(options_for(url, "attach-2")).value();
+  auto owned = blocking::Producer::create(parity_options(url, "attach-2")).value();
   ASSERT_TRUE(owned.submit("b").has_value());
   ASSERT_TRUE(owned.close(kWait).has_value());
   auto after = blocking::head_stream(*owned.session(), parsed, {}, kWait);
@@ -73,8 +73,8 @@ TEST(C4, BlockingTwoProducersShareOneSession) {
   http::TransportOptions transport;
   transport.stall.enabled = false;
   auto session = blocking::Session::create(ds::StreamUrl::parse(first).value(), transport).value();
-  auto a = blocking::Producer::attach(session, options_for(first, "share-a")).value();
-  auto b = blocking::Producer::attach(session, options_for(second, "share-b")).value();
+  auto a = blocking::Producer::attach(session, parity_options(first, "share-a")).value();
+  auto b = blocking::Producer::attach(session, parity_options(second, "share-b")).value();
   for (int i = 0; i < 100; ++i) {
     ASSERT_TRUE(a.submit("a" + std::to_string(i) + ";").has_value());
     ASSERT_TRUE(b.submit("b" + std::to_string(i) + ";").has_value());
@@ -97,7 +97,7 @@ TEST(C4, BlockingTwoProducersShareOneSession) {
 TEST(CloseWithStream, BlockingFlushesThenClosesTheStreamWithTheFinalRecord) {
   TestClient client;
   const std::string url = new_stream(client, "bcws-final", "text/plain");
-  auto options = options_for(url, "bcws-1");
+  auto options = parity_options(url, "bcws-1");
   options.producer.linger = Linger::disabled();
   auto producer = blocking::Producer::create(options).value();
   ASSERT_TRUE(producer.submit("a-").has_value());
@@ -123,12 +123,12 @@ TEST(CloseWithStream, BlockingStaleEpochIsClaimedOnceWithAutoClaim) {
   ds::AppendOptions takeover;
   takeover.producer = ds::ProducerHeaders{"bcws-c", 4, 0};
   ASSERT_EQ(client.post(url, "text/plain", "fencer-", takeover).status, 200);
-  auto fenced = blocking::Producer::create(options_for(url, "bcws-c", 0, false)).value();
+  auto fenced = blocking::Producer::create(parity_options(url, "bcws-c", 0, false)).value();
   auto refused = fenced.close_with_stream(std::string("x"), kWait);
   ASSERT_FALSE(refused.has_value());
   EXPECT_EQ(refused.error().code, ErrorCode::stale_epoch);
   EXPECT_FALSE(is_closed(url));
-  auto claiming = blocking::Producer::create(options_for(url, "bcws-c", 0, true)).value();
+  auto claiming = blocking::Producer::create(parity_options(url, "bcws-c", 0, true)).value();
   auto r = claiming.close_with_stream(std::string("claimed"), kWait);
   ASSERT_TRUE(r.has_value()) << r.error().describe();
   EXPECT_EQ(client.read_all(url, false), "fencer-claimed");
@@ -139,7 +139,7 @@ TEST(CloseWithStream, BlockingStaleEpochIsClaimedOnceWithAutoClaim) {
 TEST(CloseWithStream, BlockingAfterAPlainCloseFailsWithClosed) {
   TestClient client;
   const std::string url = new_stream(client, "bcws-after", "text/plain");
-  auto producer = blocking::Producer::create(options_for(url, "bcws-p")).value();
+  auto producer = blocking::Producer::create(parity_options(url, "bcws-p")).value();
   ASSERT_TRUE(producer.close(kWait).has_value());
   auto r = producer.close_with_stream(std::nullopt, kWait);
   ASSERT_FALSE(r.has_value());
@@ -164,7 +164,7 @@ TEST(StreamOps, BlockingCreateHeadReadCloseDelete) {
   ASSERT_FALSE(other.has_value());
   EXPECT_EQ(other.error().code, ErrorCode::conflict);
   {
-    auto producer = blocking::Producer::attach(session, options_for(url.to_string(), "bops-1")).value();
+    auto producer = blocking::Producer::attach(session, parity_options(url.to_string(), "bops-1")).value();
     ASSERT_TRUE(producer.submit("hello ").has_value());
     ASSERT_TRUE(producer.submit("world").has_value());
     ASSERT_TRUE(producer.close(kWait).has_value());
@@ -198,7 +198,7 @@ TEST(StreamOps, BlockingCreateHeadReadCloseDelete) {
 TEST(SubmitMany, BlockingRecordsLandInOrderAndTheGaugesDrain) {
   TestClient client;
   const std::string url = new_stream(client, "submit-many", "text/plain");
-  auto options = options_for(url, "submit-many");
+  auto options = parity_options(url, "submit-many");
   options.producer.max_batch_bytes = 256;
   options.producer.linger = Linger::after(60s);  // in effect only size and flush seal
   auto created = blocking::Producer::create(options);

@@ -17,7 +17,7 @@ namespace prodsm::test {
 namespace {
 
 /// `n` lines of 100 bytes each.
-std::string lines(int n) {
+std::string lines_of_100_bytes(int n) {
   std::string s;
   for (int i = 0; i < n; ++i) {
     std::string line = "line " + std::to_string(i) + " ";
@@ -44,7 +44,7 @@ class CliHostileRead : public ::testing::Test {
 
 // The control: an honest server's pages are read back exactly.
 TEST_F(CliHostileRead, HonestServerIsReadExactly) {
-  const std::string u = seeded("honest", lines(100));
+  const std::string u = seeded("honest", lines_of_100_bytes(100));
   const CliRun r = prodsm("read " + u);
   ASSERT_EQ(r.status, 0) << r.err;
   EXPECT_TRUE(same_bytes(r.out, server().stored(u)));
@@ -53,7 +53,7 @@ TEST_F(CliHostileRead, HonestServerIsReadExactly) {
 
 // Garbage instead of a response: a malformed response is not retried (exit 3).
 TEST_F(CliHostileRead, GarbageIsAMalformedResponse) {
-  const CliRun r = prodsm("read " + seeded("read-garbage", lines(3)));
+  const CliRun r = prodsm("read " + seeded("read-garbage", lines_of_100_bytes(3)));
   EXPECT_EQ(r.status, 3) << r.err;
   EXPECT_NE(r.err.find("malformed"), std::string::npos) << r.err;
 }
@@ -61,7 +61,7 @@ TEST_F(CliHostileRead, GarbageIsAMalformedResponse) {
 // S7: an HTML page with 200 and no stream headers is not the stream's data; nothing of
 // it is written.
 TEST_F(CliHostileRead, AnHtmlPageWith200IsNotStreamData) {
-  const CliRun r = prodsm("read " + seeded("read-html", lines(3)));
+  const CliRun r = prodsm("read " + seeded("read-html", lines_of_100_bytes(3)));
   EXPECT_EQ(r.status, 3) << r.err;
   EXPECT_NE(r.err.find("protocol_error"), std::string::npos) << r.err;
   EXPECT_EQ(r.out, "");
@@ -69,7 +69,7 @@ TEST_F(CliHostileRead, AnHtmlPageWith200IsNotStreamData) {
 
 // R3: 1 MiB of response headers is refused by the header limit.
 TEST_F(CliHostileRead, OversizedHeadersAreRefused) {
-  const CliRun r = prodsm("read " + seeded("read-bigheaders", lines(3)));
+  const CliRun r = prodsm("read " + seeded("read-bigheaders", lines_of_100_bytes(3)));
   EXPECT_EQ(r.status, 3) << r.err;
   EXPECT_NE(r.err.find("header"), std::string::npos) << r.err;
   EXPECT_EQ(r.out, "");
@@ -77,7 +77,7 @@ TEST_F(CliHostileRead, OversizedHeadersAreRefused) {
 
 // R3, issue 22 item 6: an endless body is written as it arrives and ends at --max-bytes.
 TEST_F(CliHostileRead, AnEndlessBodyEndsAtMaxBytes) {
-  const CliRun r = prodsm("read " + seeded("read-endless", lines(3)) + " --max-bytes 2000000");
+  const CliRun r = prodsm("read " + seeded("read-endless", lines_of_100_bytes(3)) + " --max-bytes 2000000");
   EXPECT_EQ(r.status, 3) << r.err;
   EXPECT_NE(r.err.find("more than --max-bytes (2000000 bytes)"), std::string::npos) << r.err;
   EXPECT_LE(r.out.size(), 2000000U);
@@ -85,7 +85,7 @@ TEST_F(CliHostileRead, AnEndlessBodyEndsAtMaxBytes) {
 
 // A body trickled one byte at a time is slow, not wrong: read exactly.
 TEST_F(CliHostileRead, ATrickledBodyIsReadExactly) {
-  const std::string u = seeded("read-trickle", lines(2));
+  const std::string u = seeded("read-trickle", lines_of_100_bytes(2));
   const CliRun r = prodsm("read " + u);
   ASSERT_EQ(r.status, 0) << r.err;
   EXPECT_TRUE(same_bytes(r.out, server().stored(u)));
@@ -94,7 +94,7 @@ TEST_F(CliHostileRead, ATrickledBodyIsReadExactly) {
 // Issue 22 "an overall limit": a body that trickles forever ends at --timeout-ms, and
 // the flag is named.
 TEST_F(CliHostileRead, ABodyTrickledForeverEndsAtTheReadTimeout) {
-  const CliRun r = prodsm("read " + seeded("read-trickle-forever", lines(2)) + " --timeout-ms 500");
+  const CliRun r = prodsm("read " + seeded("read-trickle-forever", lines_of_100_bytes(2)) + " --timeout-ms 500");
   EXPECT_EQ(r.status, 3) << r.err;
   EXPECT_NE(r.err.find("did not finish within --timeout-ms (500 ms)"), std::string::npos) << r.err;
 }
@@ -102,7 +102,7 @@ TEST_F(CliHostileRead, ABodyTrickledForeverEndsAtTheReadTimeout) {
 // E4 for reads: a response reset halfway is read again from the same offset and the
 // half already written is not written twice.
 TEST_F(CliHostileRead, AResetMidResponseIsRetriedWithoutDoublingOutput) {
-  const std::string u = seeded("read-reset-once", lines(100));
+  const std::string u = seeded("read-reset-once", lines_of_100_bytes(100));
   const CliRun r = prodsm("read " + u);
   ASSERT_EQ(r.status, 0) << r.err;
   EXPECT_TRUE(same_bytes(r.out, server().stored(u)));
@@ -124,7 +124,7 @@ TEST_F(CliHostileRead, AResetMidJsonResponseIsRetriedElementExactly) {
 // E4, bounded (R3): a server that resets every response fails the read after a bounded
 // number of attempts; what was written is a prefix of the stream.
 TEST_F(CliHostileRead, AResetOnEveryResponseFailsAfterBoundedAttempts) {
-  const std::string u = seeded("read-reset", lines(100));
+  const std::string u = seeded("read-reset", lines_of_100_bytes(100));
   const CliRun r = prodsm("read " + u);
   EXPECT_EQ(r.status, 3) << r.err;
   EXPECT_NE(r.err.find("attempts"), std::string::npos) << r.err;
@@ -134,7 +134,7 @@ TEST_F(CliHostileRead, AResetOnEveryResponseFailsAfterBoundedAttempts) {
 // A response that stops halfway with its connection open: --request-timeout-ms notices
 // the body that stopped arriving, and the retry completes the read exactly.
 TEST_F(CliHostileRead, AStalledBodyIsRetriedAfterTheRequestTimeout) {
-  const std::string u = seeded("read-stall-once", lines(100));
+  const std::string u = seeded("read-stall-once", lines_of_100_bytes(100));
   const CliRun r = prodsm("read " + u + " --request-timeout-ms 300");
   ASSERT_EQ(r.status, 0) << r.err;
   EXPECT_TRUE(same_bytes(r.out, server().stored(u)));
@@ -143,7 +143,7 @@ TEST_F(CliHostileRead, AStalledBodyIsRetriedAfterTheRequestTimeout) {
 // A Content-Length that claims more than is sent before the close is a broken response,
 // retried; the output is exact.
 TEST_F(CliHostileRead, AContentLengthLongerThanTheBodyIsRetried) {
-  const std::string u = seeded("read-long-length-once", lines(100));
+  const std::string u = seeded("read-long-length-once", lines_of_100_bytes(100));
   const CliRun r = prodsm("read " + u);
   ASSERT_EQ(r.status, 0) << r.err;
   EXPECT_TRUE(same_bytes(r.out, server().stored(u)));
@@ -153,17 +153,17 @@ TEST_F(CliHostileRead, AContentLengthLongerThanTheBodyIsRetried) {
 // loses bytes no reader can notice from the headers: `--verify` catches it (exit 1).
 TEST_F(CliHostileRead, VerifyCatchesAContentLengthShorterThanTheData) {
   const std::string u = server().stream("read-short-length", "v");
-  const CliRun r = prodsm("produce " + u + " --create --verify --max-batch-bytes 1024 --linger-ms 0", lines(30));
+  const CliRun r = prodsm("produce " + u + " --create --verify --max-batch-bytes 1024 --linger-ms 0", lines_of_100_bytes(30));
   EXPECT_EQ(r.status, 1) << r.err;
   EXPECT_NE(r.err.find("verification failed"), std::string::npos) << r.err;
-  EXPECT_TRUE(same_bytes(lines(30), server().stored(u)));
+  EXPECT_TRUE(same_bytes(lines_of_100_bytes(30), server().stored(u)));
 }
 
 // The same server read with `read`: the byte that follows each page beyond its
 // Content-Length shows the framing is wrong, so the read fails (exit 3) naming it, never
 // exit 0 with the bytes cut short.
 TEST_F(CliHostileRead, ReadRefusesAPageWithBytesBeyondItsContentLength) {
-  const std::string u = seeded("read-short-length", lines(30));
+  const std::string u = seeded("read-short-length", lines_of_100_bytes(30));
   const CliRun r = prodsm("read " + u);
   EXPECT_EQ(r.status, 3) << r.err;
   EXPECT_NE(r.err.find("beyond its framing"), std::string::npos) << r.err;
@@ -172,21 +172,21 @@ TEST_F(CliHostileRead, ReadRefusesAPageWithBytesBeyondItsContentLength) {
 // Issue 22 item 5: Connection: close after every response; each page comes over a new
 // connection, for `read` and for `produce --verify`.
 TEST_F(CliHostileRead, ConnectionCloseAfterEveryResponse) {
-  const std::string u = seeded("read-close", lines(100));
+  const std::string u = seeded("read-close", lines_of_100_bytes(100));
   const CliRun r = prodsm("read " + u);
   ASSERT_EQ(r.status, 0) << r.err;
   EXPECT_TRUE(same_bytes(r.out, server().stored(u)));
   EXPECT_GE(server().stats(u)["get"].get<int>(), 3);
   const std::string v = server().stream("read-close", "verify");
-  const CliRun p = prodsm("produce " + v + " --create --verify --max-batch-bytes 1024 --linger-ms 0", lines(100));
+  const CliRun p = prodsm("produce " + v + " --create --verify --max-batch-bytes 1024 --linger-ms 0", lines_of_100_bytes(100));
   ASSERT_EQ(p.status, 0) << p.err;
   EXPECT_NE(p.out.find("verified"), std::string::npos) << p.out;
-  EXPECT_TRUE(same_bytes(lines(100), server().stored(v)));
+  EXPECT_TRUE(same_bytes(lines_of_100_bytes(100), server().stored(v)));
 }
 
 // Issue 22 item 5: HTTP/1.0 responses, each body ended by the connection's close.
 TEST_F(CliHostileRead, Http10ResponsesEndedByClose) {
-  const std::string u = seeded("read-http10", lines(100));
+  const std::string u = seeded("read-http10", lines_of_100_bytes(100));
   const CliRun r = prodsm("read " + u);
   ASSERT_EQ(r.status, 0) << r.err;
   EXPECT_TRUE(same_bytes(r.out, server().stored(u)));
@@ -195,7 +195,7 @@ TEST_F(CliHostileRead, Http10ResponsesEndedByClose) {
 // Issue 22 item 8, R3: empty bodies with an advancing offset forever end the read after
 // a bounded number of them (exit 3), not 1.6 million GETs.
 TEST_F(CliHostileRead, EmptyResponsesAdvancingForeverAreBounded) {
-  const std::string u = seeded("read-empty-forever", lines(3));
+  const std::string u = seeded("read-empty-forever", lines_of_100_bytes(3));
   const CliRun r = prodsm("read " + u);
   EXPECT_EQ(r.status, 3) << r.err;
   EXPECT_NE(r.err.find("carried no data"), std::string::npos) << r.err;
@@ -204,7 +204,7 @@ TEST_F(CliHostileRead, EmptyResponsesAdvancingForeverAreBounded) {
 
 // Data under an offset that does not advance would be read twice: refused (exit 3).
 TEST_F(CliHostileRead, DataWithoutAnAdvancingOffsetIsRefused) {
-  const CliRun r = prodsm("read " + seeded("read-stuck", lines(3)));
+  const CliRun r = prodsm("read " + seeded("read-stuck", lines_of_100_bytes(3)));
   EXPECT_EQ(r.status, 3) << r.err;
   EXPECT_NE(r.err.find("without advancing Stream-Next-Offset"), std::string::npos) << r.err;
   EXPECT_EQ(r.out, "");
@@ -214,7 +214,7 @@ TEST_F(CliHostileRead, DataWithoutAnAdvancingOffsetIsRefused) {
 // Stream-Up-To-Date (a proxy that drops it) the read ends at the first empty response
 // that does not advance, with exactly the stream.
 TEST_F(CliHostileRead, WithoutUpToDateTheReadEndsAtAnEmptyResponseThatDoesNotAdvance) {
-  const std::string u = seeded("read-no-up-to-date", lines(100));
+  const std::string u = seeded("read-no-up-to-date", lines_of_100_bytes(100));
   const CliRun r = prodsm("read " + u);
   ASSERT_EQ(r.status, 0) << r.err;
   EXPECT_TRUE(same_bytes(r.out, server().stored(u)));
@@ -224,7 +224,7 @@ TEST_F(CliHostileRead, WithoutUpToDateTheReadEndsAtAnEmptyResponseThatDoesNotAdv
 // server does) succeeds for `produce --verify` and `read`, exactly.
 TEST_F(CliHostileRead, OneResponseOver64MiBIsReadExactly) {
   const std::string u = server().stream("read-one-response", "huge");
-  const std::string input = lines(700'000);  // 70 MB
+  const std::string input = lines_of_100_bytes(700'000);  // 70 MB
   const std::string in_file = temp_path("huge-in");
   const std::string out_file = temp_path("huge-out");
   write_file(in_file, input);

@@ -18,7 +18,7 @@
 namespace prodsm::test {
 namespace {
 
-int run(const std::string& command) {
+int run_quietly(const std::string& command) {
   const int status = std::system((command + " >/dev/null 2>&1").c_str());
   return WIFEXITED(status) ? WEXITSTATUS(status) : -1;
 }
@@ -32,14 +32,14 @@ std::string numbers(int first, int last) {
 void runs_twice(const std::string& program, const std::string& name) {
   TestClient client;
   const std::string url = ReferenceServer::shared().stream_url(name);
-  ASSERT_EQ(run(program + " " + url + " 5000"), 0) << "first run (creates the stream)";
-  ASSERT_EQ(run(program + " " + url + " 7000"), 0) << "second run (the stream exists)";
+  ASSERT_EQ(run_quietly(program + " " + url + " 5000"), 0) << "first run (creates the stream)";
+  ASSERT_EQ(run_quietly(program + " " + url + " 7000"), 0) << "second run (the stream exists)";
   EXPECT_EQ(client.read_all(url, false), numbers(1, 5000) + numbers(1, 7000))
       << "both runs' records, each exactly once, in order";
-  EXPECT_EQ(run(program + " " + url), 2) << "missing COUNT";
-  EXPECT_EQ(run(program + " " + url + " 12x"), 2) << "COUNT not a number";
-  EXPECT_EQ(run(program + " ftp://x/y 1"), 2) << "unsupported URL";
-  EXPECT_EQ(run(program + " http://127.0.0.1:1/nothing-listens 1"), 3) << "unreachable server";
+  EXPECT_EQ(run_quietly(program + " " + url), 2) << "missing COUNT";
+  EXPECT_EQ(run_quietly(program + " " + url + " 12x"), 2) << "COUNT not a number";
+  EXPECT_EQ(run_quietly(program + " ftp://x/y 1"), 2) << "unsupported URL";
+  EXPECT_EQ(run_quietly(program + " http://127.0.0.1:1/nothing-listens 1"), 3) << "unreachable server";
 }
 
 TEST(S3, BlockingProducerExampleRunsTwiceAndKeepsBothRuns) {

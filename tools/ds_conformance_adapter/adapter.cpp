@@ -17,8 +17,6 @@
 namespace prodsm::tools::dsconf {
 namespace {
 
-constexpr std::int64_t kMaxProtocolNumber = (std::int64_t{1} << 53) - 1;
-
 /// The body of an append, a close or a create's initial data: one message. In JSON mode
 /// it is sent as `[data]`, as the TypeScript client does, so an array-valued message
 /// stays one message (the server flattens exactly one array level).

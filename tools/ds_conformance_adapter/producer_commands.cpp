@@ -14,8 +14,6 @@
 namespace prodsm::tools::dsconf {
 namespace {
 
-constexpr std::int64_t kMaxProtocolNumber = (std::int64_t{1} << 53) - 1;
-
 std::string producer_key(const std::string& path, const std::string& producer_id, std::int64_t epoch) {
   return path + "|" + producer_id + "|" + std::to_string(epoch);
 }

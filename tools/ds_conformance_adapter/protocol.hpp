@@ -78,6 +78,9 @@ class ArgumentError : public std::runtime_error {
 std::string required_string(const Json& command, std::string_view field);
 std::optional<std::string> optional_string(const Json& command, std::string_view field);
 std::optional<bool> optional_bool(const Json& command, std::string_view field);
+/// The largest integer a JSON number carries exactly (2^53 - 1): the bound of the
+/// protocol's integral fields (epochs, sequence numbers, TTLs).
+inline constexpr std::int64_t kMaxProtocolNumber = (std::int64_t{1} << 53) - 1;
 /// An integral number (an integral double such as 2.0 too) in [min, max].
 std::optional<std::int64_t> optional_integer(const Json& command, std::string_view field, std::int64_t min,
                                              std::int64_t max);

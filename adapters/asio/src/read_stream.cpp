@@ -8,13 +8,12 @@
 
 #include "prodsm/asio/stream_ops.hpp"
 #include "prodsm/detail/read_handoff.hpp"
+#include "prodsm/detail/steady_now.hpp"
 
 namespace prodsm::asio {
 namespace {
 
-Instant steady_now() {
-  return std::chrono::steady_clock::now();
-}
+using prodsm::detail::steady_now;
 
 struct ReadRun : prodsm::detail::ReadHandoff, std::enable_shared_from_this<ReadRun> {
   ReadRun(std::shared_ptr<Session> s, ds::StreamReader r, ReadHandler h, std::function<void(ReadOutcome)> d)

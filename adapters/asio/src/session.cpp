@@ -11,6 +11,7 @@
 #include <asio/write.hpp>
 
 #include "prodsm/detail/pool_exchanges.hpp"
+#include "prodsm/detail/steady_now.hpp"
 
 #include <array>
 #include <map>
@@ -24,9 +25,7 @@ namespace net = ::asio;
 using tcp = net::ip::tcp;
 
 namespace {
-Instant steady_now() {
-  return std::chrono::steady_clock::now();
-}
+using prodsm::detail::steady_now;
 }  // namespace
 
 /// One socket and its read buffer; handlers hold it, so it outlives the pool's slot.

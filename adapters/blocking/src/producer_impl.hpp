@@ -30,14 +30,13 @@
 #include "dispatcher.hpp"
 #include "prodsm/detail/adapter_producer.hpp"
 #include "prodsm/detail/producer_setup.hpp"
+#include "prodsm/detail/steady_now.hpp"
 #include "prodsm/detail/waiters.hpp"
 #include "session_impl.hpp"
 
 namespace prodsm::blocking::detail {
 
-inline Instant steady_now() {
-  return std::chrono::steady_clock::now();
-}
+using prodsm::detail::steady_now;
 
 inline Error waits_for_itself(std::string_view what) {
   return make_error(ErrorCode::would_block, Certainty::definite, false,

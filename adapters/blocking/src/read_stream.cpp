@@ -7,14 +7,13 @@
 
 #include "prodsm/blocking/stream_ops.hpp"
 #include "prodsm/detail/read_handoff.hpp"
+#include "prodsm/detail/steady_now.hpp"
 #include "session_impl.hpp"
 
 namespace prodsm::blocking {
 namespace {
 
-Instant steady_now() {
-  return std::chrono::steady_clock::now();
-}
+using prodsm::detail::steady_now;
 
 /// The reader, the caller's handler and the request's outcome; `mu` guards them all (the
 /// I/O thread's sink and the caller).

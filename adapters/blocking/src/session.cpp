@@ -19,13 +19,12 @@
 #include <cstring>
 
 #include "session_impl.hpp"
+#include "prodsm/detail/steady_now.hpp"
 
 namespace prodsm::blocking {
 namespace {
 
-Instant steady_now() {
-  return std::chrono::steady_clock::now();
-}
+using prodsm::detail::steady_now;
 
 std::string errno_text(int err) {
   return std::strerror(err);

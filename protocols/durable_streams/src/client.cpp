@@ -360,7 +360,7 @@ void ProducerClient::on_stream_close_outcome(Instant now, std::uint64_t op,
       return;
     }
     if (e.retryable && c->attempts < options_.producer.retry.max_attempts) {  // E4: idempotent request
-      c->retry_at = saturating_add(now, detail::backoff_delay(options_.producer.retry, c->attempts, e, rng_));
+      c->retry_at = saturating_add(now, prodsm::detail::backoff_delay(options_.producer.retry, c->attempts, e, rng_));
       return;
     }
   }

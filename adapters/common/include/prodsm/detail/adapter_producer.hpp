@@ -31,6 +31,7 @@
 
 #include "prodsm/adapter_stats.hpp"
 #include "prodsm/detail/event_tracker.hpp"
+#include "prodsm/detail/steady_now.hpp"
 #include "prodsm/session_options.hpp"
 #include "prodsm/time.hpp"
 
@@ -150,7 +151,7 @@ struct AdapterProducer {
   }
 
   /// The monotonic clock every adapter runs the client on.
-  static Instant steady_now() { return std::chrono::steady_clock::now(); }
+  static Instant steady_now() { return prodsm::detail::steady_now(); }
 
  private:
   Derived& self() { return static_cast<Derived&>(*this); }

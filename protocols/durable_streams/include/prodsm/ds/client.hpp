@@ -291,7 +291,7 @@ class ProducerClient {
   bool final_requested_ = false;
   std::uint64_t final_op_ = 0;
   std::optional<CloseStreamResult> final_result_;
-  detail::SplitMix64 rng_;
+  prodsm::detail::SplitMix64 rng_;
   /// The last failure of a batch attempt: a delivery timeout's message names it (the
   /// timeout alone does not say why nothing was acknowledged).
   std::optional<Error> last_failure_;

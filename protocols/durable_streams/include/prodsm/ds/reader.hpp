@@ -205,7 +205,7 @@ class StreamReader {
   std::uint32_t attempts_ = 0;     ///< failed attempts at the current offset
   std::uint32_t empty_run_ = 0;    ///< responses in a row without data
   prodsm::detail::SplitMix64 rng_;
-  detail::JsonArraySplitter splitter_;
+  ds::detail::JsonArraySplitter splitter_;
   // Units are bytes (bytes streams) or elements (JSON streams), counted from the start.
   std::uint64_t committed_units_ = 0;     ///< units before offset_
   std::uint64_t seen_ = 0;                ///< units of the current attempt's response so far
