@@ -21,10 +21,14 @@ while [ $# -gt 0 ]; do
     *) targets+=("$1"); shift ;;
   esac
 done
+case "$jobs" in
+  '' | *[!0-9]* | 0) echo "fuzz.sh: --jobs wants a whole number of targets at once, at least 1 (got '$jobs')" >&2; exit 2 ;;
+esac
 [ ${#targets[@]} -gt 0 ] || targets=(producer_events http_response http_transport config_validation record_reader s2_response)
 
 cmake --preset fuzz >/dev/null
-cmake --build --preset fuzz --target "${targets[@]/#/fuzz_}" >/dev/null
+# Progress lines hidden; a compile error (ninja prints it on stdout) still shows.
+cmake --build --preset fuzz --target "${targets[@]/#/fuzz_}" | { grep -vE '^\[[0-9]+/[0-9]+\] ' || true; }
 scratch=$(mktemp -d)
 trap 'rm -rf "$scratch"' EXIT
 status=0
@@ -65,14 +69,21 @@ for t in "${targets[@]}"; do
   printf '%-20s %12s %16s %s\n' "$t" "${rate:-?}" "${execs:-?}" "$result"
   if [ "$result" != ok ]; then
     grep -E -A30 'ERROR|==[0-9]+==|Test unit written|SUMMARY' "$log" | head -60 || tail -n 20 "$log"
-    mkdir -p fuzz/findings && cp "$scratch/artifacts-$t"/* fuzz/findings/ 2>/dev/null || true
-    echo "crash inputs copied to fuzz/findings/ (reproduce: $bin fuzz/findings/<file>)"
+    if compgen -G "$scratch/artifacts-$t/*" >/dev/null; then
+      mkdir -p fuzz/findings && cp "$scratch/artifacts-$t"/* fuzz/findings/
+      echo "crash inputs copied to fuzz/findings/ (reproduce: $bin fuzz/findings/<file>)"
+    fi
   fi
   if [ "$merge" = 1 ] && [ "$result" = ok ]; then
     dict=()
     [ -f "fuzz/$t.dict" ] && dict=(-dict="fuzz/$t.dict")
-    "$bin" -merge=1 "fuzz/corpus/$t" "$scratch/$t" "${dict[@]}" >/dev/null 2>&1
-    echo "  merged: fuzz/corpus/$t now has $(ls "fuzz/corpus/$t" | wc -l) inputs"
+    if "$bin" -merge=1 "fuzz/corpus/$t" "$scratch/$t" "${dict[@]}" >"$scratch/$t.merge.log" 2>&1; then
+      echo "  merged: fuzz/corpus/$t now has $(ls "fuzz/corpus/$t" | wc -l) inputs"
+    else
+      echo "  merging into fuzz/corpus/$t FAILED:"
+      tail -n 20 "$scratch/$t.merge.log"
+      status=1
+    fi
   fi
 done
 exit "$status"

@@ -29,6 +29,30 @@ build() {  # preset [targets...]
 }
 export -f build
 
+# The tsan stage builds only the test executables that need ThreadSanitizer. A test
+# executable it does not build leaves ctest one unlabelled placeholder test, which the
+# preset's label filter drops without a word: so every executable left unbuilt must be
+# one of these (none labelled integration), or the stage fails naming it.
+tsan_unbuilt_allowed="prodsm_core_tests prodsm_codec_tests prodsm_tools_tests prodsm_conformance_tests \
+prodsm_http_tests prodsm_s2_codec_tests prodsm_cli_conform_tests"
+check_unbuilt() {  # build dir
+  local missing=()
+  local exe
+  for exe in $(ctest --test-dir "$1" -N 2>/dev/null | grep -oE 'Test +#[0-9]+: [A-Za-z0-9_-]+_NOT_BUILT' |
+               sed -E 's/.*: //; s/_NOT_BUILT$//'); do
+    case " $tsan_unbuilt_allowed " in
+      *" $exe "*) ;;
+      *) missing+=("$exe") ;;
+    esac
+  done
+  if [ ${#missing[@]} -gt 0 ]; then
+    echo "test.sh: the tsan stage does not build ${missing[*]}: its tests would be skipped silently" >&2
+    return 1
+  fi
+}
+export tsan_unbuilt_allowed
+export -f check_unbuilt
+
 run_stage() {  # name, then the command
   local name="$1"
   shift
@@ -52,8 +76,9 @@ for stage in $stages; do
       run_stage "$stage" bash -c "build $stage && ctest --preset $stage" ;;
     tsan)
       run_stage tsan bash -c "build tsan prodsm_asio_integration_tests prodsm_blocking_integration_tests prodsm_cli_tests prodsm \
-        prodsm_s2_integration_tests \
-        prodsm_ds_conformance_tests prodsm-ds-conformance-adapter prodsm_epoll_producer && ctest --preset tsan" ;;
+        prodsm_cli_hostile_tests prodsm_s2_integration_tests \
+        prodsm_ds_conformance_tests prodsm-ds-conformance-adapter prodsm_epoll_producer && check_unbuilt build/tsan \
+        && ctest --preset tsan" ;;
     fuzz)
       run_stage fuzz scripts/fuzz.sh --seconds "$fuzz_seconds" ;;
     *) echo "test.sh: unknown stage '$stage'" >&2; status=2 ;;
