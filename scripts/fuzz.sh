@@ -32,12 +32,17 @@ cmake --build --preset fuzz --target "${targets[@]/#/fuzz_}" | { grep -vE '^\[[0
 scratch=$(mktemp -d)
 trap 'rm -rf "$scratch"' EXIT
 status=0
+# Sets `dict` to the libFuzzer flag naming fuzz/<target>.dict, or to nothing without one.
+set_dict() {  # target
+  dict=()
+  if [ -f "fuzz/$1.dict" ]; then dict=(-dict="fuzz/$1.dict"); fi
+}
 # One target's bounded run: its log, its artifacts, and a file saying ok or failed.
 fuzz_one() {  # target
   local t="$1"
   local bin="build/fuzz/fuzz/fuzz_$t"
-  local dict=()
-  [ -f "fuzz/$t.dict" ] && dict=(-dict="fuzz/$t.dict")
+  local dict
+  set_dict "$t"
   mkdir -p "$scratch/$t" "$scratch/artifacts-$t"
   # New inputs go to the scratch directory; the committed corpus is only read.
   if "$bin" "$scratch/$t" "fuzz/corpus/$t" "${dict[@]}" -max_total_time="$seconds" -timeout=20 \
@@ -75,8 +80,7 @@ for t in "${targets[@]}"; do
     fi
   fi
   if [ "$merge" = 1 ] && [ "$result" = ok ]; then
-    dict=()
-    [ -f "fuzz/$t.dict" ] && dict=(-dict="fuzz/$t.dict")
+    set_dict "$t"
     if "$bin" -merge=1 "fuzz/corpus/$t" "$scratch/$t" "${dict[@]}" >"$scratch/$t.merge.log" 2>&1; then
       echo "  merged: fuzz/corpus/$t now has $(ls "fuzz/corpus/$t" | wc -l) inputs"
     else

@@ -29,9 +29,12 @@
 #include "prodsm/asio/producer.hpp"
 #include "prodsm/detail/adapter_producer.hpp"
 #include "prodsm/detail/producer_setup.hpp"
+#include "prodsm/detail/steady_now.hpp"
 #include "prodsm/detail/waiters.hpp"
 
 namespace prodsm::asio::detail {
+
+using prodsm::detail::steady_now;
 
 inline Error local_error(ErrorCode code, std::string message) {
   return make_error(code, Certainty::definite, false, std::move(message));
@@ -54,7 +57,7 @@ struct ProducerImpl
       prodsm::detail::AdapterProducer<ProducerImpl, Client, Options, Session,
                                       prodsm::detail::Waiters<RecordCompletion, VoidCompletion, StreamCloseCompletion>>;
   using Base::client, Base::mu, Base::options, Base::session, Base::waiters, Base::capacity_waits, Base::drive,
-      Base::observe_events, Base::run_callback, Base::steady_now;
+      Base::observe_events, Base::run_callback;
   /// Told the ticket when a waiting submit is accepted, or why it was refused
   /// (async_submit_ticket); null for async_submit.
   using AcceptCompletion = std::unique_ptr<Completion<tl::expected<Ticket, Error>>>;

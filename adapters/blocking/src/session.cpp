@@ -18,8 +18,8 @@
 #include <climits>
 #include <cstring>
 
-#include "session_impl.hpp"
 #include "prodsm/detail/steady_now.hpp"
+#include "session_impl.hpp"
 
 namespace prodsm::blocking {
 namespace {

@@ -150,9 +150,6 @@ struct AdapterProducer {
     }
   }
 
-  /// The monotonic clock every adapter runs the client on.
-  static Instant steady_now() { return prodsm::detail::steady_now(); }
-
  private:
   Derived& self() { return static_cast<Derived&>(*this); }
 };
