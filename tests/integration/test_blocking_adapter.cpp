@@ -17,9 +17,9 @@
 #include <set>
 #include <thread>
 
+#include "liveness.hpp"
 #include "prodsm/blocking/producer.hpp"
 #include "prodsm/ds/http_codec.hpp"
-#include "liveness.hpp"
 #include "reference_server.hpp"
 #include "test_client.hpp"
 

@@ -9,9 +9,9 @@
 #include <string_view>
 #include <vector>
 
+#include "liveness.hpp"
 #include "prodsm/blocking/producer.hpp"
 #include "prodsm/blocking/stream_ops.hpp"
-#include "liveness.hpp"
 #include "reference_server.hpp"
 #include "test_client.hpp"
 
@@ -20,8 +20,8 @@ namespace {
 
 using namespace std::chrono_literals;
 
-blocking::ProducerOptions parity_options(const std::string& url, const std::string& producer_id, std::uint64_t epoch = 0,
-                                      bool auto_claim = false) {
+blocking::ProducerOptions parity_options(const std::string& url, const std::string& producer_id,
+                                         std::uint64_t epoch = 0, bool auto_claim = false) {
   blocking::ProducerOptions o;
   o.url = url;
   o.content_type = "text/plain";

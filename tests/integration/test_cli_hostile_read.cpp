@@ -153,7 +153,8 @@ TEST_F(CliHostileRead, AContentLengthLongerThanTheBodyIsRetried) {
 // loses bytes no reader can notice from the headers: `--verify` catches it (exit 1).
 TEST_F(CliHostileRead, VerifyCatchesAContentLengthShorterThanTheData) {
   const std::string u = server().stream("read-short-length", "v");
-  const CliRun r = prodsm("produce " + u + " --create --verify --max-batch-bytes 1024 --linger-ms 0", lines_of_100_bytes(30));
+  const CliRun r =
+      prodsm("produce " + u + " --create --verify --max-batch-bytes 1024 --linger-ms 0", lines_of_100_bytes(30));
   EXPECT_EQ(r.status, 1) << r.err;
   EXPECT_NE(r.err.find("verification failed"), std::string::npos) << r.err;
   EXPECT_TRUE(same_bytes(lines_of_100_bytes(30), server().stored(u)));
@@ -178,7 +179,8 @@ TEST_F(CliHostileRead, ConnectionCloseAfterEveryResponse) {
   EXPECT_TRUE(same_bytes(r.out, server().stored(u)));
   EXPECT_GE(server().stats(u)["get"].get<int>(), 3);
   const std::string v = server().stream("read-close", "verify");
-  const CliRun p = prodsm("produce " + v + " --create --verify --max-batch-bytes 1024 --linger-ms 0", lines_of_100_bytes(100));
+  const CliRun p =
+      prodsm("produce " + v + " --create --verify --max-batch-bytes 1024 --linger-ms 0", lines_of_100_bytes(100));
   ASSERT_EQ(p.status, 0) << p.err;
   EXPECT_NE(p.out.find("verified"), std::string::npos) << p.out;
   EXPECT_TRUE(same_bytes(lines_of_100_bytes(100), server().stored(v)));
