@@ -14,6 +14,7 @@ scripts/install-deps.sh || exit 1
 stages="${PRODSM_TEST_STAGES:-default asan-ubsan tsan fuzz}"
 fuzz_seconds="${PRODSM_FUZZ_SECONDS:-30}"
 summary=""
+failures=""
 status=0
 log_dir=$(mktemp -d)
 
@@ -68,6 +69,17 @@ run_stage() {  # name, then the command
   line=$(grep -E 'tests passed|tests failed out of' "$log_dir/$name.log" | tail -n 1)
   [ -z "$line" ] && line=$(grep -E '^(producer_events|http_response|http_transport|config_validation|record_reader|s2_response) ' "$log_dir/$name.log" | tr '\n' ';')
   summary+=$(printf '%-12s %-7s %5ss  %s' "$name" "$result" "$((SECONDS - start))" "$line")$'\n'
+  if [ "$result" = FAILED ]; then failures+=$(failure_excerpt "$name" "$log_dir/$name.log")$'\n'; fi
+}
+
+# What failed in a stage, kept short so that it survives in the last lines of a CI log:
+# ctest's list of failed tests, and from each test's output the lines that say why
+# (GoogleTest's failure lines and what follows them, a sanitizer's first report line).
+failure_excerpt() {  # name, log
+  echo "--- $1: what failed"
+  sed -n '/^The following tests FAILED:/,/^$/p' "$2" | head -n 20
+  grep -E -A6 '(: Failure$|^(==|\*\*)[0-9]+==?ERROR|runtime error:|WARNING: ThreadSanitizer|check_install: |^Errors while running CTest|error: )' "$2" |
+    grep -vE '^\[ +(RUN|OK) +\]' | head -n 40
 }
 
 for stage in $stages; do
@@ -86,6 +98,7 @@ for stage in $stages; do
 done
 
 echo
+[ -n "$failures" ] && printf '%s' "$failures"
 echo "=== summary"
 printf '%s' "$summary"
 rm -rf "$log_dir"

@@ -17,11 +17,22 @@ rm -rf "$scratch"
 mkdir -p "$scratch"
 cxx=g++-12
 
+# Runs a step with its output kept aside; a failing step prints the output's tail and
+# the command, so the test's log says why it failed.
+quiet() {
+  local log="$scratch/step.log"
+  if ! "$@" >"$log" 2>&1; then
+    echo "check_install: failed: $*" >&2
+    tail -n 40 "$log" >&2
+    exit 1
+  fi
+}
+
 # 1. find_package from the build tree's install.
-cmake --install "$build" --prefix "$scratch/prefix" --component library >/dev/null
-cmake -S "$source/tests/install/consumer" -B "$scratch/consumer" -G Ninja \
-  -DCMAKE_CXX_COMPILER=$cxx -DCMAKE_PREFIX_PATH="$scratch/prefix" >/dev/null
-cmake --build "$scratch/consumer" >/dev/null
+quiet cmake --install "$build" --prefix "$scratch/prefix" --component library
+quiet cmake -S "$source/tests/install/consumer" -B "$scratch/consumer" -G Ninja \
+  -DCMAKE_CXX_COMPILER=$cxx -DCMAKE_PREFIX_PATH="$scratch/prefix"
+quiet cmake --build "$scratch/consumer"
 "$scratch/consumer/consumer"
 
 # 2. pkg-config.
@@ -48,19 +59,19 @@ check_paths "$scratch/prefix"
 
 # 4. Library-only, shared, relocated. No build type (no optimisation, no debug info): what is
 #    checked is the configuration, the build and the installed files, and it compiles fastest.
-cmake -S "$source" -B "$scratch/libonly" -G Ninja -DCMAKE_CXX_COMPILER=$cxx -DCMAKE_BUILD_TYPE= \
+quiet cmake -S "$source" -B "$scratch/libonly" -G Ninja -DCMAKE_CXX_COMPILER=$cxx -DCMAKE_BUILD_TYPE= \
   -DBUILD_SHARED_LIBS=ON -DPRODSM_BUILD_TESTS=OFF -DPRODSM_BUILD_BENCH=OFF -DPRODSM_BUILD_TOOLS=OFF \
   -DPRODSM_BUILD_CONFORMANCE=OFF -DPRODSM_BUILD_EXAMPLES=OFF \
   -DCMAKE_DISABLE_FIND_PACKAGE_rapidcheck=ON -DCMAKE_DISABLE_FIND_PACKAGE_CLI11=ON \
   -DCMAKE_DISABLE_FIND_PACKAGE_nlohmann_json=ON -DCMAKE_DISABLE_FIND_PACKAGE_GTest=ON \
-  -DCMAKE_DISABLE_FIND_PACKAGE_benchmark=ON --no-warn-unused-cli >/dev/null
-cmake --build "$scratch/libonly" -j2 >/dev/null
-cmake --install "$scratch/libonly" --prefix "$scratch/shared-prefix" >/dev/null
-ls "$scratch"/shared-prefix/lib/libprodsm_http.so.* >/dev/null
+  -DCMAKE_DISABLE_FIND_PACKAGE_benchmark=ON --no-warn-unused-cli
+quiet cmake --build "$scratch/libonly" -j2
+quiet cmake --install "$scratch/libonly" --prefix "$scratch/shared-prefix"
+quiet ls "$scratch"/shared-prefix/lib/libprodsm_http.so.*
 mv "$scratch/shared-prefix" "$scratch/moved-prefix"
 check_paths "$scratch/moved-prefix"
-cmake -S "$source/tests/install/consumer" -B "$scratch/consumer-shared" -G Ninja \
-  -DCMAKE_CXX_COMPILER=$cxx -DCMAKE_PREFIX_PATH="$scratch/moved-prefix" >/dev/null
-cmake --build "$scratch/consumer-shared" >/dev/null
+quiet cmake -S "$source/tests/install/consumer" -B "$scratch/consumer-shared" -G Ninja \
+  -DCMAKE_CXX_COMPILER=$cxx -DCMAKE_PREFIX_PATH="$scratch/moved-prefix"
+quiet cmake --build "$scratch/consumer-shared"
 LD_LIBRARY_PATH="$scratch/moved-prefix/lib" "$scratch/consumer-shared/consumer"
 echo "check_install: ok"
