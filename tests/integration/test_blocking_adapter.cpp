@@ -1,13 +1,8 @@
 // SPDX-License-Identifier: Apache-2.0
-// The blocking adapter's own clauses (A1–A4, C4, C5, R1), its ticket waiting and its
-// transport classification (E2, E4, S7): against the reference server, and against a
-// scripted in-process fake server where the transport must misbehave on purpose.
+// The blocking adapter's own clauses (A1–A4, C4, C5, R1) and its ticket waiting, against
+// the reference server (A2 and C4 also against a scripted fake server). Its transport
+// classification (E2, E4, S7) and option checks (B3) are in test_blocking_transport.cpp.
 #include <gtest/gtest.h>
-
-#include <netinet/in.h>
-#include <poll.h>
-#include <sys/socket.h>
-#include <unistd.h>
 
 #include <atomic>
 #include <condition_variable>
@@ -17,6 +12,7 @@
 #include <set>
 #include <thread>
 
+#include "blocking_test_support.hpp"
 #include "liveness.hpp"
 #include "prodsm/blocking/producer.hpp"
 #include "prodsm/ds/http_codec.hpp"
@@ -27,115 +23,6 @@ namespace prodsm::test {
 namespace {
 
 using namespace std::chrono_literals;
-
-blocking::ProducerOptions options_for(const std::string& url, const std::string& producer_id = "blocking-test") {
-  blocking::ProducerOptions o;
-  o.url = url;
-  if (!producer_id.empty()) {
-    o.producer.protocol.idempotent = DurableStreamsPolicy::IdempotentOptions{producer_id, 0, false};
-  }
-  return o;
-}
-
-/// Polls `done` until it holds (a liveness bound of 60 s, not a timing assertion).
-template <class F>
-bool eventually(F done) {
-  const auto give_up = std::chrono::steady_clock::now() + 60s;
-  while (!done()) {
-    if (std::chrono::steady_clock::now() > give_up) return false;
-    std::this_thread::sleep_for(1ms);
-  }
-  return true;
-}
-
-/// A scripted HTTP/1.1 server on 127.0.0.1 for transport misbehaviour: one connection at
-/// a time; for the n-th request (from 0) `script(n)` says what to do.
-class FakeServer {
- public:
-  enum class Action { respond, drop, hang };
-  struct Reply {
-    Action action = Action::respond;
-    std::string bytes;
-  };
-  static Reply ok_plain() {
-    return {Action::respond, "HTTP/1.1 204 No Content\r\nStream-Next-Offset: 0000_0001\r\n\r\n"};
-  }
-
-  explicit FakeServer(std::function<Reply(int)> script) : script_{std::move(script)} {
-    listen_fd_ = ::socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
-    sockaddr_in addr{};
-    addr.sin_family = AF_INET;
-    addr.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-    socklen_t len = sizeof addr;
-    EXPECT_EQ(::bind(listen_fd_, reinterpret_cast<sockaddr*>(&addr), sizeof addr), 0);
-    EXPECT_EQ(::listen(listen_fd_, 8), 0);
-    ::getsockname(listen_fd_, reinterpret_cast<sockaddr*>(&addr), &len);
-    port_ = ntohs(addr.sin_port);
-    thread_ = std::thread([this] { run(); });
-  }
-  ~FakeServer() {
-    stop_ = true;
-    thread_.join();
-    ::close(listen_fd_);
-  }
-  [[nodiscard]] std::string url() const { return "http://127.0.0.1:" + std::to_string(port_) + "/s"; }
-  std::atomic<int> connections{0};  ///< accepted
-  std::atomic<int> eofs{0};         ///< connections the client closed
-  std::atomic<int> requests{0};
-
- private:
-  bool wait_readable(int fd) {
-    while (!stop_) {
-      pollfd p{fd, POLLIN, 0};
-      if (::poll(&p, 1, 20) > 0) return true;
-    }
-    return false;
-  }
-  void run() {
-    while (wait_readable(listen_fd_)) {
-      const int fd = ::accept(listen_fd_, nullptr, nullptr);
-      if (fd < 0) continue;
-      ++connections;
-      serve(fd);
-      ::close(fd);
-    }
-  }
-  void serve(int fd) {
-    std::string buffer;
-    bool hang = false;
-    char chunk[4096];
-    while (wait_readable(fd)) {
-      const ssize_t n = ::recv(fd, chunk, sizeof chunk, 0);
-      if (n <= 0) {
-        ++eofs;
-        return;
-      }
-      buffer.append(chunk, static_cast<std::size_t>(n));
-      while (!hang) {
-        const auto head_end = buffer.find("\r\n\r\n");
-        if (head_end == std::string::npos) break;
-        std::size_t body = 0;
-        if (auto at = buffer.find("Content-Length: "); at != std::string::npos && at < head_end) {
-          body = std::stoul(buffer.substr(at + 16));
-        }
-        if (buffer.size() < head_end + 4 + body) break;
-        buffer.erase(0, head_end + 4 + body);
-        const Reply reply = script_(requests++);
-        if (reply.action == Action::drop) return;
-        if (reply.action == Action::hang) {
-          hang = true;
-          break;
-        }
-        (void)!::send(fd, reply.bytes.data(), reply.bytes.size(), MSG_NOSIGNAL);
-      }
-    }
-  }
-  std::function<Reply(int)> script_;
-  int listen_fd_ = -1;
-  std::uint16_t port_ = 0;
-  std::atomic<bool> stop_{false};
-  std::thread thread_;
-};
 
 /// A small thread pool used as an injected executor: tasks may run on any of its threads.
 class ThreadPool {
@@ -534,111 +421,6 @@ TEST(C5, BlockingDestructionWithoutCloseAbortsUnresolvedRecords) {
   EXPECT_EQ(seen->error().code, ErrorCode::aborted);
   EXPECT_EQ(seen->error().certainty, Certainty::definite);
   EXPECT_EQ(ticket->wait().error().code, ErrorCode::aborted) << "the ticket outlives the producer";
-}
-
-// E2/E4: no server → unavailable, definite, retryable; retried max_attempts times.
-TEST(E2, BlockingRefusedConnectionIsUnavailableDefiniteAndRetried) {
-  auto options = options_for("http://127.0.0.1:1/nowhere");
-  options.producer.retry.max_attempts = 3;
-  options.producer.retry.backoff_initial_ns = 10ms;
-  options.producer.retry.backoff_max_ns = 20ms;
-  auto producer = blocking::Producer::create(options).value();
-  auto ticket = producer.submit("x\n").value();
-  auto r = ticket.wait();
-  ASSERT_FALSE(r.has_value());
-  EXPECT_EQ(r.error().code, ErrorCode::unavailable);
-  EXPECT_EQ(r.error().certainty, Certainty::definite);
-  EXPECT_TRUE(r.error().retryable);
-  EXPECT_EQ(producer.stats().core.sends, 3U);
-}
-
-// E2/E4: the server takes the request and drops the connection → connection_lost,
-// indefinite; without idempotence that is terminal (E4), and nothing is resent.
-TEST(E2, BlockingDroppedConnectionAfterTheWriteIsConnectionLostIndefinite) {
-  FakeServer fake([](int) { return FakeServer::Reply{FakeServer::Action::drop, {}}; });
-  auto producer = blocking::Producer::create(options_for(fake.url(), "")).value();
-  auto r = producer.submit("x\n").value().wait();
-  ASSERT_FALSE(r.has_value());
-  EXPECT_EQ(r.error().code, ErrorCode::connection_lost);
-  EXPECT_EQ(r.error().certainty, Certainty::indefinite);
-  EXPECT_EQ(fake.requests.load(), 1) << "E4: an indefinite failure of a plain append is not resent";
-}
-
-// E2: no response within request_timeout_ns → connection_lost, indefinite; the
-// idempotent producer resends the same bytes on a new connection (E4).
-TEST(E2, BlockingRequestTimeoutIsConnectionLostAndTheIdempotentProducerResends) {
-  FakeServer fake([](int n) {
-    if (n == 0) return FakeServer::Reply{FakeServer::Action::hang, {}};
-    return FakeServer::Reply{FakeServer::Action::respond,
-                             // No echo headers: the producer's epoch is fresh per run (an echo
-                             // of another epoch would be refused, issue 22).
-                             "HTTP/1.1 200 OK\r\nStream-Next-Offset: 0000_0001\r\nContent-Length: 0\r\n\r\n"};
-  });
-  auto options = options_for(fake.url(), "timeout-test");
-  options.session.request_timeout_ns = 100ms;
-  options.producer.retry.backoff_initial_ns = 1ms;
-  auto producer = blocking::Producer::create(options).value();
-  auto r = producer.submit("x\n").value().wait();
-  ASSERT_TRUE(r.has_value()) << r.error().describe();
-  EXPECT_EQ(producer.stats().core.retries, 1U);
-  EXPECT_EQ(producer.stats().session.connections_opened, 2U);
-  EXPECT_EQ(fake.requests.load(), 2);
-}
-
-// S7 at the transport: a malformed response is a protocol_error (terminal).
-TEST(S7, BlockingMalformedResponseIsAProtocolError) {
-  FakeServer fake([](int) { return FakeServer::Reply{FakeServer::Action::respond, "HTTP/1.1 abc\r\n\r\n"}; });
-  auto producer = blocking::Producer::create(options_for(fake.url(), "")).value();
-  auto r = producer.submit("x\n").value().wait();
-  ASSERT_FALSE(r.has_value());
-  EXPECT_EQ(r.error().code, ErrorCode::protocol_error);
-}
-
-// A connection idle for longer than idle_reuse_limit_ns is replaced before reuse; a
-// fresher one is reused.
-TEST(Connection, BlockingIdleConnectionIsReplacedBeforeReuse) {
-  FakeServer fake([](int) { return FakeServer::ok_plain(); });
-  auto reuse = blocking::Producer::create(options_for(fake.url(), "")).value();
-  for (int i = 0; i < 3; ++i) {
-    ASSERT_TRUE(reuse.submit("x\n").has_value());
-    ASSERT_TRUE(reuse.flush(kWait).has_value());
-  }
-  EXPECT_EQ(reuse.stats().session.connections_opened, 1U) << "one keep-alive connection";
-  ASSERT_TRUE(reuse.close(kWait).has_value());  // the fake server serves one connection at a time
-  auto options = options_for(fake.url(), "");
-  options.session.idle_reuse_limit_ns = 0ns;
-  auto replace = blocking::Producer::create(options).value();
-  for (int i = 0; i < 3; ++i) {
-    ASSERT_TRUE(replace.submit("x\n").has_value());
-    ASSERT_TRUE(replace.flush(kWait).has_value());
-    std::this_thread::sleep_for(1ms);  // idle for longer than the limit (0)
-  }
-  EXPECT_EQ(replace.stats().session.connections_opened, 3U);
-}
-
-// B3: options are validated and the error names the option.
-TEST(B3, BlockingOptionsAreValidatedWithTheirNames) {
-  auto expect_named = [](blocking::ProducerOptions o, std::string_view name) {
-    auto r = blocking::Producer::create(std::move(o));
-    ASSERT_FALSE(r.has_value()) << name;
-    EXPECT_NE(r.error().find(name), std::string::npos) << r.error();
-  };
-  expect_named(options_for("ftp://x/y"), "url:");
-  auto o = options_for("http://127.0.0.1:9/s");
-  o.content_type = "application/json";
-  expect_named(o, "content_type");
-  o = options_for("http://127.0.0.1:9/s");
-  o.producer.max_in_flight = 0;
-  expect_named(o, "max_in_flight");
-  o = options_for("http://127.0.0.1:9/s");
-  o.session.request_timeout_ns = 0ns;
-  expect_named(o, "request_timeout_ns");
-  o = options_for("http://127.0.0.1:9/s");
-  o.max_pending_records = 0;
-  expect_named(o, "max_pending_records");
-  o = options_for("http://127.0.0.1:9/s");
-  o.extra_headers.push_back({"X-Evil", "a\r\nInjected: 1"});
-  expect_named(o, "extra_headers");
 }
 
 }  // namespace
