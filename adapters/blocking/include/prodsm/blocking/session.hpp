@@ -77,7 +77,7 @@ class Session : public std::enable_shared_from_this<Session> {
   /// Counters (a snapshot the I/O thread takes after every turn).
   [[nodiscard]] SessionStats stats() const;
 
-  /// The private implementation (defined in session.cpp); not for users.
+  /// The private implementation (src/session_impl.hpp); not for users.
   struct Impl;
   /// The implementation, for the producers attached to this session (not for users).
   [[nodiscard]] const std::shared_ptr<Impl>& impl() const noexcept { return impl_; }
