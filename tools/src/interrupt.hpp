@@ -17,6 +17,15 @@ bool interrupted() noexcept;
 /// string literal). Call before route_interrupts_here(true).
 void set_interrupt_message(const char* message) noexcept;
 
+/// Makes the first signal also end the reading of stdin, without a race: the handler
+/// puts /dev/null over file descriptor 0 (dup2(2)), so a read that starts after the
+/// signal, even one just past the caller's interrupted() check, sees end of file at once
+/// instead of waiting for input that may never come (a FIFO whose writer stays open).
+/// A read already blocked returns EINTR as before. Call before route_interrupts_here(true)
+/// in commands that read records from stdin (a FIFO or terminal given with -i is read
+/// through stdin too). False when /dev/null cannot be opened (the race then remains).
+bool stop_stdin_on_interrupt() noexcept;
+
 /// Installs the handler (SA_RESETHAND: a second signal kills; no SA_RESTART: a blocked
 /// read returns EINTR). Call with `block` true before any other thread starts (threads
 /// inherit the blocked mask), then with false once they run, so only this thread takes
