@@ -55,7 +55,10 @@ TEST(E2, BlockingRequestTimeoutIsConnectionLostAndTheIdempotentProducerResends) 
                              "HTTP/1.1 200 OK\r\nStream-Next-Offset: 0000_0001\r\nContent-Length: 0\r\n\r\n"};
   });
   auto options = options_for(fake.url(), "timeout-test");
-  options.session.request_timeout_ns = 100ms;
+  // Long enough for the fake server (one thread) to see the first connection close,
+  // accept the next and answer the resend on a loaded machine: a second timeout would
+  // add a retry and a connection.
+  options.session.request_timeout_ns = 500ms;
   options.producer.retry.backoff_initial_ns = 1ms;
   auto producer = blocking::Producer::create(options).value();
   auto r = producer.submit("x\n").value().wait();
