@@ -74,12 +74,13 @@ run_stage() {  # name, then the command
 
 # What failed in a stage, kept short so that it survives in the last lines of a CI log:
 # ctest's list of failed tests, and from each test's output the lines that say why
-# (GoogleTest's failure lines and what follows them, a sanitizer's first report line).
+# (GoogleTest's failure lines and what follows them, a sanitizer's first report line),
+# each line cut at 300 characters (a failed string comparison prints whole streams).
 failure_excerpt() {  # name, log
   echo "--- $1: what failed"
-  sed -n '/^The following tests FAILED:/,/^$/p' "$2" | head -n 20
+  sed -n '/^The following tests FAILED:/,/^$/p' "$2" | head -n 20 | cut -c1-300
   grep -E -A6 '(: Failure$|^(==|\*\*)[0-9]+==?ERROR|runtime error:|WARNING: ThreadSanitizer|check_install: |^Errors while running CTest|error: )' "$2" |
-    grep -vE '^\[ +(RUN|OK) +\]' | head -n 40
+    grep -vE '^\[ +(RUN|OK) +\]' | head -n 40 | cut -c1-300
 }
 
 for stage in $stages; do
