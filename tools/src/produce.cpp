@@ -184,7 +184,8 @@ int run_produce(const ProduceOptions& o) {
       "prodsm produce: interrupted: input stopped; waiting until every record already accepted is acknowledged "
       "(at most --delivery-timeout-ms); interrupt again to abort at once (unacknowledged records may then be "
       "missing from the stream)\n");
-  (void)stop_stdin_on_interrupt();  // without /dev/null only the narrow race remains
+  // Ends a read of stdin that the signal would miss (without /dev/null the race remains).
+  (void)stop_stdin_on_interrupt();
   route_interrupts_here(true);  // the I/O thread inherits the blocked mask
   std::thread io_thread([&io] { io.run(); });
   route_interrupts_here(false);

@@ -73,7 +73,8 @@ int run_produce_s2(const S2ProduceArgs& a) {
   set_interrupt_message(
       "prodsm produce: interrupted: input stopped; waiting until every record already accepted is acknowledged "
       "(at most --delivery-timeout-ms); interrupt again to abort at once\n");
-  (void)stop_stdin_on_interrupt();  // without /dev/null only the narrow race remains
+  // Ends a read of stdin that the signal would miss (without /dev/null the race remains).
+  (void)stop_stdin_on_interrupt();
   route_interrupts_here(true);  // the I/O thread inherits the blocked mask
   std::thread io_thread([&io] { io.run(); });
   route_interrupts_here(false);
