@@ -16,6 +16,7 @@
 #include <string>
 #include <thread>
 
+#include "liveness.hpp"
 #include "prodsm/blocking/producer.hpp"
 
 namespace prodsm::test {
@@ -29,10 +30,11 @@ inline blocking::ProducerOptions options_for(const std::string& url, const std::
   return o;
 }
 
-/// Polls `done` until it holds (a liveness bound of 60 s, not a timing assertion).
+/// Polls `done` until it holds, for at most kWait (a liveness bound, not a timing
+/// assertion).
 template <class F>
 bool eventually(F done) {
-  const auto give_up = std::chrono::steady_clock::now() + std::chrono::seconds{60};
+  const auto give_up = std::chrono::steady_clock::now() + kWait;
   while (!done()) {
     if (std::chrono::steady_clock::now() > give_up) return false;
     std::this_thread::sleep_for(std::chrono::milliseconds{1});

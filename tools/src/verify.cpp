@@ -2,8 +2,11 @@
 #include "verify.hpp"
 
 #include <algorithm>
+#include <fstream>
 
 #include "json_values.hpp"
+#include "record_reader.hpp"
+#include "stream_read.hpp"
 
 namespace prodsm::tools {
 
@@ -80,6 +83,51 @@ std::optional<std::string> StreamVerifier::finish() {
     return "the stream ends after " + std::to_string(matched_) + " records; " + std::to_string(missing) +
            " more were produced";
   }
+  return std::nullopt;
+}
+
+std::optional<std::string> verify_stream(const ds::StreamUrl& url, ::asio::io_context& io,
+                                         const asio::SessionOptions& session_options,
+                                         const ds::RequestOptions& request_options, bool json_mode,
+                                         const std::string& input_path, std::uint64_t max_record_bytes,
+                                         std::uint64_t records, const std::vector<std::string>& produced) {
+  std::ifstream again;
+  std::optional<RecordReader> reread;
+  if (!input_path.empty()) {
+    again.open(input_path, std::ios::binary);
+    if (!again) return "cannot open the input '" + input_path + "' again to compare it";
+    reread.emplace(again, json_mode ? RecordReader::Mode::json : RecordReader::Mode::bytes,
+                   json_mode ? max_record_bytes - 1 : max_record_bytes);
+  }
+  std::uint64_t given = 0;
+  std::optional<std::string> input_problem;
+  StreamVerifier verifier(json_mode, [&]() -> std::optional<std::string> {
+    if (given >= records) return std::nullopt;
+    if (!reread) return produced.at(given++);
+    auto next = reread->next();
+    if (!next || !*next) {
+      if (!input_problem) input_problem = "the input '" + input_path + "' changed while it was produced";
+      return std::nullopt;
+    }
+    ++given;
+    return std::string(**next);
+  });
+  auto session = asio::Session::create(io.get_executor(), url, session_options);  // the run's TLS and headers
+  if (!session) return "reading the stream back failed: " + session.error();
+  ds::ReadOptions read;
+  read.json = json_mode;
+  read.request = request_options;
+  read.timeout_ns = std::chrono::hours{1};
+  CliReadResult r = run_cli_read(
+      *session, url, std::move(read), [&verifier](const ds::ReadChunk& c) { return verifier.add(c); }, false);
+  (*session)->close();
+  const bool differed = verifier.differs();  // before finish(), which also reports a short stream
+  auto problem = verifier.finish();
+  if (input_problem) return input_problem;
+  if (differed) return problem;
+  // A read that failed says why it failed, not that the stream seemed short.
+  if (!r.outcome) return "reading the stream back failed: " + r.outcome.error().describe();
+  if (problem) return problem;
   return std::nullopt;
 }
 

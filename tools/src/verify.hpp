@@ -5,12 +5,16 @@
 // byte for byte against the records' concatenation; JSON streams value by value (equal
 // as JSON values: the server may re-serialize them).
 
+#include <asio/io_context.hpp>
+
 #include <cstdint>
 #include <functional>
 #include <optional>
 #include <string>
 #include <string_view>
+#include <vector>
 
+#include "prodsm/asio/session.hpp"
 #include "prodsm/ds/reader.hpp"
 
 namespace prodsm::tools {
@@ -48,5 +52,17 @@ class StreamVerifier {
   std::uint64_t matched_ = 0;  ///< records matched completely
   std::uint64_t stream_bytes_ = 0;
 };
+
+/// `prodsm produce --verify`: reads the stream back (streamed, over a session with `session_options`: the run's TLS
+/// and header provider) and compares it with the input's records: the input
+/// file read again when there is one (`input_path`), else `produced`. Only the first
+/// `records` input records are compared (a file that grew since is not an error).
+/// Returns why the stream is not exactly those records (or why it could not be read), or
+/// nullopt when it is.
+std::optional<std::string> verify_stream(const ds::StreamUrl& url, ::asio::io_context& io,
+                                         const asio::SessionOptions& session_options,
+                                         const ds::RequestOptions& request_options, bool json_mode,
+                                         const std::string& input_path, std::uint64_t max_record_bytes,
+                                         std::uint64_t records, const std::vector<std::string>& produced);
 
 }  // namespace prodsm::tools
