@@ -139,10 +139,13 @@ class Producer {
   /// Validates `config` and builds a Producer, or returns the ConfigError.
   [[nodiscard]] static tl::expected<Producer, ConfigError> create(Config config);
 
+  /// Moves the whole state; the moved-from Producer may only be destroyed or assigned.
   Producer(Producer&&) noexcept;
+  /// Replaces this state with `other`'s (no action of the replaced one is emitted).
   Producer& operator=(Producer&&) noexcept;
   Producer(const Producer&) = delete;
   Producer& operator=(const Producer&) = delete;
+  /// Frees the state; emits nothing (the caller closes or aborts first, C5).
   ~Producer();
 
   /// Accepts one record (bytes copied; the caller keeps nothing alive) and returns its

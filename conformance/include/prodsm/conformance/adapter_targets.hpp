@@ -21,8 +21,9 @@
 
 namespace prodsm::conformance {
 
-/// The adapter behind a target name: "prodsm-asio" or "prodsm-blocking"; nullopt otherwise.
+/// One of prodsm's adapters run as a wire target.
 enum class AdapterTarget : std::uint8_t { asio, blocking };
+/// The adapter behind a target name: "prodsm-asio" or "prodsm-blocking"; nullopt otherwise.
 std::optional<AdapterTarget> adapter_target(std::string_view name);
 
 /// A factory of drivers running prodsm's `target` adapter as a wire target (Durable

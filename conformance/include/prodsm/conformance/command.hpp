@@ -54,7 +54,7 @@ struct Command {
     overlapping,
   };
 
-  Kind kind = Kind::submit;
+  Kind kind = Kind::submit;                      ///< which command
   std::string record;                            ///< submit
   Duration advance_ns{};                         ///< advance
   Which which = Which::oldest;                   ///< ack / duplicate / fail / invalid_ack

@@ -32,19 +32,19 @@ enum class Sequencing : std::uint8_t {
 
 /// The configuration facts the checkers need (units: bytes, ns).
 struct TraceConfig {
-  Protocol protocol = Protocol::durable_streams;
-  bool json = false;                  ///< Durable Streams JSON body framing
-  std::optional<Duration> linger_ns;  ///< nullopt = linger disabled
-  std::uint32_t max_batch_records = 0;
-  std::uint64_t max_batch_bytes = 0;
-  std::uint64_t max_unacked_bytes = 0;
-  std::uint32_t max_unacked_batches = 0;
-  std::uint32_t max_in_flight = 0;
-  std::uint32_t max_pending_barriers = 0;
-  Duration delivery_timeout_ns{};
-  std::uint32_t max_attempts = 0;  ///< retry.max_attempts: sends per batch, the first included
-  bool retry_indefinite = true;    ///< RetryMode::all
-  Sequencing sequencing = Sequencing::none;
+  Protocol protocol = Protocol::durable_streams;       ///< whose wire and clauses the trace follows
+  bool json = false;                                   ///< Durable Streams JSON body framing
+  std::optional<Duration> linger_ns;                   ///< nullopt = linger disabled
+  std::uint32_t max_batch_records = 0;                 ///< B4: records per batch
+  std::uint64_t max_batch_bytes = 0;                   ///< B4: metered bytes per batch
+  std::uint64_t max_unacked_bytes = 0;                 ///< R1: accepted, unacknowledged bytes
+  std::uint32_t max_unacked_batches = 0;               ///< R3: batches accepted and not completed
+  std::uint32_t max_in_flight = 0;                     ///< R1: batches with an attempt outstanding
+  std::uint32_t max_pending_barriers = 0;              ///< R3: flush barriers pending at once
+  Duration delivery_timeout_ns{};                      ///< E6: from a batch's first submit
+  std::uint32_t max_attempts = 0;                      ///< retry.max_attempts: sends per batch, the first included
+  bool retry_indefinite = true;                        ///< RetryMode::all
+  Sequencing sequencing = Sequencing::none;            ///< how batches are sequenced (S1, S2)
   bool auto_claim = false;                             ///< Durable Streams auto-claim (S5)
   std::uint64_t initial_epoch = 0;                     ///< ds_idempotent: the configured Producer-Epoch
   std::uint64_t initial_seq = 0;                       ///< ds_idempotent: the configured first Producer-Seq
@@ -180,9 +180,9 @@ struct SyncResult {
   /// accepted flush's barrier, a refusal (submit, flush), or close's final result once Closed was emitted (C1).
   /// stream_close: close_stream accepted (`value` = its op) or, with `error`, refused.
   enum class Kind : std::uint8_t { none, ticket, barrier, rejected, closed_result, stream_close };
-  Kind kind = Kind::none;   ///< which result
-  std::uint64_t value = 0;  ///< ticket or barrier id
-  RejectReason reason = RejectReason::closed;
+  Kind kind = Kind::none;                      ///< which result
+  std::uint64_t value = 0;                     ///< ticket or barrier id
+  RejectReason reason = RejectReason::closed;  ///< rejected: why
   std::optional<Error> error;  ///< rejected(failed): the terminal error; closed_result; stream_close refused
   bool ok = false;             ///< closed_result; stream_close: accepted
 };

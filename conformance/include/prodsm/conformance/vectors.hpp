@@ -59,7 +59,7 @@ struct VectorResult {
   /// The target cannot express something the vector needs (a protocol, a config key, an
   /// operation); `not_applicable_reason` says what. Neither passed nor failed.
   bool not_applicable = false;
-  std::string not_applicable_reason;
+  std::string not_applicable_reason;  ///< with not_applicable: what the target cannot express
   std::vector<std::string> failures;  ///< expectation mismatches, one sentence each
   /// The clause each failure is charged to: the step's "clause", else the vector's first.
   std::vector<std::string> failed_clauses;

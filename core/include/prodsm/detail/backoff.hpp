@@ -17,7 +17,9 @@ namespace prodsm::detail {
 /// SplitMix64: a tiny, well-known deterministic generator for backoff jitter (D2).
 class SplitMix64 {
  public:
+  /// Seeds the generator (the same seed gives the same sequence, D2).
   explicit SplitMix64(std::uint64_t seed) noexcept : state_{seed} {}
+  /// The next 64 uniformly distributed bits.
   std::uint64_t next() noexcept {
     std::uint64_t z = (state_ += 0x9e3779b97f4a7c15ULL);
     z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ULL;

@@ -68,33 +68,33 @@ enum class ParkReason : std::uint8_t { none, sequence_gap, stale_epoch };
 /// A batch's owned buffers, recycled through a small pool (no allocation per record in
 /// steady state).
 struct BatchBuffers {
-  BatchBody body;
-  std::vector<std::uint32_t> record_ends;
+  BatchBody body;                          ///< the encoded records, appended as they are submitted
+  std::vector<std::uint32_t> record_ends;  ///< each record's end offset in body (bytes)
 };
 
 /// One batch. Records are tickets [first_ticket, first_ticket + count).
 template <class Policy>
 struct Batch {
-  std::uint64_t id = 0;
-  std::uint64_t first_ticket = 0;
-  std::uint32_t count = 0;
-  std::uint64_t body_bytes = 0;     ///< metered size of the body, overhead included
-  std::uint64_t metered_bytes = 0;  ///< sum of the records' metered bytes (R1 accounting)
-  BatchBuffers buffers;             ///< next to the counters: a submit touches both
-  Instant first_submit{};           ///< submit instant of the first record (B1, E6)
-  BatchState state = BatchState::empty;
-  std::uint32_t attempt = 0;             ///< last attempt issued; 0 = never sent
-  std::uint32_t superseded_attempt = 0;  ///< an outstanding attempt an epoch claim replaced
-  std::uint32_t retries = 0;             ///< failure-driven resends and claims (bounded)
-  bool ambiguous = false;                ///< some attempt may have been appended (E2)
-  bool sent_with_predecessors = false;   ///< last attempt left with earlier batches unacked (S4)
-  ParkReason parked = ParkReason::none;
-  std::uint64_t parked_server_epoch = 0;
-  std::uint64_t sent_serial = 0;    ///< the producer's send counter at this batch's last send
-  std::uint64_t parked_serial = 0;  ///< the send counter when it was parked (S4)
-  Instant retry_at{};
-  typename Policy::Stamp stamp{};
-  std::optional<typename Policy::Ack> ack;
+  std::uint64_t id = 0;                     ///< the batch's id (BatchId), unique per producer
+  std::uint64_t first_ticket = 0;           ///< the ticket of its first record (P1)
+  std::uint32_t count = 0;                  ///< records in it (B4: at most max_batch_records)
+  std::uint64_t body_bytes = 0;             ///< metered size of the body, overhead included
+  std::uint64_t metered_bytes = 0;          ///< sum of the records' metered bytes (R1 accounting)
+  BatchBuffers buffers;                     ///< next to the counters: a submit touches both
+  Instant first_submit{};                   ///< submit instant of the first record (B1, E6)
+  BatchState state = BatchState::empty;     ///< where it is in its lifecycle (batch_edge_allowed)
+  std::uint32_t attempt = 0;                ///< last attempt issued; 0 = never sent
+  std::uint32_t superseded_attempt = 0;     ///< an outstanding attempt an epoch claim replaced
+  std::uint32_t retries = 0;                ///< failure-driven resends and claims (bounded)
+  bool ambiguous = false;                   ///< some attempt may have been appended (E2)
+  bool sent_with_predecessors = false;      ///< last attempt left with earlier batches unacked (S4)
+  ParkReason parked = ParkReason::none;     ///< why it waits to be resent (S4 gap, S5 stale epoch)
+  std::uint64_t parked_server_epoch = 0;    ///< with stale_epoch: the epoch the server reported (S5)
+  std::uint64_t sent_serial = 0;            ///< the producer's send counter at this batch's last send
+  std::uint64_t parked_serial = 0;          ///< the send counter when it was parked (S4)
+  Instant retry_at{};                       ///< when its backoff ends (E4)
+  typename Policy::Stamp stamp{};           ///< sequencing stamps fixed at seal (S2)
+  std::optional<typename Policy::Ack> ack;  ///< set once acknowledged (P3: completed in order)
 };
 
 }  // namespace prodsm::detail

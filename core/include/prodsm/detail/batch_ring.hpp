@@ -27,13 +27,16 @@ class BatchRing {
   [[nodiscard]] std::uint32_t capacity() const noexcept { return static_cast<std::uint32_t>(slots_.size()); }
   /// Slots in use.
   [[nodiscard]] std::uint32_t size() const noexcept { return size_; }
+  /// No slot in use.
   [[nodiscard]] bool empty() const noexcept { return size_ == 0; }
+  /// Every slot in use (R3: max_unacked_batches reached).
   [[nodiscard]] bool full() const noexcept { return size_ == slots_.size(); }
   /// Physical index of index 0 (for the invariant checks).
   [[nodiscard]] std::uint32_t head() const noexcept { return head_; }
 
   /// The slot `index` places after the oldest; precondition index < capacity().
   Slot& slot(std::uint32_t index) noexcept { return slots_[physical(index)]; }
+  /// slot(index), read-only.
   const Slot& slot(std::uint32_t index) const noexcept { return slots_[physical(index)]; }
 
   /// Takes the next free slot as the newest; precondition !full(). Returns it as it was

@@ -57,6 +57,7 @@ class TlsContext {
   /// cause: "tls.ca_file: cannot load '/x.pem': No such file or directory",
   /// "tls.key_file: the key does not match the certificate", ...
   static tl::expected<std::shared_ptr<const TlsContext>, std::string> create(const TlsOptions& options);
+  /// Frees the OpenSSL context (engines made from it keep it alive: shared_ptr).
   ~TlsContext();
   TlsContext(const TlsContext&) = delete;
   TlsContext& operator=(const TlsContext&) = delete;
@@ -86,6 +87,7 @@ class TlsEngine {
   /// A session to `server_name` (SNI, and the name the certificate must carry unless
   /// insecure). The first flight (ClientHello) is ready in take_ciphertext() at once.
   TlsEngine(std::shared_ptr<const TlsContext> context, std::string_view server_name);
+  /// Frees the OpenSSL session and its memory BIOs.
   ~TlsEngine();
   TlsEngine(const TlsEngine&) = delete;
   TlsEngine& operator=(const TlsEngine&) = delete;

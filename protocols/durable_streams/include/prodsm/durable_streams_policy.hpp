@@ -78,8 +78,11 @@ struct DurableStreamsOptions {
 /// Durable Streams policy for Producer<DurableStreamsPolicy>.
 class DurableStreamsPolicy {
  public:
+  /// How a batch's records become one body (bytes or a JSON array).
   using BodyFormat = DurableStreamsBodyFormat;
+  /// The idempotent producer's id, epoch and auto-claim (S2, S5).
   using IdempotentOptions = DurableStreamsIdempotentOptions;
+  /// The policy's options (the core's Config::protocol).
   using Options = DurableStreamsOptions;
 
   /// Sequencing stamps of one batch, fixed at seal; renumbered only by an epoch claim (S5).
@@ -92,7 +95,8 @@ class DurableStreamsPolicy {
 
   /// A successful append acknowledgement (P4, S3).
   struct Ack {
-    /// Stream-Next-Offset after the batch: opaque, compared only for equality.
+    /// Stream-Next-Offset after the batch: opaque text; an idempotent producer's offsets
+    /// are compared lexicographically to check their order (check_order, E5).
     /// Empty only on a duplicate (204 on a producer append carries no offset).
     std::string next_offset;
     /// True when the server reported the batch as an already-applied duplicate (S3).

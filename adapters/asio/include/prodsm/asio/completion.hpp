@@ -42,17 +42,23 @@ struct Completion {
   virtual void settle() noexcept {}
 };
 
+/// A completion token's handler as a Completion: run on the handler's associated
+/// executor (dispatched by complete, posted by complete_later), which is kept busy by a
+/// work guard until then.
 template <class Result, class Handler>
 class TokenCompletion final : public Completion<Result> {
  public:
+  /// Takes the handler and keeps its executor from running out of work.
   explicit TokenCompletion(Handler handler)
       : handler_{std::move(handler)}, work_{::asio::get_associated_executor(handler_)} {}
+  /// Runs the handler with `result` (dispatched: at once when already on its executor).
   void complete(Result result) override {
     auto executor = ::asio::get_associated_executor(handler_);
     ::asio::dispatch(executor, [handler = std::move(handler_), result = std::move(result)]() mutable {
       std::move(handler)(std::move(result));
     });
   }
+  /// Runs the handler with `result` later (posted, never inside the caller's frame).
   void complete_later(Result result) override {
     auto executor = ::asio::get_associated_executor(handler_);
     ::asio::post(executor, [handler = std::move(handler_), result = std::move(result)]() mutable {
@@ -65,10 +71,14 @@ class TokenCompletion final : public Completion<Result> {
   ::asio::executor_work_guard<::asio::associated_executor_t<Handler>> work_;
 };
 
+/// A plain callback `f(Result)` as a Completion (submit's and submit_blocking's
+/// on_complete), run where the producer runs completions (the callback strand, A1).
 template <class Result, class F>
 class CallbackCompletion final : public Completion<Result> {
  public:
+  /// Takes the callback.
   explicit CallbackCompletion(F f) : f_{std::move(f)} {}
+  /// Calls the callback with `result`.
   void complete(Result result) override { f_(std::move(result)); }
 
  private:
@@ -97,9 +107,9 @@ class CancellableCompletion final : public Completion<Result> {
  public:
   /// The handler's completion, shared with the slot's cancel function.
   struct Shared {
-    std::mutex mu;
-    std::unique_ptr<Completion<Result>> inner;
-    bool settled = false;  ///< the outcome is decided: a cancel finds nothing to end
+    std::mutex mu;                              ///< guards inner and settled
+    std::unique_ptr<Completion<Result>> inner;  ///< the handler's completion; null once taken
+    bool settled = false;                       ///< the outcome is decided: a cancel finds nothing to end
     /// The completion, once: null after it ran or was cancelled.
     std::unique_ptr<Completion<Result>> take() {
       std::lock_guard lock(mu);
@@ -264,9 +274,9 @@ namespace detail {
 /// and the cancellation hook of its capacity wait.
 template <class Result>
 struct TicketOperation {
-  std::unique_ptr<Completion<Result>> record;
-  std::unique_ptr<Completion<tl::expected<Ticket, Error>>> accepted;
-  std::function<void(std::function<void()>)> install_cancel{};
+  std::unique_ptr<Completion<Result>> record;                         ///< sets the ticket's shared outcome
+  std::unique_ptr<Completion<tl::expected<Ticket, Error>>> accepted;  ///< the handler: the ticket or the refusal
+  std::function<void(std::function<void()>)> install_cancel{};        ///< hooks the wait to the cancel slot
 };
 
 /// Turns the accepted ticket into a BasicRecordTicket for the handler.

@@ -109,7 +109,9 @@ class Producer {
   [[nodiscard]] static tl::expected<Producer, std::string> attach(std::shared_ptr<Session> session,
                                                                   ProducerOptions options);
 
+  /// Moves the producer; the moved-from one may only be destroyed or assigned.
   Producer(Producer&&) noexcept;
+  /// Aborts the producer being replaced unless it was closed (C5), then moves.
   Producer& operator=(Producer&&) noexcept;
   Producer(const Producer&) = delete;
   Producer& operator=(const Producer&) = delete;
@@ -139,6 +141,9 @@ class Producer {
   /// to `timeout_ns`; then would_block. Never call it from a thread that runs the
   /// producer's executor (it would wait for itself). Callback as in submit().
   [[nodiscard]] tl::expected<Ticket, Rejection> submit_blocking(std::string_view record, Duration timeout_ns);
+  /// submit_blocking with a callback `on_complete(const RecordResult&)`, run on the
+  /// callback executor once the record is durable or failed (A1–A3); registered only
+  /// when the record is accepted (A4).
   template <class F>
   [[nodiscard]] tl::expected<Ticket, Rejection> submit_blocking(std::string_view record, Duration timeout_ns,
                                                                 F&& on_complete) {

@@ -71,6 +71,9 @@ void read_stream_all(const std::shared_ptr<Session>& session, const ds::StreamUr
                      std::size_t max_bytes, ds::RequestOptions options, std::function<void(ReadStreamResult)> done);
 
 namespace detail {
+/// Starts a stream operation as an Asio operation with signature void(Result):
+/// `start(done)` begins it, and `done(Result)` completes the token's handler on its
+/// associated executor.
 template <class Result, class Token, class Start>
 auto initiate_stream_op(Token&& token, Start start) {
   return ::asio::async_initiate<Token, void(Result)>(

@@ -138,6 +138,7 @@ class Producer {
   [[nodiscard]] static tl::expected<Producer, std::string> attach(std::shared_ptr<Session> session,
                                                                   ProducerOptions options);
 
+  /// Moves the producer; the moved-from one may only be destroyed or assigned.
   Producer(Producer&&) noexcept;
   /// Aborts the producer being replaced unless it was closed (C5).
   Producer& operator=(Producer&&) noexcept;

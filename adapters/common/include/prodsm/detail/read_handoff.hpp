@@ -19,12 +19,13 @@ namespace prodsm::detail {
 /// A reader and the caller's handler (`bool(const ds::ReadChunk&)`: false stops the read).
 /// Not thread-safe: the adapter keeps it under its lock or on its strand.
 struct ReadHandoff {
+  /// Takes the reader and the handler.
   ReadHandoff(ds::StreamReader r, std::function<bool(const ds::ReadChunk&)> h)
       : reader{std::move(r)}, handler{std::move(h)} {}
 
-  ds::StreamReader reader;
-  std::function<bool(const ds::ReadChunk&)> handler;
-  std::uint64_t responses_told = 0;  ///< responses whose end offset the handler was told
+  ds::StreamReader reader;                            ///< the sans-IO read (requests, parsing, retries)
+  std::function<bool(const ds::ReadChunk&)> handler;  ///< the caller's: false stops the read
+  std::uint64_t responses_told = 0;                   ///< responses whose end offset the handler was told
 
   /// Hands the reader's parsed output to the handler; false once the read was stopped.
   bool hand_on() {

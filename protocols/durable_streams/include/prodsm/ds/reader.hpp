@@ -140,6 +140,7 @@ class StreamReader {
   StreamReader& operator=(StreamReader&&) noexcept;  ///< movable
   StreamReader(const StreamReader&) = delete;
   StreamReader& operator=(const StreamReader&) = delete;
+  /// Frees the reader's state (it does no I/O: nothing to stop).
   ~StreamReader();
 
   // ---- requests -----------------------------------------------------------------------
