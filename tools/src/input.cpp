@@ -3,6 +3,8 @@
 #include "input.hpp"
 
 #include <fcntl.h>
+#include <poll.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include <cerrno>
@@ -11,12 +13,20 @@
 #include <filesystem>
 #include <iostream>
 
+#include "interrupt.hpp"
+
 namespace prodsm::tools {
 
 tl::expected<void, std::string> open_input(const std::string& path, Input& input) {
   input.stream = &std::cin;
   input.total_bytes = 0;
-  if (path == "-") return {};
+  if (path == "-") {
+    struct stat st {};
+    if (::fstat(STDIN_FILENO, &st) == 0 && S_ISDIR(st.st_mode)) {
+      return tl::unexpected(std::string("cannot read input '-': stdin is a directory"));
+    }
+    return {};
+  }
   std::error_code ec;
   const auto status = std::filesystem::status(path, ec);
   if (ec || std::filesystem::is_directory(status)) {
@@ -38,6 +48,19 @@ tl::expected<void, std::string> open_input(const std::string& path, Input& input
   }
   ::close(fd);
   return {};
+}
+
+InputEnd stdin_at_end() {
+  const int err = errno;
+  if (std::ferror(stdin) == 0 || interrupted()) return {};  // the end, or the interrupt's
+  std::clearerr(stdin);  // the error only: stdio's end-of-file is sticky and was not set
+  if (err == EINTR) return {InputEnd::Kind::again, {}};
+  if (err == EAGAIN || err == EWOULDBLOCK) {
+    pollfd readable{STDIN_FILENO, POLLIN, 0};
+    (void)::poll(&readable, 1, -1);  // data, the writer gone, or a signal: read again
+    return {InputEnd::Kind::again, {}};
+  }
+  return {InputEnd::Kind::failed, err != 0 ? std::strerror(err) : std::string("read error")};
 }
 
 void report_dropped_partial_line(std::uint64_t bytes) {

@@ -4,6 +4,7 @@
 #include <simdjson.h>
 
 #include <algorithm>
+#include <cerrno>
 #include <cstring>
 #include <nlohmann/json.hpp>
 #include <vector>
@@ -47,8 +48,13 @@ std::optional<std::string> JsonLineValidator::check(std::string_view text) {
   return std::string("not accepted by prodsm's JSON check: ") + simdjson::error_message(error);
 }
 
-RecordReader::RecordReader(std::istream& in, Mode mode, std::size_t max_record_bytes, std::function<bool()> interrupted)
-    : in_{in}, mode_{mode}, max_record_bytes_{max_record_bytes}, interrupted_{std::move(interrupted)} {}
+RecordReader::RecordReader(std::istream& in, Mode mode, std::size_t max_record_bytes, std::function<bool()> interrupted,
+                           std::function<InputEnd()> at_end)
+    : in_{in},
+      mode_{mode},
+      max_record_bytes_{max_record_bytes},
+      interrupted_{std::move(interrupted)},
+      at_end_{std::move(at_end)} {}
 
 tl::expected<RecordReader::Line, LineError> RecordReader::read_line() {
   // Bounded: reads at most max_record_bytes + 1 bytes of a line before giving up on it,
@@ -58,11 +64,22 @@ tl::expected<RecordReader::Line, LineError> RecordReader::read_line() {
   while (true) {
     const std::size_t room = std::min(kChunkBytes, max_record_bytes_ + 2 - length);
     buffer_.resize(length + room + 1);  // getline stores up to `room` bytes and a NUL
+    errno = 0;                          // at_end_ reads the failed read's errno
     in_.getline(buffer_.data() + length, static_cast<std::streamsize>(room + 1));
     const auto got = static_cast<std::size_t>(in_.gcount());
     if (in_.bad()) return tl::unexpected(LineError{line_ + 1, "read error"});
     if (in_.eof()) {  // the input ended: a last line without '\n', or nothing at all
       length += got;
+      if (at_end_) {
+        auto what = at_end_();
+        if (what.kind == InputEnd::Kind::again) {  // not the end: read on, the line so far kept
+          in_.clear();
+          continue;
+        }
+        if (what.kind == InputEnd::Kind::failed) {
+          return tl::unexpected(LineError{line_ + 1, "cannot read the input: " + what.error});
+        }
+      }
       if (length == 0) return Line{{}, false, true};
       if (interrupted_ && interrupted_()) {  // not the end: a signal cut the line short
         dropped_partial_ = length;

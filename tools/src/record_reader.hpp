@@ -29,6 +29,19 @@ struct LineError {
   std::string message;
 };
 
+/// What an end of the record reader's istream really was. std::cin reads through stdio,
+/// where a failed read(2) looks like the end of the input: a non-blocking input with no
+/// data yet (EAGAIN), a signal (EINTR), a directory (EISDIR). See stdin_at_end (input.hpp).
+struct InputEnd {
+  enum class Kind : std::uint8_t {
+    end,     ///< the end of the input (or an interrupt's end: see RecordReader)
+    again,   ///< no end: read on (the input had no data yet and now has, or a stray signal)
+    failed,  ///< the read failed: `error` says why
+  };
+  Kind kind = Kind::end;
+  std::string error;  ///< failed: the cause, e.g. "Is a directory"
+};
+
 /// Validates one JSON value: simdjson for speed, nlohmann/json for the error message and
 /// for the numbers a double cannot hold exactly (json_values.hpp: a JSON-mode server
 /// would store another number).
@@ -53,7 +66,11 @@ class RecordReader {
 
   /// `interrupted`: true when the end of the input may not be its true end (a signal
   /// interrupted the read, which looks like the end to the stream); may be empty.
-  RecordReader(std::istream& in, Mode mode, std::size_t max_record_bytes, std::function<bool()> interrupted = {});
+  /// `at_end`: asked each time `in` reports its end, says what that end was (for stdin:
+  /// stdin_at_end); empty = every end is the end. A failed read is a LineError naming the
+  /// cause, never the end of the input: nothing read after it would be produced.
+  RecordReader(std::istream& in, Mode mode, std::size_t max_record_bytes, std::function<bool()> interrupted = {},
+               std::function<InputEnd()> at_end = {});
 
   /// The next record (valid until the next call), nullopt at end of input, or the error
   /// of the line that could not be read.
@@ -88,6 +105,7 @@ class RecordReader {
   std::uint64_t bytes_ = 0;
   std::uint64_t dropped_partial_ = 0;
   std::function<bool()> interrupted_;
+  std::function<InputEnd()> at_end_;
   JsonLineValidator validator_;
 };
 

@@ -1,0 +1,108 @@
+// SPDX-License-Identifier: Apache-2.0
+// What `prodsm produce` takes for its input's end (README: "Only the true end of the
+// input makes a last line without a newline a record"; nothing accepted is lost
+// silently). stdin is read through stdio, where a failed read(2) looks like the end of
+// the input: a non-blocking pipe with no data yet (EAGAIN) must wait for data, and a
+// stdin that cannot be read must fail with exit 2, never end the input early with exit 0.
+#include <fcntl.h>
+#include <gtest/gtest.h>
+#include <sys/ioctl.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <chrono>
+#include <csignal>
+#include <cstdlib>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "cli_support.hpp"
+#include "reference_server.hpp"
+#include "test_client.hpp"
+
+namespace prodsm::test {
+namespace {
+
+class CliInput : public ::testing::Test {
+ protected:
+  void SetUp() override { ASSERT_FALSE(ReferenceServer::shared().url().empty()) << ReferenceServer::shared().error(); }
+  std::string url(const std::string& name) { return ReferenceServer::shared().stream_url("cli-input-" + name); }
+  TestClient client;
+};
+
+/// Polls `done` every 50 ms for up to 30 s (a liveness bound, not a timing assertion).
+template <class F>
+bool within_30s(F done) {
+  for (int i = 0; i < 600; ++i) {
+    if (done()) return true;
+    std::this_thread::sleep_for(std::chrono::milliseconds{50});
+  }
+  return done();
+}
+
+// A parent that hands over a pipe with O_NONBLOCK set on its read end: every read that
+// finds the pipe empty fails with EAGAIN. The CLI must wait for more input, not take the
+// first EAGAIN for the end (which lost every later line and exited 0), and a line split
+// across two writes is one record, not a dropped "interrupted" fragment.
+TEST_F(CliInput, NonBlockingStdinWaitsForInputInsteadOfEndingIt) {
+  const std::string u = url("nonblocking");
+  client.create(u, "application/octet-stream");
+  int fds[2];
+  ASSERT_EQ(::pipe(fds), 0);
+  ASSERT_EQ(::fcntl(fds[0], F_SETFL, O_NONBLOCK), 0);
+  const std::string err = temp_path("nonblocking-stderr");
+  std::string cli = PRODSM_CLI;
+  std::string produce = "produce", target = u, quiet = "-q";
+  std::vector<char*> argv{cli.data(), produce.data(), target.data(), quiet.data(), nullptr};
+  const pid_t child = ::fork();
+  ASSERT_GE(child, 0);
+  if (child == 0) {
+    const int errfd = ::open(err.c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0600);
+    if (errfd < 0 || ::dup2(fds[0], 0) < 0 || ::dup2(errfd, 2) < 0) ::_exit(99);
+    ::close(fds[1]);
+    ::execv(PRODSM_CLI, argv.data());
+    ::_exit(98);
+  }
+  ::close(fds[0]);
+  const int out = fds[1];
+  ::signal(SIGPIPE, SIG_IGN);  // a CLI that ended its input early closes the pipe
+  ASSERT_EQ(::write(out, "a\nb\n", 4), 4);
+  // The stream holds them once the CLI has read them, sent them and been acknowledged;
+  // by then its next read found the pipe empty (EAGAIN).
+  EXPECT_TRUE(within_30s([&] { return client.read_all(u, false) == "a\nb\n"; })) << client.read_all(u, false);
+  ASSERT_EQ(::write(out, "c\nhal", 5), 5) << "the CLI closed its input after the first EAGAIN";
+  int unread = 5;
+  EXPECT_TRUE(within_30s([&] { return ::ioctl(out, FIONREAD, &unread) != 0 || unread == 0; }))
+      << "the CLI never read the half line";
+  EXPECT_EQ(::write(out, "f\nd\n", 4), 4) << "the CLI closed its input inside a line";
+  ::close(out);  // the true end of the input
+  int status = 0;
+  pid_t waited = 0;
+  EXPECT_TRUE(within_30s([&] { return (waited = ::waitpid(child, &status, WNOHANG)) != 0; }));
+  if (waited == 0) {
+    ::kill(child, SIGKILL);
+    ::waitpid(child, &status, 0);
+  }
+  EXPECT_TRUE(WIFEXITED(status) && WEXITSTATUS(status) == 0) << slurp(err);
+  EXPECT_EQ(client.read_all(u, false), "a\nb\nc\nhalf\nd\n") << slurp(err);
+  EXPECT_EQ(slurp(err).find("dropped"), std::string::npos) << slurp(err);
+  std::remove(err.c_str());
+}
+
+// A stdin that cannot be read (a directory: read(2) fails with EISDIR) is bad input,
+// exit 2 naming the cause — not an empty input that "succeeds" with exit 0.
+TEST_F(CliInput, StdinThatIsADirectoryIsBadInput) {
+  const std::string u = url("dir-stdin");
+  client.create(u, "application/octet-stream");
+  const std::string command =
+      std::string(PRODSM_CLI) + " produce " + u + " -q < " + ::testing::TempDir() + " 2>" + temp_path("dir-stderr");
+  const int status = std::system(("timeout 60 sh -c '" + command + "'").c_str());
+  ASSERT_TRUE(WIFEXITED(status));
+  EXPECT_EQ(WEXITSTATUS(status), 2);
+  EXPECT_NE(slurp(temp_path("dir-stderr")).find("stdin is a directory"), std::string::npos)
+      << slurp(temp_path("dir-stderr"));
+}
+
+}  // namespace
+}  // namespace prodsm::test
