@@ -84,6 +84,31 @@ TEST(JsonArraySplitter, ElementsBeforeABadOneAreKeptAndTheBadOneIsNot) {
   EXPECT_EQ(s.elements, (std::vector<std::string>{"1", R"("two")"}));
 }
 
+// A JSON-mode server stores numbers as doubles and writes 1e20 back as
+// 100000000000000000000 (and -9223372036854775808 as -9223372036854776000): valid JSON
+// (RFC 8259 sets no range) that simdjson's DOM refuses as an integer beyond 64 bits. A
+// read must take them — `prodsm read`, --verify and --resume of a stream prodsm itself
+// produced failed on them — while a number that is not JSON stays an error.
+TEST(JsonArraySplitter, IntegersBeyond64BitsAreValidElements) {
+  const std::string body =
+      R"([1,100000000000000000000,-9223372036854776000,{"n":[123456789012345678901234567890]},"1e400 in a string"])";
+  const std::vector<std::string> want{"1", "100000000000000000000", "-9223372036854776000",
+                                      R"({"n":[123456789012345678901234567890]})", R"("1e400 in a string")"};
+  for (const std::size_t piece : {0, 1, 5}) {
+    SCOPED_TRACE(piece);
+    const Split s = split(body, piece);
+    EXPECT_FALSE(s.error) << *s.error;
+    EXPECT_EQ(s.elements, want);
+  }
+  for (const char* bad : {"[01]", "[1.]", "[-]", "[100000000000000000000x]", "[0100000000000000000000]",
+                          "[100000000000000000000.]", "[--100000000000000000000]"}) {
+    SCOPED_TRACE(bad);
+    const Split s = split(bad);
+    ASSERT_TRUE(s.error);
+    EXPECT_NE(s.error->find("element 0"), std::string::npos) << *s.error;
+  }
+}
+
 TEST(JsonArraySplitter, R3_DeepNestingIsAnErrorNotACrash) {
   const std::string deep = "[" + std::string(100'000, '[') + std::string(100'000, ']') + "]";
   const Split s = split(deep, 4096, 1 << 20);

@@ -4,6 +4,8 @@
 // silently). stdin is read through stdio, where a failed read(2) looks like the end of
 // the input: a non-blocking pipe with no data yet (EAGAIN) must wait for data, and a
 // stdin that cannot be read must fail with exit 2, never end the input early with exit 0.
+// And what produce accepted reads back: a JSON number the server rewrites (1e20 comes
+// back as 100000000000000000000) must not make read, --verify or --resume fail.
 #include <fcntl.h>
 #include <gtest/gtest.h>
 #include <sys/ioctl.h>
@@ -102,6 +104,22 @@ TEST_F(CliInput, StdinThatIsADirectoryIsBadInput) {
   EXPECT_EQ(WEXITSTATUS(status), 2);
   EXPECT_NE(slurp(temp_path("dir-stderr")).find("stdin is a directory"), std::string::npos)
       << slurp(temp_path("dir-stderr"));
+}
+
+// A JSON-mode server holds numbers as doubles: the line 1e20 is stored and read back
+// as 100000000000000000000, an integer beyond 64 bits. prodsm's reader refused it
+// ("Problem while parsing a number"), so read, --verify and --resume failed on a stream
+// prodsm had just produced correctly.
+TEST_F(CliInput, JsonNumbersTheServerRewritesReadBackVerifyAndResume) {
+  const std::string u = url("json-rewritten");
+  const CliRun produced = prodsm("produce " + u + " --create --json --verify -q", "1\n1e20\n-9223372036854775808\n");
+  EXPECT_EQ(produced.status, 0) << produced.err;
+  const CliRun read = prodsm("read " + u + " --json");
+  EXPECT_EQ(read.status, 0) << read.err;
+  EXPECT_EQ(read.out, "[1,100000000000000000000,-9223372036854776000]\n") << read.err;
+  const CliRun resumed = prodsm("produce " + u + " --json --resume -q", "1\n1e20\n-9223372036854775808\n2\n");
+  EXPECT_EQ(resumed.status, 0) << resumed.err;
+  EXPECT_EQ(prodsm("read " + u + " --json").out, "[1,100000000000000000000,-9223372036854776000,2]\n");
 }
 
 }  // namespace

@@ -21,6 +21,62 @@ std::string element_error(std::uint64_t index, std::string_view what) {
   return m;
 }
 
+/// An integer literal (-?[1-9][0-9]* or 0) of 19 digits or more: one simdjson's DOM
+/// may refuse as beyond 64 bits.
+bool is_long_integer(std::string_view token) noexcept {
+  if (!token.empty() && token.front() == '-') token.remove_prefix(1);
+  if (token.size() < 19 || token.front() == '0') return false;
+  for (const char c : token) {
+    if (c < '0' || c > '9') return false;
+  }
+  return true;
+}
+
+/// simdjson's DOM refuses an integer literal beyond 64 bits (NUMBER_ERROR), though it is
+/// valid JSON (RFC 8259 sets no range) and what a JSON-mode server writes for a large
+/// double: 1e20 comes back as 100000000000000000000. Returns `element` with each such
+/// literal outside strings replaced by 0, for simdjson to judge the rest, or nullopt
+/// when it has none. A token is cut at whitespace or a structural character, so
+/// "100000000000000000000x" or "0100000000000000000000" stays as it is (and invalid).
+std::optional<std::string> long_integers_as_zero(std::string_view element) {
+  std::string out;
+  out.reserve(element.size());
+  bool changed = false;
+  bool in_string = false;
+  bool escape = false;
+  std::size_t i = 0;
+  while (i < element.size()) {
+    const char c = element[i];
+    if (in_string) {
+      if (escape) {
+        escape = false;
+      } else if (c == '\\') {
+        escape = true;
+      } else if (c == '"') {
+        in_string = false;
+      }
+      out += c;
+      ++i;
+    } else if (c == '-' || (c >= '0' && c <= '9')) {
+      std::size_t end = i;
+      while (end < element.size() && !is_space(element[end]) && element[end] != ',' && element[end] != ']' &&
+             element[end] != '}' && element[end] != ':') {
+        ++end;
+      }
+      const std::string_view token = element.substr(i, end - i);
+      changed |= is_long_integer(token);
+      out += is_long_integer(token) ? std::string_view("0") : token;
+      i = end;
+    } else {
+      in_string = c == '"';
+      out += c;
+      ++i;
+    }
+  }
+  if (!changed) return std::nullopt;
+  return out;
+}
+
 }  // namespace
 
 // simdjson's DOM parser validates one whole value (syntax, UTF-8, depth up to
@@ -62,6 +118,13 @@ std::optional<std::string> JsonArraySplitter::validate(std::string_view element)
   std::memset(v.padded.data() + element.size(), 0, simdjson::SIMDJSON_PADDING);
   const auto parsed = v.parser.parse(v.padded.data(), element.size(), false);
   if (parsed.error() == simdjson::SUCCESS) return std::nullopt;
+  if (parsed.error() == simdjson::NUMBER_ERROR) {  // an integer beyond 64 bits is still JSON
+    if (auto zeroed = long_integers_as_zero(element)) {
+      zeroed->resize(zeroed->size() + simdjson::SIMDJSON_PADDING, '\0');
+      const std::size_t length = zeroed->size() - simdjson::SIMDJSON_PADDING;
+      if (v.parser.parse(zeroed->data(), length, false).error() == simdjson::SUCCESS) return std::nullopt;
+    }
+  }
   return element_error(count_, simdjson::error_message(parsed.error()));
 }
 

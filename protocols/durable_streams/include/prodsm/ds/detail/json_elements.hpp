@@ -9,7 +9,9 @@
 /// ends (it tracks string/escape state and bracket depth, nothing else), and simdjson,
 /// which parses every element it cut out. The scanner accepts nothing by itself: an
 /// element is handed on only once simdjson validated it (syntax, UTF-8, nesting depth up
-/// to 1024), and the array's own framing (`[`, commas, `]`, nothing after it but
+/// to 1024; an integer literal beyond 64 bits, which simdjson refuses, is valid JSON and
+/// what a JSON-mode server writes for a large double, so it is accepted), and the array's
+/// own framing (`[`, commas, `]`, nothing after it but
 /// whitespace) is checked.
 
 #include <cstddef>
