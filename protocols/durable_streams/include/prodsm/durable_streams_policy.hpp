@@ -24,7 +24,11 @@ namespace prodsm {
 enum class DurableStreamsBodyFormat : std::uint8_t {
   bytes,  ///< records concatenated as they are (byte streams)
   json,   ///< each record is one JSON value; the body is `[r0,r1,...]` and the server
-          ///< flattens that one array level (application/json streams)
+          ///< flattens that one array level (application/json streams). Each record is
+          ///< checked to be exactly one valid JSON value (simdjson), not for numbers a
+          ///< double cannot hold: a server that stores numbers as doubles keeps
+          ///< 9007199254740993 as 9007199254740992 (RFC 8259 section 6). Quote such
+          ///< numbers as strings; `prodsm produce --json` refuses them.
 };
 
 /// What a duplicate (204) answering a batch's *first* attempt means (S3). Nothing of ours
