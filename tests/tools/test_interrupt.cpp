@@ -7,6 +7,7 @@
 // handler, the signal and stdin are the child's.
 #include <fcntl.h>
 #include <gtest/gtest.h>
+#include <sys/wait.h>
 #include <unistd.h>
 
 #include <cerrno>
@@ -69,6 +70,43 @@ TEST(CliInterrupt, ASignalBeforeTheNextReadEndsThatReadAtOnce) {
 // closed the FIFO).
 TEST(CliInterrupt, WithoutStoppingStdinTheReadAfterTheSignalStillWaits) {
   EXPECT_EXIT(signal_then_read(false), ::testing::ExitedWithCode(still_blocks), "");
+}
+
+/// The first signal, sent by this process itself (SI_USER, as kill(1) or timeout(1) send
+/// it), then `second()`; exits ok when the process is still alive and interrupted.
+template <class Second>
+[[noreturn]] void two_signals(Second second) {
+  route_interrupts_here(true);
+  route_interrupts_here(false);
+  ::kill(::getpid(), SIGTERM);  // delivered before kill returns (one thread, unblocked)
+  if (!interrupted()) std::_Exit(not_interrupted);
+  second();
+  std::_Exit(ok);
+}
+
+// timeout(1) sends SIGTERM to the command and then to the command's process group, so
+// the command gets it twice from one process at once: that is one request to stop, not
+// a second one to abort (which lost the flush of every accepted record).
+TEST(CliInterrupt, ARepeatFromTheSameProcessIsTheSameRequest) {
+  EXPECT_EXIT(two_signals([] { ::kill(::getpid(), SIGTERM); }), ::testing::ExitedWithCode(ok), "");
+}
+
+// The negative space: a second signal that is not such a repeat — the terminal's Ctrl-C
+// (sent by the kernel), raise(3), another process — still aborts at once.
+TEST(CliInterrupt, ASecondSignalFromElsewhereAbortsAtOnce) {
+  EXPECT_EXIT(two_signals([] { std::raise(SIGINT); }), ::testing::KilledBySignal(SIGINT), "");
+  EXPECT_EXIT(two_signals([] {
+                const pid_t parent = ::getpid();
+                const pid_t other = ::fork();
+                if (other == 0) {
+                  ::kill(parent, SIGTERM);
+                  std::_Exit(0);
+                }
+                int status = 0;
+                while (::waitpid(other, &status, 0) < 0 && errno == EINTR) {
+                }
+              }),
+              ::testing::KilledBySignal(SIGTERM), "");
 }
 
 }  // namespace

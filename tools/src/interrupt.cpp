@@ -6,7 +6,9 @@
 #include <unistd.h>
 
 #include <cerrno>
+#include <cstdint>
 #include <cstring>
+#include <ctime>
 
 namespace prodsm::tools {
 namespace {
@@ -14,9 +16,39 @@ volatile std::sig_atomic_t g_interrupted = 0;
 const char* volatile g_message = nullptr;
 volatile std::size_t g_message_bytes = 0;
 volatile int g_null_input_fd = -1;  // /dev/null, put over stdin by the handler (stop_stdin_on_interrupt)
-extern "C" void on_interrupt(int) {
+// The first signal's sender when a process sent it (SI_USER), else 0, and when it came
+// (CLOCK_MONOTONIC, whole ms): a repeat of it is the same request (kRepeatWindowMs).
+volatile pid_t g_first_sender = 0;
+volatile std::int64_t g_first_ms = 0;
+
+std::int64_t monotonic_ms() noexcept {
+  timespec now{};
+  (void)::clock_gettime(CLOCK_MONOTONIC, &now);  // async-signal-safe
+  return static_cast<std::int64_t>(now.tv_sec) * 1000 + now.tv_nsec / 1'000'000;
+}
+
+/// The first signal: stop (the flag, stdin, the message). A later one aborts at once —
+/// the default action, re-raised — unless it is a repeat of the first: sent by the same
+/// process within kRepeatWindowMs, as timeout(1) does (it signals the command and then
+/// the command's process group). Runs with SIGINT and SIGTERM blocked (sa_mask), so two
+/// signals never run it at once.
+extern "C" void on_interrupt(int signal_number, siginfo_t* info, void* /*context*/) {
   const int saved_errno = errno;  // the interrupted code may be about to read errno
+  const pid_t sender = info != nullptr && info->si_code == SI_USER ? info->si_pid : 0;
+  if (g_interrupted != 0) {
+    if (sender == 0 || sender != g_first_sender || monotonic_ms() - g_first_ms > kRepeatWindowMs) {
+      struct sigaction fallback {};
+      fallback.sa_handler = SIG_DFL;
+      sigemptyset(&fallback.sa_mask);
+      (void)::sigaction(signal_number, &fallback, nullptr);
+      (void)::raise(signal_number);  // pending until the handler returns: then it kills
+    }
+    errno = saved_errno;
+    return;
+  }
   g_interrupted = 1;
+  g_first_sender = sender;
+  g_first_ms = monotonic_ms();
   // Every read of stdin from now on ends at once: a read already blocked returns EINTR
   // (no SA_RESTART), and one about to start (the signal came between the caller's
   // interrupted() check and its read) reads /dev/null's end of file instead of waiting
@@ -59,9 +91,11 @@ void mask_interrupts(bool block) {
 void route_interrupts_here(bool block) {
   if (block) {
     struct sigaction action {};
-    action.sa_handler = on_interrupt;
-    action.sa_flags = SA_RESETHAND;
+    action.sa_sigaction = on_interrupt;
+    action.sa_flags = SA_SIGINFO;  // no SA_RESTART: a blocked read returns EINTR
     sigemptyset(&action.sa_mask);
+    sigaddset(&action.sa_mask, SIGINT);
+    sigaddset(&action.sa_mask, SIGTERM);
     ::sigaction(SIGINT, &action, nullptr);
     ::sigaction(SIGTERM, &action, nullptr);
   }

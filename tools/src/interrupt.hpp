@@ -3,11 +3,16 @@
 // SIGINT/SIGTERM handling shared by `prodsm produce`, `prodsm bench` and `prodsm read`:
 // the first signal prints at once (from the handler) what the command now waits for and
 // how to abort, and asks the command to stop its input, flush what was accepted and exit
-// 130; a second one kills at once.
+// 130; a second one kills at once — unless it repeats the first: the same process sent
+// both within kRepeatWindowMs (timeout(1) signals the command, then its process group).
 
 #include <csignal>
 
 namespace prodsm::tools {
+
+/// A second SIGINT/SIGTERM sent by the same process as the first within this many ms
+/// (1 s) is the same request, not a second one: it does not abort.
+inline constexpr long kRepeatWindowMs = 1000;
 
 /// Set by the first SIGINT/SIGTERM once install_interrupt_handler ran.
 bool interrupted() noexcept;
@@ -26,16 +31,15 @@ void set_interrupt_message(const char* message) noexcept;
 /// through stdin too). False when /dev/null cannot be opened (the race then remains).
 bool stop_stdin_on_interrupt() noexcept;
 
-/// Installs the handler (SA_RESETHAND: a second signal kills; no SA_RESTART: a blocked
-/// read returns EINTR). Call with `block` true before any other thread starts (threads
-/// inherit the blocked mask), then with false once they run, so only this thread takes
-/// the signal.
+/// Installs the handler (a second signal kills, unless it repeats the first, see
+/// kRepeatWindowMs; no SA_RESTART: a blocked read returns EINTR). Call with `block` true before any other thread starts
+/// (threads inherit the blocked mask), then with false once they run, so only this thread takes the signal.
 void route_interrupts_here(bool block);
 
 /// Blocks (true) or unblocks (false) SIGINT/SIGTERM on the calling thread only, without
 /// touching the handler: around starting a thread after route_interrupts_here ran (the
-/// new thread inherits the blocked mask), so a handler already spent by a first signal
-/// (SA_RESETHAND) stays spent and a second signal still kills.
+/// new thread inherits the blocked mask), so the signals keep reaching only the thread
+/// that routed them.
 void mask_interrupts(bool block);
 
 }  // namespace prodsm::tools
