@@ -458,6 +458,18 @@ TEST_F(Cli, ReadWritingToAFullDeviceFails) {
   EXPECT_EQ(WIFEXITED(status) ? WEXITSTATUS(status) : -1, 4);
 }
 
+// A closed stdout (`>&-`) is an output failure (exit 4), not a read whose data silently went to
+// the /dev/null that stands in for the closed descriptor; an invalid read option (an
+// empty --offset) is bad input (exit 2), not a failed read (3).
+TEST_F(Cli, ReadToAClosedStdoutOrWithAnEmptyOffsetFails) {
+  const std::string u = url("read-closed-stdout");
+  ASSERT_EQ(prodsm("produce " + u + " --create -q", "data\n").status, 0);
+  const int status = std::system((std::string(PRODSM_CLI) + " read " + u + " >&- 2>/dev/null").c_str());
+  EXPECT_EQ(WIFEXITED(status) ? WEXITSTATUS(status) : -1, 4);
+  const CliRun empty_offset = prodsm("read " + u + " --offset ''");
+  EXPECT_EQ(empty_offset.status, 2) << "an invalid option is bad input: " << empty_offset.err;
+}
+
 // `prodsm conform`: a vector file that is not a valid vector is the caller's mistake:
 // exit 2 naming the file, never a crash and never a silent pass.
 TEST_F(Cli, ConformRefusesMalformedVectors) {

@@ -19,6 +19,11 @@ enum ExitStatus : int {
   kExitInterrupted = 130,  ///< SIGINT/SIGTERM: input stopped, what was accepted was flushed
 };
 
+/// True when the process started with file descriptor 1 closed (`prodsm read URL >&-`):
+/// main opened /dev/null on it, so what a command writes to stdout would be lost without
+/// an error. `read` refuses to write its data there (exit 4).
+bool stdout_closed_at_start() noexcept;
+
 /// Adds `produce` to `app`; `run` is set to the function that executes it.
 void add_produce_command(CLI::App& app, std::function<int()>& run);
 /// Adds `read` to `app`.

@@ -15,12 +15,15 @@
 #include "commands.hpp"
 
 namespace {
+bool g_stdout_closed_at_start = false;
+
 /// File descriptors 0-2 closed at start (`prodsm produce <&-`) are opened on /dev/null
 /// before anything else opens a descriptor, so no later file (the event loop's eventfd,
 /// a socket) can become "stdin" and be read as input or written as output.
 void ensure_standard_descriptors() {
   for (int fd = 0; fd <= 2; ++fd) {
     if (::fcntl(fd, F_GETFD) != -1 || errno != EBADF) continue;
+    if (fd == STDOUT_FILENO) g_stdout_closed_at_start = true;
     const int opened = ::open("/dev/null", fd == 0 ? O_RDONLY : O_WRONLY);
     if (opened >= 0 && opened != fd) {
       ::dup2(opened, fd);
@@ -29,6 +32,10 @@ void ensure_standard_descriptors() {
   }
 }
 }  // namespace
+
+bool prodsm::tools::stdout_closed_at_start() noexcept {
+  return g_stdout_closed_at_start;
+}
 
 int main(int argc, char** argv) {
   ensure_standard_descriptors();

@@ -34,7 +34,9 @@ struct ReadOptions {
 class Output {
  public:
   explicit Output(const std::string& path) : path_{path} {
-    if (path == "-") {
+    if (path == "-" && stdout_closed_at_start()) {
+      error_ = "stdout is closed (>&-): the stream's data would be lost; name a file with -o";
+    } else if (path == "-") {
       file_ = stdout;
     } else {
       file_ = std::fopen(path.c_str(), "wb");
@@ -99,6 +101,12 @@ int run_read(const ReadOptions& o) {
       return kExitBadInput;
     }
     read.request.extra_headers.push_back(std::move(*header));
+  }
+  // The read's options are the caller's: a bad one (an empty --offset) is bad input,
+  // refused before anything is opened, not a failed read.
+  if (auto checked = ds::StreamReader::create(*url, read, Instant{}); !checked) {
+    std::fprintf(stderr, "prodsm read: %s\n", checked.error().c_str());
+    return kExitBadInput;
   }
   asio::SessionOptions session_options;
   std::vector<std::string> fixed;
@@ -166,7 +174,8 @@ int run_read(const ReadOptions& o) {
                    static_cast<unsigned long long>(o.max_bytes));
     }
     if (out.written() > 0) {
-      std::fprintf(stderr, "prodsm read: the %llu bytes written before the failure are what the server sent, in order\n",
+      std::fprintf(stderr,
+                   "prodsm read: the %llu bytes written before the failure are what the server sent, in order\n",
                    static_cast<unsigned long long>(out.written()));
     }
     return kExitServerError;
