@@ -94,10 +94,15 @@ tl::expected<RecordReader::Line, LineError> RecordReader::read_line() {
     length += got;  // `room` bytes stored and no '\n' yet
     in_.clear();
     if (length > max_record_bytes_) {
-      return tl::unexpected(LineError{
-          line_ + 1, "line is longer than max batch bytes allows (" + std::to_string(max_record_bytes_) + " bytes)"});
+      return tl::unexpected(LineError{line_ + 1, "line is longer than max batch bytes allows" + largest_record()});
     }
   }
+}
+
+std::string RecordReader::largest_record() const {
+  const std::size_t largest = mode_ == Mode::json ? max_record_bytes_ - 1 : max_record_bytes_;
+  return " (the largest record it takes is " + std::to_string(largest) + " bytes" +
+         (mode_ == Mode::json ? ": a JSON batch's body adds 2 bytes of [ ] around its records)" : ")");
 }
 
 tl::expected<std::optional<std::string_view>, LineError> RecordReader::next() {
@@ -112,8 +117,7 @@ tl::expected<std::optional<std::string_view>, LineError> RecordReader::next() {
       if (line->had_newline) buffer_[length++] = '\n';  // getline left room: its NUL sat there
       if (length > max_record_bytes_) {
         return tl::unexpected(LineError{line_, "line is " + std::to_string(length) +
-                                                   " bytes, more than max batch bytes (" +
-                                                   std::to_string(max_record_bytes_) + ")"});
+                                                   " bytes, longer than max batch bytes allows" + largest_record()});
       }
       return std::optional<std::string_view>{std::string_view{buffer_.data(), length}};
     }
@@ -124,8 +128,8 @@ tl::expected<std::optional<std::string_view>, LineError> RecordReader::next() {
       continue;
     }
     if (text.size() + 1 > max_record_bytes_) {
-      return tl::unexpected(
-          LineError{line_, "line is " + std::to_string(text.size()) + " bytes, more than max batch bytes allows"});
+      return tl::unexpected(LineError{line_, "line is " + std::to_string(text.size()) +
+                                                 " bytes, longer than max batch bytes allows" + largest_record()});
     }
     if (auto why = validator_.check(text)) {
       return tl::unexpected(LineError{line_, "invalid JSON: " + *why});

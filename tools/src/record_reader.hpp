@@ -95,6 +95,8 @@ class RecordReader {
     bool end = false;
   };
   tl::expected<Line, LineError> read_line();
+  /// The end of a too-long-line message: the largest record max batch bytes allows.
+  [[nodiscard]] std::string largest_record() const;
 
   std::istream& in_;
   Mode mode_;
