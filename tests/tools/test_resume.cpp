@@ -39,6 +39,12 @@ TEST(StreamPrefix, ARecordThatDiffersIsRefusedNamingTheLineAndByte) {
   auto r = p.holds("b\n", 2);
   ASSERT_FALSE(r.has_value());
   EXPECT_NE(r.error().find("input line 2 differs from the stream at byte 2"), std::string::npos) << r.error();
+  // The byte named is where they differ, not where the line starts: "1\n" against "1\r\n".
+  auto crlf = spooled(false, {"1\n"});
+  auto q = crlf.holds("1\r\n", 1);
+  ASSERT_FALSE(q.has_value());
+  EXPECT_NE(q.error().find("differs from the stream at byte 1 (the line starts at byte 0)"), std::string::npos)
+      << q.error();
 }
 
 TEST(StreamPrefix, AStreamEndingInsideARecordIsRefused) {

@@ -4,6 +4,7 @@
 
 #include <unistd.h>
 
+#include <algorithm>
 #include <cerrno>
 #include <cstdlib>
 #include <cstring>
@@ -110,8 +111,11 @@ tl::expected<bool, std::string> StreamPrefix::holds(std::string_view record, std
     return tl::unexpected(*error_);
   }
   if (buffer_ != record) {
+    const auto mismatch = std::mismatch(buffer_.begin(), buffer_.end(), record.begin(), record.end());
+    const auto at = position_ + static_cast<std::uint64_t>(mismatch.first - buffer_.begin());
     return tl::unexpected("input line " + std::to_string(line) + " differs from the stream at byte " +
-                          std::to_string(position_) + ": the stream does not hold a prefix of this input");
+                          std::to_string(at) + " (the line starts at byte " + std::to_string(position_) +
+                          "): the stream does not hold a prefix of this input");
   }
   position_ += record.size();
   ++skipped_;
