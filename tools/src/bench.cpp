@@ -44,10 +44,9 @@ struct BenchOptions {
   bool json = false;
   std::uint64_t report_interval_ms = 5'000;
   ProducerFlags producer;
-  S2Flags s2;                        ///< s2:// targets only
-  bool max_in_flight_given = false;  ///< --max-in-flight was given (s2:// default: 1)
-  bool identity_given = false;       ///< --producer-id, --epoch or --auto-claim was given
-  bool content_type_given = false;   ///< --content-type was given
+  S2Flags s2;                       ///< s2:// targets only
+  bool identity_given = false;      ///< --producer-id, --epoch or --auto-claim was given
+  bool content_type_given = false;  ///< --content-type was given
 };
 
 /// What the completion callbacks (on the I/O thread) collect.
@@ -327,7 +326,7 @@ int run_bench_s2(const BenchOptions& o) {
     return kExitBadInput;
   }
   asio::S2ProducerOptions options;
-  if (auto bad = apply_s2_flags(*target, o.s2, o.producer, o.max_in_flight_given, o.identity_given, options)) {
+  if (auto bad = apply_s2_flags(*target, o.s2, o.producer, o.identity_given, options)) {
     std::fprintf(stderr, "prodsm bench: %s\n", bad->c_str());
     return kExitBadInput;
   }
@@ -462,7 +461,7 @@ void add_bench_command(CLI::App& app, std::function<int()>& run) {
       "other case but bad usage.");
   cmd->callback([o, cmd, &run] {
     o->producer.epoch_given = cmd->count("--epoch") > 0;
-    o->max_in_flight_given = cmd->count("--max-in-flight") > 0;
+    o->producer.max_in_flight_given = cmd->count("--max-in-flight") > 0;
     o->identity_given = cmd->count("--producer-id") + cmd->count("--epoch") + cmd->count("--auto-claim") > 0;
     o->content_type_given = cmd->count("--content-type") > 0;
     if (!is_s2_target(o->url)) {

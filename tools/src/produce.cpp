@@ -457,6 +457,7 @@ void add_produce_command(CLI::App& app, std::function<int()>& run) {
   cmd->callback([o, cmd, &run] {
     o->content_type_given = cmd->count("--content-type") > 0;
     o->producer.epoch_given = cmd->count("--epoch") > 0;
+    o->producer.max_in_flight_given = cmd->count("--max-in-flight") > 0;
     if (is_s2_target(o->url)) {
       S2ProduceArgs a;
       a.target = o->url;
@@ -466,7 +467,6 @@ void add_produce_command(CLI::App& app, std::function<int()>& run) {
       a.quiet = o->quiet;
       a.producer = o->producer;
       a.s2 = o->s2;
-      a.max_in_flight_given = cmd->count("--max-in-flight") > 0;
       a.identity_given = cmd->count("--producer-id") + cmd->count("--epoch") + cmd->count("--auto-claim") > 0;
       for (const char* flag : {"--json", "--content-type", "--close-stream", "--verify", "--resume"}) {
         if (cmd->count(flag) > 0 && a.unsupported.empty()) a.unsupported = flag;

@@ -52,7 +52,7 @@ int run_produce_s2(const S2ProduceArgs& a) {
     return kExitBadInput;
   }
   asio::S2ProducerOptions options;
-  if (auto bad = apply_s2_flags(*target, a.s2, a.producer, a.max_in_flight_given, a.identity_given, options)) {
+  if (auto bad = apply_s2_flags(*target, a.s2, a.producer, a.identity_given, options)) {
     std::fprintf(stderr, "prodsm produce: %s\n", bad->c_str());
     return kExitBadInput;
   }

@@ -14,16 +14,15 @@ namespace prodsm::tools {
 
 /// What `prodsm produce` was given for an S2 target.
 struct S2ProduceArgs {
-  std::string target;                ///< s2://BASIN/STREAM
-  std::string input = "-";           ///< input file, "-" = stdin
-  bool create = false;               ///< --create: create the stream first (exists: fine)
-  std::uint64_t flush_every = 0;     ///< --flush-every N (0: only at the end)
-  bool quiet = false;                ///< -q
-  ProducerFlags producer;            ///< the shared producer flags
-  S2Flags s2;                        ///< --endpoint, --fencing-token, --match-seq-num
-  bool max_in_flight_given = false;  ///< --max-in-flight was on the command line
-  bool identity_given = false;       ///< a Durable Streams identity flag was given (refused)
-  std::string unsupported;           ///< a Durable Streams-only flag that was given, or empty
+  std::string target;             ///< s2://BASIN/STREAM
+  std::string input = "-";        ///< input file, "-" = stdin
+  bool create = false;            ///< --create: create the stream first (exists: fine)
+  std::uint64_t flush_every = 0;  ///< --flush-every N (0: only at the end)
+  bool quiet = false;             ///< -q
+  ProducerFlags producer;         ///< the shared producer flags
+  S2Flags s2;                     ///< --endpoint, --fencing-token, --match-seq-num
+  bool identity_given = false;    ///< a Durable Streams identity flag was given (refused)
+  std::string unsupported;        ///< a Durable Streams-only flag that was given, or empty
 };
 
 /// Runs the produce; returns the exit status.

@@ -22,7 +22,9 @@ void add_producer_flags(CLI::App& cmd, ProducerFlags& f) {
                                    "Exactly this producer epoch, 0..2^53-1 (default: a fresh one). An id and epoch "
                                    "used before fail at the first batch, before anything is appended");
   auto* claim = cmd.add_flag("--auto-claim", f.auto_claim, "On a stale epoch, claim server epoch + 1 (S5)");
-  cmd.add_flag("--no-producer-id", f.no_producer_id, "Plain appends without producer headers (no deduplication)")
+  cmd.add_flag("--no-producer-id", f.no_producer_id,
+               "Plain appends without producer headers (no deduplication; one batch in flight unless "
+               "--max-in-flight is given, as only then are they kept in order)")
       ->excludes(id)
       ->excludes(epoch)
       ->excludes(claim);
@@ -63,11 +65,14 @@ std::optional<std::string> apply_producer_flags(const ProducerFlags& f, asio::Pr
   }
   core.max_batch_bytes = f.max_batch_bytes;
   core.max_unacked_bytes = std::max<std::uint64_t>(core.max_unacked_bytes, f.max_batch_bytes);
-  core.max_in_flight = f.max_in_flight;
+  // Plain appends keep their order only one batch at a time: batches pipelined behind one
+  // the server refuses (503, 429) may be appended before its resend (contract E4). So
+  // --no-producer-id sends one batch at a time unless --max-in-flight says otherwise.
+  core.max_in_flight = f.no_producer_id && !f.max_in_flight_given ? 1 : f.max_in_flight;
   core.delivery_timeout_ns = std::chrono::milliseconds{f.delivery_timeout_ms};
   options.session.mode =
       f.connection_mode == "pipelined" ? asio::ConnectionMode::pipelined : asio::ConnectionMode::pool;
-  options.session.max_connections = f.max_in_flight;
+  options.session.max_connections = core.max_in_flight;
   options.session.request_timeout_ns = std::chrono::milliseconds{f.request_timeout_ms};
   for (const auto& h : f.headers) {
     auto header = parse_header_flag(h);

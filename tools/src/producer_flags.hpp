@@ -28,6 +28,7 @@ struct ProducerFlags {
   std::string linger = "5";                     ///< --linger-ms: milliseconds (fractions allowed) or "off"
   std::uint64_t max_batch_bytes = 1 << 20;      ///< --max-batch-bytes (bytes, B2)
   std::uint32_t max_in_flight = 5;              ///< --max-in-flight (batches, R1)
+  bool max_in_flight_given = false;             ///< --max-in-flight was on the command line
   std::vector<std::string> headers;             ///< -H 'Name: value', repeatable
   std::string connection_mode = "pipelined";    ///< --connection-mode: pipelined | pool
   std::uint64_t request_timeout_ms = 30'000;    ///< --request-timeout-ms, 1..600000 (ms)

@@ -38,8 +38,7 @@ void add_s2_flags(CLI::App& cmd, S2Flags& flags) {
 }
 
 std::optional<std::string> apply_s2_flags(const S2Target& target, const S2Flags& s2f, const ProducerFlags& f,
-                                          bool max_in_flight_given, bool identity_given,
-                                          asio::S2ProducerOptions& options) {
+                                          bool identity_given, asio::S2ProducerOptions& options) {
   if (identity_given) {
     return std::string{
         "--producer-id, --epoch and --auto-claim are Durable Streams flags; s2:// targets use "
@@ -77,7 +76,7 @@ std::optional<std::string> apply_s2_flags(const S2Target& target, const S2Flags&
   }
   core.max_batch_bytes = f.max_batch_bytes;
   core.max_unacked_bytes = std::max<std::uint64_t>(core.max_unacked_bytes, f.max_batch_bytes);
-  core.max_in_flight = max_in_flight_given ? f.max_in_flight : 1;
+  core.max_in_flight = f.max_in_flight_given ? f.max_in_flight : 1;
   if (core.max_in_flight > 1 && !core.protocol.match_seq_num) {
     return "--max-in-flight: more than one S2 append in flight needs --match-seq-num (a resend without it could "
            "append twice or out of order)";

@@ -45,10 +45,9 @@ void add_s2_flags(CLI::App& cmd, S2Flags& flags);
 /// Fills `options` for `target` from the S2 flags and the shared producer flags: the
 /// endpoint, the stream, the token (S2_ACCESS_TOKEN unless --bearer-token-file), the
 /// fencing token and match_seq_num, linger, batch bytes, in-flight (1 unless
-/// `max_in_flight_given`), timeouts, TLS and header flags. Refuses the Durable Streams
+/// `flags.max_in_flight_given`), timeouts, TLS and header flags. Refuses the Durable Streams
 /// identity flags. Returns the message naming the bad flag, or nullopt.
 std::optional<std::string> apply_s2_flags(const S2Target& target, const S2Flags& s2, const ProducerFlags& flags,
-                                          bool max_in_flight_given, bool identity_given,
-                                          asio::S2ProducerOptions& options);
+                                          bool identity_given, asio::S2ProducerOptions& options);
 
 }  // namespace prodsm::tools
