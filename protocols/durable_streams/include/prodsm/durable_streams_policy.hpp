@@ -74,7 +74,10 @@ struct DurableStreamsOptions {
   /// JSON mode: reject at submit a record that is not exactly one JSON value, so one
   /// bad record can never poison a batch (400). Default true.
   bool validate_json = true;
-  /// Present: stamp Producer-Id/Epoch/Seq on every batch (S2). Absent: plain appends.
+  /// Present: stamp Producer-Id/Epoch/Seq on every batch (S2). Absent: plain appends —
+  /// no deduplication, and with max_in_flight > 1 a batch the server refuses (503, 429)
+  /// may be appended after the batches pipelined behind it (contract E4): use
+  /// max_in_flight = 1 when their order matters.
   std::optional<DurableStreamsIdempotentOptions> idempotent;
   friend bool operator==(const DurableStreamsOptions&, const DurableStreamsOptions&) = default;
 };
