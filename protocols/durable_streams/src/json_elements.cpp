@@ -21,6 +21,17 @@ std::string element_error(std::uint64_t index, std::string_view what) {
   return m;
 }
 
+/// One byte inside a JSON string: follows a backslash escape and the closing quote.
+constexpr void string_byte(char c, bool& in_string, bool& escape) noexcept {
+  if (escape) {
+    escape = false;
+  } else if (c == '\\') {
+    escape = true;
+  } else if (c == '"') {
+    in_string = false;
+  }
+}
+
 /// An integer literal (-?[1-9][0-9]* or 0) of 19 digits or more: one simdjson's DOM
 /// may refuse as beyond 64 bits.
 bool is_long_integer(std::string_view token) noexcept {
@@ -48,13 +59,7 @@ std::optional<std::string> long_integers_as_zero(std::string_view element) {
   while (i < element.size()) {
     const char c = element[i];
     if (in_string) {
-      if (escape) {
-        escape = false;
-      } else if (c == '\\') {
-        escape = true;
-      } else if (c == '"') {
-        in_string = false;
-      }
+      string_byte(c, in_string, escape);
       out += c;
       ++i;
     } else if (c == '-' || (c >= '0' && c <= '9')) {
@@ -175,13 +180,7 @@ std::optional<std::string> JsonArraySplitter::feed(std::span<const char> bytes) 
     while (p < end) {
       const char c = *p;
       if (in_string_) {
-        if (escape_) {
-          escape_ = false;
-        } else if (c == '\\') {
-          escape_ = true;
-        } else if (c == '"') {
-          in_string_ = false;
-        }
+        string_byte(c, in_string_, escape_);
       } else if (c == '"') {
         in_string_ = true;
       } else if (c == '[' || c == '{') {
