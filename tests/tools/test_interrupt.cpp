@@ -92,8 +92,9 @@ TEST(CliInterrupt, ARepeatFromTheSameProcessIsTheSameRequest) {
 }
 
 // The negative space: a second signal that is not such a repeat — the terminal's Ctrl-C
-// (sent by the kernel), raise(3), another process — still aborts at once.
+// (sent by the kernel), raise(3), another process, another signal — still aborts at once.
 TEST(CliInterrupt, ASecondSignalFromElsewhereAbortsAtOnce) {
+  EXPECT_EXIT(two_signals([] { ::kill(::getpid(), SIGINT); }), ::testing::KilledBySignal(SIGINT), "");
   EXPECT_EXIT(two_signals([] { std::raise(SIGINT); }), ::testing::KilledBySignal(SIGINT), "");
   EXPECT_EXIT(two_signals([] {
                 const pid_t parent = ::getpid();

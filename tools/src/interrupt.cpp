@@ -16,8 +16,9 @@ volatile std::sig_atomic_t g_interrupted = 0;
 const char* volatile g_message = nullptr;
 volatile std::size_t g_message_bytes = 0;
 volatile int g_null_input_fd = -1;  // /dev/null, put over stdin by the handler (stop_stdin_on_interrupt)
-// The first signal's sender when a process sent it (SI_USER), else 0, and when it came
-// (CLOCK_MONOTONIC, whole ms): a repeat of it is the same request (kRepeatWindowMs).
+// The first signal, its sender when a process sent it (SI_USER), else 0, and when it
+// came (CLOCK_MONOTONIC, whole ms): a repeat of it is the same request (kRepeatWindowMs).
+volatile std::sig_atomic_t g_first_signal = 0;
 volatile pid_t g_first_sender = 0;
 volatile std::int64_t g_first_ms = 0;
 
@@ -28,15 +29,17 @@ std::int64_t monotonic_ms() noexcept {
 }
 
 /// The first signal: stop (the flag, stdin, the message). A later one aborts at once —
-/// the default action, re-raised — unless it is a repeat of the first: sent by the same
-/// process within kRepeatWindowMs, as timeout(1) does (it signals the command and then
+/// the default action, re-raised — unless it is a repeat of the first: the same signal
+/// sent by the same process within kRepeatWindowMs, as timeout(1) does (it signals the command and then
 /// the command's process group). Runs with SIGINT and SIGTERM blocked (sa_mask), so two
 /// signals never run it at once.
 extern "C" void on_interrupt(int signal_number, siginfo_t* info, void* /*context*/) {
   const int saved_errno = errno;  // the interrupted code may be about to read errno
   const pid_t sender = info != nullptr && info->si_code == SI_USER ? info->si_pid : 0;
   if (g_interrupted != 0) {
-    if (sender == 0 || sender != g_first_sender || monotonic_ms() - g_first_ms > kRepeatWindowMs) {
+    const bool repeat = sender != 0 && sender == g_first_sender && signal_number == g_first_signal &&
+                        monotonic_ms() - g_first_ms <= kRepeatWindowMs;
+    if (!repeat) {
       struct sigaction fallback {};
       fallback.sa_handler = SIG_DFL;
       sigemptyset(&fallback.sa_mask);
@@ -47,6 +50,7 @@ extern "C" void on_interrupt(int signal_number, siginfo_t* info, void* /*context
     return;
   }
   g_interrupted = 1;
+  g_first_signal = signal_number;
   g_first_sender = sender;
   g_first_ms = monotonic_ms();
   // Every read of stdin from now on ends at once: a read already blocked returns EINTR

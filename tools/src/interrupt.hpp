@@ -3,15 +3,17 @@
 // SIGINT/SIGTERM handling shared by `prodsm produce`, `prodsm bench` and `prodsm read`:
 // the first signal prints at once (from the handler) what the command now waits for and
 // how to abort, and asks the command to stop its input, flush what was accepted and exit
-// 130; a second one kills at once — unless it repeats the first: the same process sent
-// both within kRepeatWindowMs (timeout(1) signals the command, then its process group).
+// 130; a second one kills at once — unless it repeats the first: the same signal from
+// the same process within kRepeatWindowMs (timeout(1) signals the command, then its
+// process group).
 
 #include <csignal>
 
 namespace prodsm::tools {
 
-/// A second SIGINT/SIGTERM sent by the same process as the first within this many ms
-/// (1 s) is the same request, not a second one: it does not abort.
+/// A second SIGINT/SIGTERM that is the same signal, sent by the same process as the
+/// first, within this many ms (1 s) is the same request, not a second one: it does not
+/// abort.
 inline constexpr long kRepeatWindowMs = 1000;
 
 /// Set by the first SIGINT/SIGTERM once install_interrupt_handler ran.

@@ -453,7 +453,7 @@ void add_produce_command(CLI::App& app, std::function<int()>& run) {
       "line: reported with its number, nothing after it is sent, everything before it is flushed); "
       "3 server or network failure; 4 writing the summary or the --resume spool failed; 130 interrupted "
       "(SIGINT or SIGTERM: input stops, everything accepted is flushed; a second signal kills at once, "
-      "unless the sender of the first repeats it within 1 s, as timeout(1) does).");
+      "unless the sender of the first repeats that signal within 1 s, as timeout(1) does).");
   cmd->callback([o, cmd, &run] {
     o->content_type_given = cmd->count("--content-type") > 0;
     o->producer.epoch_given = cmd->count("--epoch") > 0;
