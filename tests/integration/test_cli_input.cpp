@@ -120,6 +120,11 @@ TEST_F(CliInput, JsonNumbersTheServerRewritesReadBackVerifyAndResume) {
   const CliRun resumed = prodsm("produce " + u + " --json --resume -q", "1\n1e20\n-9223372036854775808\n2\n");
   EXPECT_EQ(resumed.status, 0) << resumed.err;
   EXPECT_EQ(prodsm("read " + u + " --json").out, "[1,100000000000000000000,-9223372036854776000,2]\n");
+  // What read printed can be produced again: its integers beyond 64 bits are exact doubles.
+  const std::string again = url("json-rewritten-again");
+  const CliRun reproduced =
+      prodsm("produce " + again + " --create --json --verify -q", "100000000000000000000\n-9223372036854776000\n");
+  EXPECT_EQ(reproduced.status, 0) << reproduced.err;
 }
 
 }  // namespace

@@ -22,18 +22,35 @@ TEST(JsonValues, AnIntegerPastTwoToThe53IsALossNamingTheDoubleItWouldBecome) {
   EXPECT_NE(loss->find("9007199254740993"), std::string::npos) << *loss;
   EXPECT_NE(loss->find("9007199254740992"), std::string::npos) << *loss;
   EXPECT_NE(loss->find("quote it as a string"), std::string::npos) << *loss;
+  // The double it would become is written as a JavaScript server writes it.
+  for (const auto& [text, kept] :
+       std::vector<std::pair<std::string, std::string>>{{"1.2345678901234567e18", "1234567890123456800"},
+                                                        {"-12345678901234567890123", "-1.2345678901234568e+22"},
+                                                        {"0.30000000000000001", "0.3"},
+                                                        {"0.000000123456789012345678", "1.2345678901234568e-7"},
+                                                        {"0.00000123456789012345678", "0.0000012345678901234567"},
+                                                        {"123456789.12345678901", "123456789.12345679"}}) {
+    const auto l = double_loss(text);
+    ASSERT_TRUE(l.has_value()) << text;
+    EXPECT_NE(l->find("keeps it as " + kept + " ("), std::string::npos) << *l;
+  }
 }
 
 TEST(JsonValues, NumbersThatRoundTripThroughADoubleAreNoLoss) {
   for (const char* text : {"9007199254740992", "-9007199254740992", "1.0", "0.1", "1e20", "-0", "0.30000000000000004",
-                           "1e-320", "[1.7976931348623157e308]", "18446744073709549568"}) {
+                           "1e-320", "[1.7976931348623157e308]", "18446744073709549568",
+                           // the fewest digits of a double above 1e17, where fixed notation
+                           // would write every digit of its integer
+                           "9.223372036854776e18", "1.8446744073709552e19", "1.2345678901234568e18",
+                           // an integer beyond 64 bits that is exactly a double
+                           "100000000000000000000", "-9223372036854776000"}) {
     EXPECT_EQ(double_loss(text), std::nullopt) << text;
   }
 }
 
 TEST(JsonValues, MoreDigitsThanADoubleKeepsOrAnUnderflowAreALoss) {
-  for (const char* text :
-       {"0.30000000000000001", "[1, 2, 1e-400]", "123456789012345678", "-9007199254740993", "18446744073709551615"}) {
+  for (const char* text : {"0.30000000000000001", "[1, 2, 1e-400]", "123456789012345678", "-9007199254740993",
+                           "18446744073709551615", "12345678901234567890123", "-9223372036854775809"}) {
     EXPECT_NE(double_loss(text), std::nullopt) << text;
   }
 }
@@ -88,6 +105,18 @@ TEST(JsonValues, TheRecordReaderRefusesALineTheServerWouldChange) {
   ASSERT_FALSE(second.has_value());
   EXPECT_EQ(second.error().line, 2U);
   EXPECT_NE(second.error().message.find("12345678901234567890.5"), std::string::npos) << second.error().message;
+}
+
+// What `prodsm read --json` prints for a stream holding 1e20 can be produced again: the
+// integer beyond 64 bits is taken when a double holds it exactly, and otherwise refused
+// naming the number (not "Problem while parsing a number").
+TEST(JsonValues, AnIntegerBeyond64BitsIsJudgedLikeAnyNumber) {
+  JsonLineValidator validator;
+  EXPECT_EQ(validator.check("[1,100000000000000000000,-9223372036854776000]"), std::nullopt);
+  const auto refused = validator.check("12345678901234567890123");
+  ASSERT_TRUE(refused.has_value());
+  EXPECT_NE(refused->find("the number 12345678901234567890123 is not exactly a double"), std::string::npos) << *refused;
+  EXPECT_NE(validator.check("0100000000000000000000"), std::nullopt) << "still not JSON";
 }
 
 TEST(JsonValues, TheValidatorTakesTheCommonLineWithoutTheSlowCheck) {

@@ -106,8 +106,8 @@ TEST(RecordReader, JsonModeRefusesTwoValuesOnOneLine) {
 // Valid JSON that prodsm's check does not take (simdjson's limits) is refused with a
 // message that says which limit, not a generic "invalid".
 TEST(RecordReader, JsonBeyondTheCheckersLimitsIsRefusedNamingTheLimit) {
-  std::istringstream in("18446744073709551616\n");
-  RecordReader reader(in, RecordReader::Mode::json, 1024);
+  std::istringstream in(std::string(1100, '[') + std::string(1100, ']') + "\n");  // deeper than 1024
+  RecordReader reader(in, RecordReader::Mode::json, 4096);
   std::optional<LineError> error;
   EXPECT_TRUE(read_all(reader, &error).empty());
   ASSERT_TRUE(error.has_value());

@@ -12,10 +12,14 @@
 namespace prodsm::tools {
 namespace {
 
-/// The shortest text that reads back as `d` (std::to_chars' round-trip form).
-std::string shortest(double d) {
+/// The fewest significant digits that read back as `d`, in scientific form: what a
+/// JavaScript server keeps and writes (1e20 as 100000000000000000000, 2^63 as
+/// 9223372036854776000). Not to_chars' default form: where fixed notation is shorter, it
+/// writes every digit of the integer (9223372036854775808), more digits than the double
+/// holds.
+std::string fewest_digits(double d) {
   std::array<char, 32> buf{};
-  const auto r = std::to_chars(buf.data(), buf.data() + buf.size(), d);
+  const auto r = std::to_chars(buf.data(), buf.data() + buf.size(), d, std::chars_format::scientific);
   return {buf.data(), r.ptr};
 }
 
@@ -68,11 +72,33 @@ Decimal decimal_of(std::string_view text) {
   return d;
 }
 
+/// `d` as a JavaScript server writes it (Number.prototype.toString): its fewest digits,
+/// in fixed notation from 1e-6 up to below 1e21, else as d.ddde±x. For messages only.
+std::string javascript_text(double d) {
+  const Decimal dec = decimal_of(fewest_digits(d));  // value = 0.digits × 10^n
+  if (dec.digits.empty()) return "0";
+  const std::string& digits = dec.digits;
+  const auto k = static_cast<std::int64_t>(digits.size());
+  const std::int64_t n = dec.exponent;
+  std::string out = dec.negative ? "-" : "";
+  if (k <= n && n <= 21) {
+    out += digits + std::string(static_cast<std::size_t>(n - k), '0');
+  } else if (0 < n && n <= 21) {
+    out += digits.substr(0, static_cast<std::size_t>(n)) + "." + digits.substr(static_cast<std::size_t>(n));
+  } else if (-6 < n && n <= 0) {
+    out += "0." + std::string(static_cast<std::size_t>(-n), '0') + digits;
+  } else {
+    out += digits.substr(0, 1) + (k > 1 ? "." + digits.substr(1) : std::string{}) + "e" + (n - 1 >= 0 ? "+" : "-") +
+           std::to_string(n - 1 >= 0 ? n - 1 : 1 - n);
+  }
+  return out;
+}
+
 std::string loss_message(std::string_view number, double held) {
   std::string m = "the number ";
   m += number;
   m += " is not exactly a double: a JSON server keeps it as ";
-  m += shortest(held);
+  m += javascript_text(held);
   m += " (RFC 8259 section 6); quote it as a string to keep it exactly";
   return m;
 }
@@ -96,7 +122,7 @@ struct LossFinder {
   bool number_integer(json::number_integer_t v) { return integer(v); }
   bool number_unsigned(json::number_unsigned_t v) { return integer(v); }
   bool number_float(json::number_float_t v, const json::string_t& text) {
-    if (decimal_of(text) != decimal_of(shortest(v))) loss = loss_message(text, v);
+    if (decimal_of(text) != decimal_of(fewest_digits(v))) loss = loss_message(text, v);
     return !loss;
   }
   bool string(json::string_t& /*unused*/) { return true; }

@@ -27,8 +27,10 @@ inline constexpr int kMaxJsonDepth = 1024;
 /// a message naming the first number that is not and the double it would become, e.g.
 /// "the number 9007199254740993 is not exactly a double: a JSON server keeps it as
 /// 9007199254740992 (RFC 8259 section 6); quote it as a string to keep it exactly".
-/// Exact means the number's decimal value is that of the shortest text of its double,
-/// so `0.1` and `1e20` pass and `0.30000000000000001` (kept as `0.3`) does not. Invalid
+/// Exact means the number's decimal value is that of the fewest digits that read back as
+/// its double (what a JavaScript server writes), so `0.1`, `1e20`, `100000000000000000000`
+/// and `9.223372036854776e18` pass and `0.30000000000000001` (kept as `0.3`) does not.
+/// The double named is written as a JavaScript server writes it. Invalid
 /// JSON: nullopt (the caller validated it).
 std::optional<std::string> double_loss(std::string_view text);
 

@@ -10,6 +10,7 @@
 #include <vector>
 
 #include "json_values.hpp"
+#include "prodsm/ds/detail/json_elements.hpp"
 
 namespace prodsm::tools {
 
@@ -28,7 +29,14 @@ std::optional<std::string> JsonLineValidator::check(std::string_view text) {
   if (state_->padded.size() < needed) state_->padded.resize(needed);
   std::memcpy(state_->padded.data(), text.data(), text.size());
   std::memset(state_->padded.data() + text.size(), 0, simdjson::SIMDJSON_PADDING);
-  const auto error = state_->parser.parse(state_->padded.data(), text.size(), false).error();
+  auto error = state_->parser.parse(state_->padded.data(), text.size(), false).error();
+  if (error == simdjson::NUMBER_ERROR) {  // an integer literal beyond 64 bits is still JSON
+    if (auto zeroed = ds::detail::long_integers_as_zero(text)) {
+      const std::size_t length = zeroed->size();
+      zeroed->resize(length + simdjson::SIMDJSON_PADDING, '\0');
+      if (state_->parser.parse(zeroed->data(), length, false).error() == simdjson::SUCCESS) error = simdjson::SUCCESS;
+    }
+  }
   if (error == simdjson::SUCCESS) {
     // Valid; would a server holding numbers as doubles store this value? Checked exactly
     // only when a number could carry more than a double holds (json_values.hpp).
@@ -42,9 +50,10 @@ std::optional<std::string> JsonLineValidator::check(std::string_view text) {
   } catch (const nlohmann::json::exception& e) {
     return std::string(e.what());
   }
-  // nlohmann accepted what simdjson refused: an integer beyond 64 bits, a number beyond
-  // the double range, nesting deeper than 1024 levels or invalid UTF-8. prodsm refuses
-  // those (the core's own check is simdjson's); say exactly which.
+  // nlohmann accepted what simdjson refused: nesting deeper than 1024 levels, or invalid
+  // UTF-8 (an integer beyond 64 bits was taken above, and nlohmann refuses a number
+  // beyond the double range). prodsm refuses those (the core's own check is simdjson's);
+  // say exactly which.
   return std::string("not accepted by prodsm's JSON check: ") + simdjson::error_message(error);
 }
 

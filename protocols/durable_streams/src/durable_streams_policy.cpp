@@ -6,6 +6,8 @@
 #include <cstring>
 #include <vector>
 
+#include "prodsm/ds/detail/json_elements.hpp"
+
 namespace prodsm {
 
 std::optional<ConfigError> DurableStreamsPolicy::validate(const Options& options) {
@@ -68,9 +70,17 @@ std::optional<std::string_view> DurableStreamsPolicy::JsonValidator::check(std::
   if (state_->padded.size() < needed) state_->padded.resize(needed);
   std::memcpy(state_->padded.data(), record.data(), record.size());
   std::memset(state_->padded.data() + record.size(), 0, simdjson::SIMDJSON_PADDING);
-  const auto result = state_->parser.parse(state_->padded.data(), record.size(), false);
-  if (result.error() == simdjson::MEMALLOC) return "no memory to validate the JSON record";
-  if (result.error() != simdjson::SUCCESS) return "record is not exactly one JSON value";
+  auto error = state_->parser.parse(state_->padded.data(), record.size(), false).error();
+  if (error == simdjson::NUMBER_ERROR) {  // an integer literal beyond 64 bits is still JSON
+    const std::string_view text(reinterpret_cast<const char*>(record.data()), record.size());
+    if (auto zeroed = ds::detail::long_integers_as_zero(text)) {
+      const std::size_t length = zeroed->size();
+      zeroed->resize(length + simdjson::SIMDJSON_PADDING, '\0');
+      error = state_->parser.parse(zeroed->data(), length, false).error();
+    }
+  }
+  if (error == simdjson::MEMALLOC) return "no memory to validate the JSON record";
+  if (error != simdjson::SUCCESS) return "record is not exactly one JSON value";
   return std::nullopt;
 }
 

@@ -43,32 +43,28 @@ bool is_long_integer(std::string_view token) noexcept {
   return true;
 }
 
-/// simdjson's DOM refuses an integer literal beyond 64 bits (NUMBER_ERROR), though it is
-/// valid JSON (RFC 8259 sets no range) and what a JSON-mode server writes for a large
-/// double: 1e20 comes back as 100000000000000000000. Returns `element` with each such
-/// literal outside strings replaced by 0, for simdjson to judge the rest, or nullopt
-/// when it has none. A token is cut at whitespace or a structural character, so
-/// "100000000000000000000x" or "0100000000000000000000" stays as it is (and invalid).
-std::optional<std::string> long_integers_as_zero(std::string_view element) {
+}  // namespace
+
+std::optional<std::string> long_integers_as_zero(std::string_view json) {
   std::string out;
-  out.reserve(element.size());
+  out.reserve(json.size());
   bool changed = false;
   bool in_string = false;
   bool escape = false;
   std::size_t i = 0;
-  while (i < element.size()) {
-    const char c = element[i];
+  while (i < json.size()) {
+    const char c = json[i];
     if (in_string) {
       string_byte(c, in_string, escape);
       out += c;
       ++i;
     } else if (c == '-' || (c >= '0' && c <= '9')) {
       std::size_t end = i;
-      while (end < element.size() && !is_space(element[end]) && element[end] != ',' && element[end] != ']' &&
-             element[end] != '}' && element[end] != ':') {
+      while (end < json.size() && !is_space(json[end]) && json[end] != ',' && json[end] != ']' && json[end] != '}' &&
+             json[end] != ':') {
         ++end;
       }
-      const std::string_view token = element.substr(i, end - i);
+      const std::string_view token = json.substr(i, end - i);
       changed |= is_long_integer(token);
       out += is_long_integer(token) ? std::string_view("0") : token;
       i = end;
@@ -81,8 +77,6 @@ std::optional<std::string> long_integers_as_zero(std::string_view element) {
   if (!changed) return std::nullopt;
   return out;
 }
-
-}  // namespace
 
 // simdjson's DOM parser validates one whole value (syntax, UTF-8, depth up to
 // simdjson::DEFAULT_MAX_DEPTH = 1024) and keeps its buffers between calls; it reads

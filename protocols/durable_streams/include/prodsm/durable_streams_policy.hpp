@@ -25,7 +25,8 @@ enum class DurableStreamsBodyFormat : std::uint8_t {
   bytes,  ///< records concatenated as they are (byte streams)
   json,   ///< each record is one JSON value; the body is `[r0,r1,...]` and the server
           ///< flattens that one array level (application/json streams). Each record is
-          ///< checked to be exactly one valid JSON value (simdjson), not for numbers a
+          ///< checked to be exactly one valid JSON value (simdjson; an integer beyond 64
+          ///< bits is valid, ds::detail::long_integers_as_zero), not for numbers a
           ///< double cannot hold: a server that stores numbers as doubles keeps
           ///< 9007199254740993 as 9007199254740992 (RFC 8259 section 6). Quote such
           ///< numbers as strings; `prodsm produce --json` refuses them.
