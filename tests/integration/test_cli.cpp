@@ -464,8 +464,10 @@ TEST_F(Cli, ReadWritingToAFullDeviceFails) {
 TEST_F(Cli, ReadToAClosedStdoutOrWithAnEmptyOffsetFails) {
   const std::string u = url("read-closed-stdout");
   ASSERT_EQ(prodsm("produce " + u + " --create -q", "data\n").status, 0);
-  const int status = std::system((std::string(PRODSM_CLI) + " read " + u + " >&- 2>/dev/null").c_str());
-  EXPECT_EQ(WIFEXITED(status) ? WEXITSTATUS(status) : -1, 4);
+  for (const char* out : {"", "-o - ", "-o /dev/stdout ", "-o /dev/fd/1 "}) {
+    const int status = std::system((std::string(PRODSM_CLI) + " read " + u + " " + out + ">&- 2>/dev/null").c_str());
+    EXPECT_EQ(WIFEXITED(status) ? WEXITSTATUS(status) : -1, 4) << out;
+  }
   const CliRun empty_offset = prodsm("read " + u + " --offset ''");
   EXPECT_EQ(empty_offset.status, 2) << "an invalid option is bad input: " << empty_offset.err;
 }

@@ -34,7 +34,8 @@ struct ReadOptions {
 class Output {
  public:
   explicit Output(const std::string& path) : path_{path} {
-    if (path == "-" && stdout_closed_at_start()) {
+    const bool names_stdout = path == "-" || path == "/dev/stdout" || path == "/dev/fd/1" || path == "/proc/self/fd/1";
+    if (names_stdout && stdout_closed_at_start()) {
       error_ = "stdout is closed (>&-): the stream's data would be lost; name a file with -o";
     } else if (path == "-") {
       file_ = stdout;
