@@ -188,6 +188,28 @@ TEST(A1, BlockingInjectedExecutorRunsCallbacksInOrderOneAtATime) {
   EXPECT_EQ(off_pool.load(), 0);
 }
 
+// A1: an executor that runs the task inline, inside the call, would deadlock the first
+// flush (the producer posts while holding its lock, and the completion takes it again).
+// create() and attach() refuse it, naming the option; an executor that queues is taken.
+TEST(A1, BlockingExecutorThatRunsTasksInlineIsRefusedAtCreate) {
+  TestClient client;
+  auto options = options_for(new_stream(client, "a1-inline"));
+  options.callback_executor = [](std::function<void()> task) { task(); };
+  auto refused = blocking::Producer::create(options);
+  ASSERT_FALSE(refused.has_value());
+  EXPECT_NE(refused.error().find("callback_executor: it ran the task inline"), std::string::npos) << refused.error();
+  auto session = blocking::Session::create(ds::StreamUrl::parse(options.url).value()).value();
+  auto refused_attach = blocking::Producer::attach(session, options);
+  ASSERT_FALSE(refused_attach.has_value());
+  EXPECT_NE(refused_attach.error().find("callback_executor"), std::string::npos) << refused_attach.error();
+  ThreadPool pool(1);
+  options.callback_executor = pool.executor();
+  auto taken = blocking::Producer::create(options);
+  ASSERT_TRUE(taken.has_value()) << taken.error();
+  ASSERT_TRUE(taken->submit("r\n").has_value());
+  EXPECT_TRUE(taken->close(kWait).has_value());
+}
+
 // A2: flush and close return only after the callbacks of the records they cover ran; a
 // ticket turns ready after its callback ran.
 TEST(A2, BlockingFlushAndCloseReturnAfterCoveredCallbacksRan) {

@@ -4,12 +4,14 @@
 // are published and waited for, the callback-depth marker that keeps a callback from
 // waiting for itself, and the FIFO dispatcher (A1, A2). Private to the adapter.
 
+#include <atomic>
 #include <condition_variable>
 #include <deque>
 #include <functional>
 #include <memory>
 #include <mutex>
 #include <optional>
+#include <string>
 #include <thread>
 
 #include "prodsm/blocking/producer.hpp"
@@ -68,6 +70,30 @@ std::optional<T> wait_for_value(Signal& signal, const Op<T>& op, std::optional<I
 /// True on a thread that is running a completion callback of a blocking producer.
 inline bool in_callback() noexcept {
   return tls_callback_depth > 0;
+}
+
+/// A1: an injected executor must queue its task, never run it inside the call: the
+/// producer posts while it holds its lock, and an inline task that takes that lock would
+/// wait for itself (a deadlock). Checked once at creation with a probe task that does
+/// nothing: "callback_executor: ..." when the executor ran it inline on the calling
+/// thread, nullopt otherwise (also for an executor that runs it at once on another
+/// thread, or later). The probe may run after this returns; it touches only what it owns.
+inline std::optional<std::string> check_executor_queues(const Executor& executor) {
+  if (!executor) return std::nullopt;
+  struct Probe {
+    std::thread::id caller = std::this_thread::get_id();
+    std::atomic<bool> returned{false};
+    std::atomic<bool> ran_inline{false};
+  };
+  auto probe = std::make_shared<Probe>();
+  executor([probe] {
+    if (!probe->returned.load() && std::this_thread::get_id() == probe->caller) probe->ran_inline.store(true);
+  });
+  probe->returned.store(true);
+  if (!probe->ran_inline.load()) return std::nullopt;
+  return std::string(
+      "callback_executor: it ran the task inline, inside the call; it must queue the task and run it later "
+      "(the producer calls it while holding its lock: an inline completion would wait for itself)");
 }
 
 /// A1: runs tasks one at a time in post order — on a thread of its own, or as a

@@ -391,6 +391,7 @@ struct ProducerImpl
 /// producer's header provider), the producer owning that session (C4), started.
 template <class Impl, class Options>
 tl::expected<std::shared_ptr<Impl>, std::string> create_owned(Options options) {
+  if (auto why = check_executor_queues(options.callback_executor)) return tl::unexpected(*why);
   auto made = prodsm::detail::owned_client<typename Impl::ClientType>(options);
   if (!made) return tl::unexpected(made.error());
   SessionOptions session_options{options.session};
@@ -405,6 +406,7 @@ tl::expected<std::shared_ptr<Impl>, std::string> create_owned(Options options) {
 /// attach() of an Impl: the producer on `session`, which it does not own (C4), started.
 template <class Impl, class Options>
 tl::expected<std::shared_ptr<Impl>, std::string> create_attached(std::shared_ptr<Session> session, Options options) {
+  if (auto why = check_executor_queues(options.callback_executor)) return tl::unexpected(*why);
   auto client = prodsm::detail::attached_client<typename Impl::ClientType>(session, options);
   if (!client) return tl::unexpected(client.error());
   auto impl = std::make_shared<Impl>(std::move(options), std::move(session), false, std::move(*client));

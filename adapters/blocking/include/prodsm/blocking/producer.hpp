@@ -63,7 +63,8 @@ using CloseStreamResult = ds::CloseStreamResult;
 using RecordCallback = std::function<void(const RecordResult&)>;
 /// An injected executor (A1): runs the given task later, on a thread of its choosing.
 /// It must not run the task inline (inside the call): the producer calls it while
-/// holding its lock.
+/// holding its lock. create() and attach() refuse an executor that does
+/// ("callback_executor: ..."), found with one probe task that does nothing.
 using Executor = std::function<void(std::function<void()>)>;
 
 namespace detail {
