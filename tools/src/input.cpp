@@ -50,6 +50,12 @@ tl::expected<void, std::string> open_input(const std::string& path, Input& input
   return {};
 }
 
+RecordReader input_records(const Input& input, RecordReader::Mode mode, std::size_t max_record_bytes) {
+  const bool is_stdin = input.stream == &std::cin;
+  return {*input.stream, mode, max_record_bytes, [] { return interrupted(); },
+          is_stdin ? std::function<InputEnd()>(stdin_at_end) : nullptr};
+}
+
 InputEnd stdin_at_end() {
   const int err = errno;
   if (std::ferror(stdin) == 0 || interrupted()) return {};  // the end, or the interrupt's

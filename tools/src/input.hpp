@@ -31,6 +31,12 @@ struct Input {
 /// the path and the cause ("cannot read input 'x': is a directory").
 tl::expected<void, std::string> open_input(const std::string& path, Input& input);
 
+/// The records of an opened input: a RecordReader over input.stream whose input ends
+/// early at an interrupt (interrupt.hpp: the line cut short is dropped, never returned)
+/// and, for stdin, whose every end is checked by stdin_at_end (a failed read is not the
+/// end of the input).
+RecordReader input_records(const Input& input, RecordReader::Mode mode, std::size_t max_record_bytes);
+
 /// RecordReader's `at_end` for stdin (std::cin reads through stdio, where a failed read
 /// looks like the end of the input): the true end (stdio's end-of-file), or the end an
 /// interrupt made (interrupt.hpp), is the end; a non-blocking input with no data yet

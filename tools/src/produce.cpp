@@ -121,14 +121,8 @@ int run_produce(const ProduceOptions& o) {
   const std::uint64_t total_bytes = input.total_bytes;
   std::vector<char> stream_buffer(1 << 20);
   in->rdbuf()->pubsetbuf(stream_buffer.data(), static_cast<std::streamsize>(stream_buffer.size()));
-  RecordReader reader(
-      *in, json_mode ? RecordReader::Mode::json : RecordReader::Mode::bytes,
-      json_mode ? o.producer.max_batch_bytes - 1 : o.producer.max_batch_bytes,
-      // The input may have ended early: a signal, or a read error (stdio's
-      // error indicator; an interrupted read sets it even before the signal's
-      // handler has run, e.g. under a sanitizer that defers signals).
-      [in] { return tools::interrupted() || (in == &std::cin && std::ferror(stdin) != 0); },
-      in == &std::cin ? std::function<InputEnd()>(stdin_at_end) : nullptr);
+  RecordReader reader = input_records(input, json_mode ? RecordReader::Mode::json : RecordReader::Mode::bytes,
+                                      json_mode ? o.producer.max_batch_bytes - 1 : o.producer.max_batch_bytes);
 
   // ---- producer -------------------------------------------------------------------------
   ::asio::io_context io;

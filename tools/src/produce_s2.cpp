@@ -62,13 +62,9 @@ int run_produce_s2(const S2ProduceArgs& a) {
     std::fprintf(stderr, "prodsm produce: %s\n", opened.error().c_str());
     return kExitBadInput;
   }
-  std::istream* in = input.stream;
   // S2 meters a record without headers as 8 bytes + its body (S2Policy::metered_bytes);
   // the line's '\n' is not part of the record.
-  RecordReader reader(
-      *in, RecordReader::Mode::bytes, a.producer.max_batch_bytes - 8 + 1,
-      [in] { return tools::interrupted() || (in == &std::cin && std::ferror(stdin) != 0); },
-      in == &std::cin ? std::function<InputEnd()>(stdin_at_end) : nullptr);
+  RecordReader reader = input_records(input, RecordReader::Mode::bytes, a.producer.max_batch_bytes - 8 + 1);
 
   ::asio::io_context io;
   auto guard = ::asio::make_work_guard(io);

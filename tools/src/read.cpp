@@ -105,8 +105,8 @@ int run_read(const ReadOptions& o) {
   }
   // The read's options are the caller's: a bad one (an empty --offset) is bad input,
   // refused before anything is opened, not a failed read.
-  if (auto checked = ds::StreamReader::create(*url, read, Instant{}); !checked) {
-    std::fprintf(stderr, "prodsm read: %s\n", checked.error().c_str());
+  if (auto why = read.validate()) {
+    std::fprintf(stderr, "prodsm read: %s\n", why->c_str());
     return kExitBadInput;
   }
   asio::SessionOptions session_options;
