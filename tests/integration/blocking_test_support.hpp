@@ -30,18 +30,6 @@ inline blocking::ProducerOptions options_for(const std::string& url, const std::
   return o;
 }
 
-/// Polls `done` until it holds, for at most kWait (a liveness bound, not a timing
-/// assertion).
-template <class F>
-bool eventually(F done) {
-  const auto give_up = std::chrono::steady_clock::now() + kWait;
-  while (!done()) {
-    if (std::chrono::steady_clock::now() > give_up) return false;
-    std::this_thread::sleep_for(std::chrono::milliseconds{1});
-  }
-  return true;
-}
-
 /// A scripted HTTP/1.1 server on 127.0.0.1 for transport misbehaviour: one connection at
 /// a time; for the n-th request (from 0) `script(n)` says what to do.
 class FakeServer {

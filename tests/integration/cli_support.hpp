@@ -14,7 +14,24 @@
 
 #include <gtest/gtest.h>
 
+#include "reference_server.hpp"
+#include "test_client.hpp"
+
 namespace prodsm::test {
+
+/// A CLI test against the process's reference server (started on first use): fails at
+/// SetUp when the server did not start. `url(name)` is a fresh stream named
+/// "<prefix>-<name>-<n>"; `client` sets streams up and reads them back.
+class CliServerTest : public ::testing::Test {
+ protected:
+  explicit CliServerTest(std::string prefix) : prefix_{std::move(prefix)} {}
+  void SetUp() override { ASSERT_FALSE(ReferenceServer::shared().url().empty()) << ReferenceServer::shared().error(); }
+  std::string url(const std::string& name) { return ReferenceServer::shared().stream_url(prefix_ + "-" + name); }
+  TestClient client;
+
+ private:
+  std::string prefix_;
+};
 
 /// One CLI run: its exit status (-1 when it did not exit normally) and output.
 struct CliRun {

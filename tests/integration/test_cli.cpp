@@ -26,11 +26,9 @@
 namespace prodsm::test {
 namespace {
 
-class Cli : public ::testing::Test {
+class Cli : public CliServerTest {
  protected:
-  void SetUp() override { ASSERT_FALSE(ReferenceServer::shared().url().empty()) << ReferenceServer::shared().error(); }
-  std::string url(const std::string& name) { return ReferenceServer::shared().stream_url("cli-" + name); }
-  TestClient client;
+  Cli() : CliServerTest("cli") {}
 };
 
 TEST_F(Cli, ProducesAFileAndVerifiesIt) {

@@ -20,28 +20,20 @@
 #include <vector>
 
 #include "cli_support.hpp"
+#include "liveness.hpp"
 #include "reference_server.hpp"
 #include "test_client.hpp"
 
 namespace prodsm::test {
 namespace {
 
-class CliInput : public ::testing::Test {
- protected:
-  void SetUp() override { ASSERT_FALSE(ReferenceServer::shared().url().empty()) << ReferenceServer::shared().error(); }
-  std::string url(const std::string& name) { return ReferenceServer::shared().stream_url("cli-input-" + name); }
-  TestClient client;
-};
+/// How long a step of the CLI may take before the test calls it hung (liveness, not timing).
+constexpr Duration kCliWait = std::chrono::seconds{30};
 
-/// Polls `done` every 50 ms for up to 30 s (a liveness bound, not a timing assertion).
-template <class F>
-bool within_30s(F done) {
-  for (int i = 0; i < 600; ++i) {
-    if (done()) return true;
-    std::this_thread::sleep_for(std::chrono::milliseconds{50});
-  }
-  return done();
-}
+class CliInput : public CliServerTest {
+ protected:
+  CliInput() : CliServerTest("cli-input") {}
+};
 
 // A parent that hands over a pipe with O_NONBLOCK set on its read end: every read that
 // finds the pipe empty fails with EAGAIN. The CLI must wait for more input, not take the
@@ -72,16 +64,16 @@ TEST_F(CliInput, NonBlockingStdinWaitsForInputInsteadOfEndingIt) {
   ASSERT_EQ(::write(out, "a\nb\n", 4), 4);
   // The stream holds them once the CLI has read them, sent them and been acknowledged;
   // by then its next read found the pipe empty (EAGAIN).
-  EXPECT_TRUE(within_30s([&] { return client.read_all(u, false) == "a\nb\n"; })) << client.read_all(u, false);
+  EXPECT_TRUE(eventually([&] { return client.read_all(u, false) == "a\nb\n"; }, kCliWait)) << client.read_all(u, false);
   ASSERT_EQ(::write(out, "c\nhal", 5), 5) << "the CLI closed its input after the first EAGAIN";
   int unread = 5;
-  EXPECT_TRUE(within_30s([&] { return ::ioctl(out, FIONREAD, &unread) != 0 || unread == 0; }))
+  EXPECT_TRUE(eventually([&] { return ::ioctl(out, FIONREAD, &unread) != 0 || unread == 0; }, kCliWait))
       << "the CLI never read the half line";
   EXPECT_EQ(::write(out, "f\nd\n", 4), 4) << "the CLI closed its input inside a line";
   ::close(out);  // the true end of the input
   int status = 0;
   pid_t waited = 0;
-  EXPECT_TRUE(within_30s([&] { return (waited = ::waitpid(child, &status, WNOHANG)) != 0; }));
+  EXPECT_TRUE(eventually([&] { return (waited = ::waitpid(child, &status, WNOHANG)) != 0; }, kCliWait));
   if (waited == 0) {
     ::kill(child, SIGKILL);
     ::waitpid(child, &status, 0);

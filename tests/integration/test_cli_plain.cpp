@@ -10,8 +10,6 @@
 
 #include "cli_support.hpp"
 #include "prodsm/ds/http_codec.hpp"
-#include "reference_server.hpp"
-#include "test_client.hpp"
 
 namespace prodsm::test {
 namespace {
@@ -19,11 +17,14 @@ namespace {
 // 4,000 numbered lines in ~100-byte batches while 10% of the stream's POSTs are
 // answered 503: every refused batch is resent, and the stream still holds the input in
 // order, exactly once (plain appends: a refused batch was not appended).
-TEST(CliPlainAppends, KeepTheInputOrderWhileTheServerRefusesBatches) {
+class CliPlainAppends : public CliServerTest {
+ protected:
+  CliPlainAppends() : CliServerTest("cli-plain") {}
+};
+
+TEST_F(CliPlainAppends, KeepTheInputOrderWhileTheServerRefusesBatches) {
   ReferenceServer& server = ReferenceServer::shared();
-  ASSERT_FALSE(server.url().empty()) << server.error();
-  const std::string u = server.stream_url("cli-plain-order");
-  TestClient client;
+  const std::string u = url("order");
   client.create(u, "application/octet-stream");
   nlohmann::json mix;
   mix["path"] = ds::StreamUrl::parse(u)->path;

@@ -21,12 +21,10 @@
 namespace prodsm::test {
 namespace {
 
-class CliProduction : public ::testing::Test {
+class CliProduction : public CliServerTest {
  protected:
-  void SetUp() override { ASSERT_FALSE(ReferenceServer::shared().url().empty()) << ReferenceServer::shared().error(); }
-  std::string plain(const std::string& name) { return ReferenceServer::shared().stream_url("clip-" + name); }
+  CliProduction() : CliServerTest("clip") {}
   std::string ca() { return "--cacert " + tls_certs() + "/ca.pem"; }
-  TestClient client;
 };
 
 /// Replaces `path`'s contents atomically (a reader sees the old or the new file).
@@ -38,7 +36,7 @@ void replace_file(const std::string& path, const std::string& text) {
 // https:// verified against --cacert: produce (with --verify reading back over TLS) and
 // read work; connections are reused (one handshake, not one per batch).
 TEST_F(CliProduction, ProducesAndReadsOverHttpsWithCacert) {
-  const std::string p_https = plain("https");
+  const std::string p_https = url("https");
   TlsEndpoint endpoint;
   const std::string u = endpoint.secure(p_https);
   std::string input;
@@ -66,7 +64,7 @@ TEST_F(CliProduction, ProducesAndReadsOverHttpsWithCacert) {
 // same run trusts it through SSL_CERT_FILE (as OpenSSL does), or --insecure for a
 // self-signed endpoint; --capath is a directory in OpenSSL's hashed layout.
 TEST_F(CliProduction, TlsTrustComesFromTheFlagsOrTheEnvironment) {
-  const std::string p_trust = plain("trust");
+  const std::string p_trust = url("trust");
   TlsEndpoint endpoint;
   const std::string u = endpoint.secure(p_trust);
   client.create(p_trust, "application/octet-stream");
@@ -99,7 +97,7 @@ TEST_F(CliProduction, TlsTrustComesFromTheFlagsOrTheEnvironment) {
 // Mutual TLS: --cert and --key are presented; without them the endpoint refuses the
 // handshake (exit 3, nothing appended); --key without --cert is bad input.
 TEST_F(CliProduction, ClientCertificateForMutualTls) {
-  const std::string p_mtls = plain("mtls");
+  const std::string p_mtls = url("mtls");
   TlsEndpoint endpoint("server", {"--client-ca", tls_certs() + "/ca.pem"});
   const std::string u = endpoint.secure(p_mtls);
   client.create(p_mtls, "application/octet-stream");
@@ -174,7 +172,7 @@ void await_contents(TestClient& client, const std::string& url, const std::strin
 // new one; every line arrives once, in order, exit 0. A token file that cannot be read at
 // the start is bad input before anything is sent.
 TEST_F(CliProduction, BearerTokenFileRotatesDuringARun) {
-  const std::string p_rotate = plain("rotate");
+  const std::string p_rotate = url("rotate");
   const std::string accepted = temp_path("accepted");
   const std::string token = temp_path("token");
   write_file(accepted, "Bearer tok-1\n");
@@ -215,7 +213,7 @@ TEST_F(CliProduction, BearerTokenFileRotatesDuringARun) {
 // that fails, prints nothing or prints a header the codec manages is bad input, named,
 // before anything is sent.
 TEST_F(CliProduction, HeaderCommandSuppliesTheHeaders) {
-  const std::string p_command = plain("command");
+  const std::string p_command = url("command");
   const std::string accepted = temp_path("accepted-cmd");
   write_file(accepted, "Bearer from-command\n");
   TlsEndpoint endpoint{"server", {"--header-check", "Authorization:" + accepted}};
