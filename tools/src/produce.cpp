@@ -31,6 +31,7 @@
 #include "prodsm/asio/stream_ops.hpp"
 #include "produce_s2.hpp"
 #include "producer_flags.hpp"
+#include "progress.hpp"
 #include "record_reader.hpp"
 #include "resume.hpp"
 #include "stream_read.hpp"
@@ -56,39 +57,6 @@ struct ProduceOptions {
   bool resume = false;
   bool quiet = false;
   S2Flags s2;  ///< s2:// targets only
-};
-
-class Progress {
- public:
-  Progress(bool enabled, std::uint64_t total_bytes) : enabled_{enabled}, total_{total_bytes} {}
-  void update(std::uint64_t records, std::uint64_t bytes, bool force = false) {
-    if (!enabled_) return;
-    const auto now = Clock::now();
-    if (!force && now - last_ < std::chrono::milliseconds{100}) return;
-    last_ = now;
-    const double secs = std::chrono::duration<double>(now - start_).count();
-    std::string bar;
-    if (total_ > 0) {
-      const double frac = std::min(1.0, static_cast<double>(bytes) / static_cast<double>(total_));
-      const int filled = static_cast<int>(frac * 30);
-      bar = " [" + std::string(static_cast<std::size_t>(filled), '#') +
-            std::string(static_cast<std::size_t>(30 - filled), '.') + "] " +
-            std::to_string(static_cast<int>(frac * 100)) + "%";
-    }
-    std::fprintf(stderr, "\r%12llu records %12s %10s/s%s", static_cast<unsigned long long>(records),
-                 format_bytes(static_cast<double>(bytes)).c_str(),
-                 format_bytes(secs > 0 ? static_cast<double>(bytes) / secs : 0).c_str(), bar.c_str());
-    std::fflush(stderr);
-  }
-  void finish() {
-    if (enabled_) std::fprintf(stderr, "\n");
-  }
-
- private:
-  bool enabled_;
-  std::uint64_t total_;
-  Clock::time_point start_ = Clock::now();
-  Clock::time_point last_{};
 };
 
 int run_produce(const ProduceOptions& o) {
