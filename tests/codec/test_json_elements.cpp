@@ -8,11 +8,13 @@
 #include <vector>
 
 #include "prodsm/ds/detail/json_elements.hpp"
+#include "prodsm/ds/detail/json_validity.hpp"
 
 namespace prodsm::ds::test {
 namespace {
 
 using detail::JsonArraySplitter;
+using detail::JsonValidity;
 
 struct Split {
   std::vector<std::string> elements;
@@ -107,6 +109,31 @@ TEST(JsonArraySplitter, IntegersBeyond64BitsAreValidElements) {
     ASSERT_TRUE(s.error);
     EXPECT_NE(s.error->find("element 0"), std::string::npos) << *s.error;
   }
+}
+
+// B5: the one JSON rule (JsonValidity) that the submit check, the read splitter and
+// produce's line check share. One validity judges texts of every size in turn: its
+// reused buffers must not let one text's bytes stand in for another's.
+TEST(JsonValidity, B5_JudgesEachTextOnItsOwnWhateverCameBefore) {
+  JsonValidity v;
+  const std::string big = "[" + std::string(10'000, '1') + "]";  // an integer of 10,000 digits: JSON
+  EXPECT_FALSE(v.check(big));
+  for (const char* good : {"1", " {\"a\":[true,null]} ", "\"\"", "100000000000000000000", "-9223372036854776000",
+                           "[1e308]", "\"\\u00e9\""}) {
+    SCOPED_TRACE(good);
+    EXPECT_FALSE(v.check(good));
+  }
+  for (const char* bad : {"", " ", "1 2", "[1", "{\"a\"}", "01", "100000000000000000000x", "\"\xff\"", "tru", "[1]]"}) {
+    SCOPED_TRACE(bad);
+    const auto refusal = v.check(bad);
+    ASSERT_TRUE(refusal);
+    EXPECT_FALSE(refusal->out_of_memory);
+    EXPECT_FALSE(refusal->reason.empty());
+  }
+  // A prefix of the big text, judged after it: the bytes past its end are not read.
+  EXPECT_TRUE(v.check(std::string_view(big).substr(0, 5000)));
+  const std::string deep = std::string(2000, '[') + std::string(2000, ']');
+  EXPECT_TRUE(v.check(deep));  // deeper than 1024 levels
 }
 
 TEST(JsonArraySplitter, R3_DeepNestingIsAnErrorNotACrash) {

@@ -1,8 +1,6 @@
 // SPDX-License-Identifier: Apache-2.0
 #include "record_reader.hpp"
 
-#include <simdjson.h>
-
 #include <algorithm>
 #include <cerrno>
 #include <cstring>
@@ -10,13 +8,12 @@
 #include <vector>
 
 #include "json_values.hpp"
-#include "prodsm/ds/detail/json_elements.hpp"
+#include "prodsm/ds/detail/json_validity.hpp"
 
 namespace prodsm::tools {
 
 struct JsonLineValidator::State {
-  simdjson::dom::parser parser;
-  std::vector<char> padded;
+  ds::detail::JsonValidity validity;
 };
 
 JsonLineValidator::JsonLineValidator() : state_{std::make_unique<State>()} {}
@@ -25,19 +22,8 @@ JsonLineValidator::JsonLineValidator(JsonLineValidator&&) noexcept = default;
 JsonLineValidator& JsonLineValidator::operator=(JsonLineValidator&&) noexcept = default;
 
 std::optional<std::string> JsonLineValidator::check(std::string_view text) {
-  const std::size_t needed = text.size() + simdjson::SIMDJSON_PADDING;
-  if (state_->padded.size() < needed) state_->padded.resize(needed);
-  std::memcpy(state_->padded.data(), text.data(), text.size());
-  std::memset(state_->padded.data() + text.size(), 0, simdjson::SIMDJSON_PADDING);
-  auto error = state_->parser.parse(state_->padded.data(), text.size(), false).error();
-  if (error == simdjson::NUMBER_ERROR) {  // an integer literal beyond 64 bits is still JSON
-    if (auto zeroed = ds::detail::long_integers_as_zero(text)) {
-      const std::size_t length = zeroed->size();
-      zeroed->resize(length + simdjson::SIMDJSON_PADDING, '\0');
-      if (state_->parser.parse(zeroed->data(), length, false).error() == simdjson::SUCCESS) error = simdjson::SUCCESS;
-    }
-  }
-  if (error == simdjson::SUCCESS) {
+  const auto refusal = state_->validity.check(text);
+  if (!refusal) {
     // Valid; would a server holding numbers as doubles store this value? Checked exactly
     // only when a number could carry more than a double holds (json_values.hpp).
     if (may_lose_precision(text)) return double_loss(text);
@@ -54,7 +40,7 @@ std::optional<std::string> JsonLineValidator::check(std::string_view text) {
   // UTF-8 (an integer beyond 64 bits was taken above, and nlohmann refuses a number
   // beyond the double range). prodsm refuses those (the core's own check is simdjson's);
   // say exactly which.
-  return std::string("not accepted by prodsm's JSON check: ") + simdjson::error_message(error);
+  return std::string("not accepted by prodsm's JSON check: ") + std::string(refusal->reason);
 }
 
 RecordReader::RecordReader(std::istream& in, Mode mode, std::size_t max_record_bytes, std::function<bool()> interrupted,

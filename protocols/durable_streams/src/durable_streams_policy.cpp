@@ -1,12 +1,7 @@
 // SPDX-License-Identifier: Apache-2.0
 #include "prodsm/durable_streams_policy.hpp"
 
-#include <simdjson.h>
-
-#include <cstring>
-#include <vector>
-
-#include "prodsm/ds/detail/json_elements.hpp"
+#include "prodsm/ds/detail/json_validity.hpp"
 
 namespace prodsm {
 
@@ -47,41 +42,18 @@ DurableStreamsPolicy::DurableStreamsPolicy(const Options& options)
       epoch_{options.idempotent ? options.idempotent->epoch : 0},
       next_seq_{options.idempotent ? options.idempotent->seq : 0} {
   if (options_.body_format == BodyFormat::json && options_.validate_json) {
-    json_validator_ = std::make_unique<JsonValidator>();
+    json_validity_ = std::make_unique<ds::detail::JsonValidity>();
   }
 }
 DurableStreamsPolicy::~DurableStreamsPolicy() = default;
 DurableStreamsPolicy::DurableStreamsPolicy(DurableStreamsPolicy&&) noexcept = default;
 DurableStreamsPolicy& DurableStreamsPolicy::operator=(DurableStreamsPolicy&&) noexcept = default;
 
-// simdjson's DOM parser validates a whole document (syntax, UTF-8, number ranges) and
-// keeps its buffers between calls; it needs SIMDJSON_PADDING readable bytes after the
-// input, so records are copied into a padded scratch buffer that is reused too.
-struct DurableStreamsPolicy::JsonValidator::State {
-  simdjson::dom::parser parser;
-  std::vector<char> padded;
-};
-
-DurableStreamsPolicy::JsonValidator::JsonValidator() : state_{std::make_unique<State>()} {}
-DurableStreamsPolicy::JsonValidator::~JsonValidator() = default;
-
-std::optional<std::string_view> DurableStreamsPolicy::JsonValidator::check(std::span<const std::byte> record) {
-  const std::size_t needed = record.size() + simdjson::SIMDJSON_PADDING;
-  if (state_->padded.size() < needed) state_->padded.resize(needed);
-  std::memcpy(state_->padded.data(), record.data(), record.size());
-  std::memset(state_->padded.data() + record.size(), 0, simdjson::SIMDJSON_PADDING);
-  auto error = state_->parser.parse(state_->padded.data(), record.size(), false).error();
-  if (error == simdjson::NUMBER_ERROR) {  // an integer literal beyond 64 bits is still JSON
-    const std::string_view text(reinterpret_cast<const char*>(record.data()), record.size());
-    if (auto zeroed = ds::detail::long_integers_as_zero(text)) {
-      const std::size_t length = zeroed->size();
-      zeroed->resize(length + simdjson::SIMDJSON_PADDING, '\0');
-      error = state_->parser.parse(zeroed->data(), length, false).error();
-    }
-  }
-  if (error == simdjson::MEMALLOC) return "no memory to validate the JSON record";
-  if (error != simdjson::SUCCESS) return "record is not exactly one JSON value";
-  return std::nullopt;
+std::optional<std::string_view> DurableStreamsPolicy::check_json(std::span<const std::byte> record) const {
+  const auto refusal = json_validity_->check({reinterpret_cast<const char*>(record.data()), record.size()});
+  if (!refusal) return std::nullopt;
+  if (refusal->out_of_memory) return "no memory to validate the JSON record";
+  return "record is not exactly one JSON value";
 }
 
 void DurableStreamsPolicy::frame_seal(BatchBody& body) const {

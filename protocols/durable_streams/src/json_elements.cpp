@@ -1,10 +1,9 @@
 // SPDX-License-Identifier: Apache-2.0
-// detail::JsonArraySplitter: element boundaries by a byte scanner, validity by simdjson.
+// detail::JsonArraySplitter: element boundaries by a byte scanner, validity by
+// JsonValidity (simdjson); and long_integers_as_zero, which shares the scanner's steps.
 #include "prodsm/ds/detail/json_elements.hpp"
 
-#include <simdjson.h>
-
-#include <cstring>
+#include "prodsm/ds/detail/json_validity.hpp"
 
 namespace prodsm::ds::detail {
 namespace {
@@ -78,16 +77,8 @@ std::optional<std::string> long_integers_as_zero(std::string_view json) {
   return out;
 }
 
-// simdjson's DOM parser validates one whole value (syntax, UTF-8, depth up to
-// simdjson::DEFAULT_MAX_DEPTH = 1024) and keeps its buffers between calls; it reads
-// SIMDJSON_PADDING bytes past the input, so each element is copied into a padded buffer.
-struct JsonArraySplitter::Validator {
-  simdjson::dom::parser parser;
-  std::vector<char> padded;
-};
-
 JsonArraySplitter::JsonArraySplitter(std::size_t max_element_bytes)
-    : validator_{std::make_unique<Validator>()}, max_element_bytes_{max_element_bytes} {}
+    : validity_{std::make_unique<JsonValidity>()}, max_element_bytes_{max_element_bytes} {}
 JsonArraySplitter::~JsonArraySplitter() = default;
 JsonArraySplitter::JsonArraySplitter(JsonArraySplitter&&) noexcept = default;
 JsonArraySplitter& JsonArraySplitter::operator=(JsonArraySplitter&&) noexcept = default;
@@ -110,21 +101,8 @@ void JsonArraySplitter::clear_elements() noexcept {
 }
 
 std::optional<std::string> JsonArraySplitter::validate(std::string_view element) {
-  Validator& v = *validator_;
-  const std::size_t needed = element.size() + simdjson::SIMDJSON_PADDING;
-  if (v.padded.size() < needed) v.padded.resize(needed);
-  std::memcpy(v.padded.data(), element.data(), element.size());
-  std::memset(v.padded.data() + element.size(), 0, simdjson::SIMDJSON_PADDING);
-  const auto parsed = v.parser.parse(v.padded.data(), element.size(), false);
-  if (parsed.error() == simdjson::SUCCESS) return std::nullopt;
-  if (parsed.error() == simdjson::NUMBER_ERROR) {  // an integer beyond 64 bits is still JSON
-    if (auto zeroed = long_integers_as_zero(element)) {
-      zeroed->resize(zeroed->size() + simdjson::SIMDJSON_PADDING, '\0');
-      const std::size_t length = zeroed->size() - simdjson::SIMDJSON_PADDING;
-      if (v.parser.parse(zeroed->data(), length, false).error() == simdjson::SUCCESS) return std::nullopt;
-    }
-  }
-  return element_error(count_, simdjson::error_message(parsed.error()));
+  if (const auto refusal = validity_->check(element)) return element_error(count_, refusal->reason);
+  return std::nullopt;
 }
 
 std::optional<std::string> JsonArraySplitter::complete_element() {

@@ -19,6 +19,9 @@
 #include "prodsm/config.hpp"
 
 namespace prodsm {
+namespace ds::detail {
+class JsonValidity;  // prodsm/ds/detail/json_validity.hpp
+}  // namespace ds::detail
 
 /// How records are framed into one Durable Streams append body.
 enum class DurableStreamsBodyFormat : std::uint8_t {
@@ -26,7 +29,7 @@ enum class DurableStreamsBodyFormat : std::uint8_t {
   json,   ///< each record is one JSON value; the body is `[r0,r1,...]` and the server
           ///< flattens that one array level (application/json streams). Each record is
           ///< checked to be exactly one valid JSON value (simdjson; an integer beyond 64
-          ///< bits is valid, ds::detail::long_integers_as_zero), not for numbers a
+          ///< bits is valid, ds::detail::JsonValidity), not for numbers a
           ///< double cannot hold: a server that stores numbers as doubles keeps
           ///< 9007199254740993 as 9007199254740992 (RFC 8259 section 6). Quote such
           ///< numbers as strings; `prodsm produce --json` refuses them.
@@ -142,7 +145,7 @@ class DurableStreamsPolicy {
   /// Builds the policy from options that passed validate(); starts at options.idempotent's
   /// epoch and seq (S2).
   explicit DurableStreamsPolicy(const Options& options);
-  ~DurableStreamsPolicy();                                ///< out of line: the JSON validator's state is private
+  ~DurableStreamsPolicy();                                ///< out of line: the JSON validity's state is private
   DurableStreamsPolicy(DurableStreamsPolicy&&) noexcept;  ///< moves the epoch/seq state too
   DurableStreamsPolicy& operator=(DurableStreamsPolicy&&) noexcept;  ///< likewise
 
@@ -150,7 +153,7 @@ class DurableStreamsPolicy {
   /// nullopt when it can. The text is static.
   [[nodiscard]] std::optional<std::string_view> check_record(std::span<const std::byte> record) const {
     if (record.empty()) return "empty record: Durable Streams cannot append zero bytes";
-    if (json() && options_.validate_json) return json_validator_->check(record);
+    if (json() && options_.validate_json) return check_json(record);
     return std::nullopt;
   }
   /// Bytes the record adds to a batch body: its size, +1 in JSON mode for `,` or `]`.
@@ -232,20 +235,13 @@ class DurableStreamsPolicy {
 
  private:
   [[nodiscard]] bool json() const noexcept { return options_.body_format == BodyFormat::json; }
-  /// Validates JSON records with a reused parser (no allocation per record once warm).
-  class JsonValidator {
-   public:
-    JsonValidator();
-    ~JsonValidator();
-    /// nullopt when `record` is exactly one JSON value; else a static reason.
-    std::optional<std::string_view> check(std::span<const std::byte> record);
-
-   private:
-    struct State;
-    std::unique_ptr<State> state_;
-  };
+  /// check_record's JSON step (ds::detail::JsonValidity): nullopt when `record` is exactly
+  /// one JSON value, else a static reason.
+  [[nodiscard]] std::optional<std::string_view> check_json(std::span<const std::byte> record) const;
   Options options_;
-  std::unique_ptr<JsonValidator> json_validator_;  // JSON mode with validate_json only
+  /// JSON mode with validate_json only. Reused by every check (no allocation per record
+  /// once warm), so a const check changes it.
+  std::unique_ptr<ds::detail::JsonValidity> json_validity_;
   std::uint64_t epoch_ = 0;
   std::uint64_t next_seq_ = 0;
 };

@@ -25,13 +25,16 @@
 
 namespace prodsm::ds::detail {
 
+class JsonValidity;  // json_validity.hpp
+
 /// simdjson's DOM refuses an integer literal beyond 64 bits (NUMBER_ERROR), though it is
 /// valid JSON (RFC 8259 sets no range) and what a JSON-mode server writes for a large
 /// double: 1e20 comes back as 100000000000000000000. Returns `json` with each integer
 /// literal of 19 digits or more outside strings replaced by 0, for simdjson to judge the
 /// rest, or nullopt when it has none. A token is cut at whitespace or a structural
 /// character, so "100000000000000000000x" or "0100000000000000000000" stays as it is
-/// (and invalid). Used wherever prodsm validates JSON (records at submit, read bodies).
+/// (and invalid). Used by JsonValidity, wherever prodsm validates JSON (records at submit, read
+/// bodies, produce's lines).
 std::optional<std::string> long_integers_as_zero(std::string_view json);
 
 /// Splits one streamed JSON array into validated elements (see the file comment).
@@ -70,8 +73,7 @@ class JsonArraySplitter {
   std::optional<std::string> complete_element();
   std::optional<std::string> validate(std::string_view element);
 
-  struct Validator;
-  std::unique_ptr<Validator> validator_;
+  std::unique_ptr<JsonValidity> validity_;  ///< judges each element (json_validity.hpp)
   std::size_t max_element_bytes_;
   Where where_ = Where::before_array;
   bool seen_bytes_ = false;  ///< a non-whitespace byte arrived
