@@ -1,0 +1,66 @@
+// SPDX-License-Identifier: Apache-2.0
+// `prodsm read` against the reference server: what it prints, and its output failures.
+#include <gtest/gtest.h>
+
+#include <sys/wait.h>
+
+#include <cstdlib>
+#include <nlohmann/json.hpp>
+#include <string>
+
+#include "cli_support.hpp"
+#include "reference_server.hpp"
+#include "test_client.hpp"
+
+namespace prodsm::test {
+namespace {
+
+class CliRead : public CliServerTest {
+ protected:
+  CliRead() : CliServerTest("cli") {}
+};
+
+// `read --json` prints the stream as one JSON array, ended by a newline; bytes mode
+// prints exactly the stream's bytes.
+TEST_F(CliRead, PrintsJsonWithANewlineAndBytesExactly) {
+  const std::string j = url("readjson");
+  ASSERT_EQ(prodsm("produce " + j + " --create --json", "1\n{\"a\":2}\n").status, 0);
+  CliRun r = prodsm("read " + j + " --json");
+  EXPECT_EQ(r.status, 0) << r.err;
+  ASSERT_FALSE(r.out.empty());
+  EXPECT_EQ(r.out.back(), '\n');
+  EXPECT_EQ(nlohmann::json::parse(r.out), nlohmann::json::parse(R"([1,{"a":2}])"));
+  const std::string b = url("readbytes");
+  ASSERT_EQ(prodsm("produce " + b + " --create", "x\nno newline").status, 0);
+  r = prodsm("read " + b);
+  EXPECT_EQ(r.status, 0) << r.err;
+  EXPECT_EQ(r.out, "x\nno newline");
+}
+
+// Issue 22 item 10: an output failure has its own exit status (4), not 2 "bad input".
+TEST_F(CliRead, WritingToAFullDeviceFails) {
+  const std::string u = url("readfull");
+  ASSERT_EQ(prodsm("produce " + u + " --create -q", "data\n").status, 0);
+  const CliRun r = prodsm("read " + u + " -o /dev/full");
+  EXPECT_EQ(r.status, 4);
+  EXPECT_NE(r.err.find("writing to '/dev/full' failed"), std::string::npos) << r.err;
+  const int status = std::system((std::string(PRODSM_CLI) + " read " + u + " >/dev/full 2>/dev/null").c_str());
+  EXPECT_EQ(WIFEXITED(status) ? WEXITSTATUS(status) : -1, 4);
+}
+
+// A closed stdout (`>&-`) is an output failure (exit 4), not a read whose data silently went to
+// the /dev/null that stands in for the closed descriptor; an invalid read option (an
+// empty --offset) is bad input (exit 2), not a failed read (3).
+TEST_F(CliRead, ToAClosedStdoutOrWithAnEmptyOffsetFails) {
+  const std::string u = url("read-closed-stdout");
+  ASSERT_EQ(prodsm("produce " + u + " --create -q", "data\n").status, 0);
+  for (const char* out : {"", "-o - ", "-o /dev/stdout ", "-o /dev/fd/1 "}) {
+    const int status = std::system((std::string(PRODSM_CLI) + " read " + u + " " + out + ">&- 2>/dev/null").c_str());
+    EXPECT_EQ(WIFEXITED(status) ? WEXITSTATUS(status) : -1, 4) << out;
+  }
+  const CliRun empty_offset = prodsm("read " + u + " --offset ''");
+  EXPECT_EQ(empty_offset.status, 2) << "an invalid option is bad input: " << empty_offset.err;
+}
+
+}  // namespace
+}  // namespace prodsm::test
