@@ -9,9 +9,7 @@
 
 #include <algorithm>
 #include <array>
-#include <atomic>
 #include <cmath>
-#include <condition_variable>
 #include <cstdio>
 #include <memory>
 #include <mutex>
@@ -27,6 +25,7 @@
 #include "prodsm/asio/producer.hpp"
 #include "prodsm/asio/stream_ops.hpp"
 #include "producer_flags.hpp"
+#include "progress.hpp"
 #include "s2_target.hpp"
 
 namespace prodsm::tools {
@@ -54,65 +53,6 @@ struct Outcomes {
   std::mutex mu;
   std::vector<double> latency_ms;    ///< sampled records, submit to acknowledgement
   std::optional<Error> first_error;  ///< of a sampled record
-};
-
-/// The progress lines of a run: a thread of its own prints one line to stderr every
-/// `interval_ms` (records submitted and acknowledged in the window, records/s, MiB/s),
-/// whatever the submitting loop is doing — waiting for capacity, or the final flush —
-/// until stop(). Signals stay with the main thread. P: asio::Producer or S2Producer.
-template <class P>
-class ProgressReporter {
- public:
-  ProgressReporter(P& producer, std::uint64_t interval_ms, std::uint64_t record_bytes)
-      : producer_{producer}, interval_{interval_ms}, record_bytes_{record_bytes} {
-    if (interval_ms == 0) return;
-    mask_interrupts(true);  // the thread inherits the blocked mask; the handler is left as it is
-    thread_ = std::thread([this] { run(); });
-    mask_interrupts(false);
-  }
-  ~ProgressReporter() { stop(); }
-  ProgressReporter(const ProgressReporter&) = delete;
-  ProgressReporter& operator=(const ProgressReporter&) = delete;
-
-  /// Records the loop has had accepted so far (the loop's thread).
-  void add_sent(std::uint64_t n) noexcept { sent_.fetch_add(n, std::memory_order_relaxed); }
-
-  /// Ends the reports (no line after it returns).
-  void stop() {
-    {
-      std::lock_guard lock(mu_);
-      stopping_ = true;
-    }
-    cv_.notify_all();
-    if (thread_.joinable()) thread_.join();
-  }
-
- private:
-  void run() {
-    auto window_start = Clock::now();
-    std::uint64_t window_sent = 0;
-    std::uint64_t window_acked = 0;
-    std::unique_lock lock(mu_);
-    while (!cv_.wait_until(lock, window_start + interval_, [this] { return stopping_; })) {
-      const auto now = Clock::now();
-      const double secs = std::chrono::duration<double>(now - window_start).count();
-      const std::uint64_t sent = sent_.load(std::memory_order_relaxed);
-      const std::uint64_t acked = producer_.stats().core.records_succeeded;
-      std::fprintf(stderr, "%s\n", window_line(sent - window_sent, acked - window_acked, secs, record_bytes_).c_str());
-      window_start = now;
-      window_sent = sent;
-      window_acked = acked;
-    }
-  }
-
-  P& producer_;
-  const std::chrono::milliseconds interval_;
-  const std::uint64_t record_bytes_;
-  std::atomic<std::uint64_t> sent_{0};
-  std::mutex mu_;
-  std::condition_variable cv_;
-  bool stopping_ = false;
-  std::thread thread_;
 };
 
 /// Runs the load and prints the figures, for either producer (asio::Producer,

@@ -1,15 +1,21 @@
 // SPDX-License-Identifier: Apache-2.0
 #pragma once
-// The progress line of `prodsm produce` on a terminal: records, bytes, bytes/s and, when
-// the input's size is known, a bar; redrawn on stderr at most every 100 ms.
+// Progress on stderr: the line `prodsm produce` redraws on a terminal (Progress), and the
+// lines `prodsm bench` prints every --report-interval-ms (ProgressReporter).
 
 #include <algorithm>
+#include <atomic>
 #include <chrono>
+#include <condition_variable>
 #include <cstdint>
 #include <cstdio>
+#include <mutex>
 #include <string>
+#include <thread>
 
+#include "bench_support.hpp"
 #include "figures.hpp"
+#include "interrupt.hpp"
 
 namespace prodsm::tools {
 
@@ -49,6 +55,65 @@ class Progress {
   std::uint64_t total_;
   std::chrono::steady_clock::time_point start_ = std::chrono::steady_clock::now();
   std::chrono::steady_clock::time_point last_{};
+};
+
+/// The progress lines of a run: a thread of its own prints one line to stderr every
+/// `interval_ms` (records submitted and acknowledged in the window, records/s, MiB/s),
+/// whatever the submitting loop is doing — waiting for capacity, or the final flush —
+/// until stop(). Signals stay with the main thread. P: asio::Producer or S2Producer.
+template <class P>
+class ProgressReporter {
+ public:
+  ProgressReporter(P& producer, std::uint64_t interval_ms, std::uint64_t record_bytes)
+      : producer_{producer}, interval_{interval_ms}, record_bytes_{record_bytes} {
+    if (interval_ms == 0) return;
+    mask_interrupts(true);  // the thread inherits the blocked mask; the handler is left as it is
+    thread_ = std::thread([this] { run(); });
+    mask_interrupts(false);
+  }
+  ~ProgressReporter() { stop(); }
+  ProgressReporter(const ProgressReporter&) = delete;
+  ProgressReporter& operator=(const ProgressReporter&) = delete;
+
+  /// Records the loop has had accepted so far (the loop's thread).
+  void add_sent(std::uint64_t n) noexcept { sent_.fetch_add(n, std::memory_order_relaxed); }
+
+  /// Ends the reports (no line after it returns).
+  void stop() {
+    {
+      std::lock_guard lock(mu_);
+      stopping_ = true;
+    }
+    cv_.notify_all();
+    if (thread_.joinable()) thread_.join();
+  }
+
+ private:
+  void run() {
+    auto window_start = std::chrono::steady_clock::now();
+    std::uint64_t window_sent = 0;
+    std::uint64_t window_acked = 0;
+    std::unique_lock lock(mu_);
+    while (!cv_.wait_until(lock, window_start + interval_, [this] { return stopping_; })) {
+      const auto now = std::chrono::steady_clock::now();
+      const double secs = std::chrono::duration<double>(now - window_start).count();
+      const std::uint64_t sent = sent_.load(std::memory_order_relaxed);
+      const std::uint64_t acked = producer_.stats().core.records_succeeded;
+      std::fprintf(stderr, "%s\n", window_line(sent - window_sent, acked - window_acked, secs, record_bytes_).c_str());
+      window_start = now;
+      window_sent = sent;
+      window_acked = acked;
+    }
+  }
+
+  P& producer_;
+  const std::chrono::milliseconds interval_;
+  const std::uint64_t record_bytes_;
+  std::atomic<std::uint64_t> sent_{0};
+  std::mutex mu_;
+  std::condition_variable cv_;
+  bool stopping_ = false;
+  std::thread thread_;
 };
 
 }  // namespace prodsm::tools
