@@ -153,6 +153,47 @@ TEST_F(S2Blocking, FaultsAreRetriedOnlyWhereSafe) {  // E2, E4
   EXPECT_EQ(records[1].body, "maybe");
 }
 
+// A header provider's headers follow S2's rules on an S2 request (http::Request::
+// header_rule = s2::check_provided_header), not Durable Streams': a name the S2 codec
+// manages fails the attempt definite (nothing sent) with header_provider_failed; a
+// per-request Authorization (no access token set) and other names are sent.
+TEST_F(S2Blocking, HeaderProviderHeadersFollowS2sRules) {
+  for (const char* name : {"Content-Encoding", "s2-format"}) {
+    auto o = options();
+    o.producer.retry.max_attempts = 1;
+    o.header_provider =
+        [name](const prodsm::http::RequestInfo&) -> tl::expected<prodsm::http::RequestFields, std::string> {
+      prodsm::http::RequestFields f;
+      f.headers.push_back({name, "x"});
+      return f;
+    };
+    auto p = make(o);
+    auto t = p.submit("never");
+    ASSERT_TRUE(t);
+    const auto r = t->wait();
+    ASSERT_FALSE(r) << name;
+    EXPECT_EQ(r.error().code, ErrorCode::header_provider_failed) << name;
+    EXPECT_EQ(r.error().certainty, Certainty::definite) << name;
+    EXPECT_NE(r.error().message.find("is managed by the codec"), std::string::npos) << r.error().message;
+  }
+  auto o = options();
+  o.header_provider = [](const prodsm::http::RequestInfo&) -> tl::expected<prodsm::http::RequestFields, std::string> {
+    prodsm::http::RequestFields f;
+    f.headers.push_back({"Authorization", "Bearer per-request"});
+    f.headers.push_back({"X-Trace", "1"});
+    return f;
+  };
+  auto p = make(o);
+  auto t = p.submit("sent");
+  ASSERT_TRUE(t);
+  const auto r = t->wait();
+  EXPECT_TRUE(r) << r.error().describe();
+  EXPECT_TRUE(p.close());
+  const auto records = stream_records();
+  ASSERT_EQ(records.size(), 1U);
+  EXPECT_EQ(records[0].body, "sent");
+}
+
 TEST_F(S2Blocking, SubmitAndFlushAfterCloseFailWithClosed) {  // C1, C2
   auto p = make(options());
   ASSERT_TRUE(p.submit("only"));

@@ -204,6 +204,45 @@ TEST_F(CliS2, ProducesOverHttpsWithCacert) {  // S2's cloud is https only
   EXPECT_NE(untrusted.err.find("tls_failed"), std::string::npos) << untrusted.err;
 }
 
+// A header a --header-command prints is checked by S2's rules on an S2 request, not by
+// Durable Streams': a name the S2 codec manages (Content-Encoding would make the server
+// decompress a protobuf body) is refused as -H refuses it, before anything is sent.
+TEST_F(CliS2, HeaderCommandHeadersFollowS2sRules) {
+  for (const char* header : {"Content-Encoding: gzip", "s2-format: base64", "s2-basin: other-basin"}) {
+    std::string stream;
+    const std::string t = target("header-command", stream);
+    const CliRun r = prodsm("produce " + t + " --create -q --header-command 'echo \"" + header + "\"'", "a\n");
+    EXPECT_EQ(r.status, 2) << header << "\n" << r.err;
+    EXPECT_NE(r.err.find("--header-command: "), std::string::npos) << r.err;
+    EXPECT_NE(r.err.find("is managed by the codec"), std::string::npos) << r.err;
+    const CliRun h = prodsm("produce " + t + " -q -H '" + header + "'", "a\n");
+    EXPECT_EQ(h.status, 2) << header << "\n" << h.err;
+    const auto read = test::read_s2_stream(control_, server().endpoint(), stream);
+    ASSERT_FALSE(read) << header << ": refused before anything was sent, the stream too was not created";
+    EXPECT_NE(read.error().find("stream_not_found"), std::string::npos) << read.error();
+  }
+  std::string stream;
+  const CliRun ok = prodsm(
+      "produce " + target("header-command-ok", stream) + " --create -q --header-command 'echo \"X-Trace: 1\"'", "a\n");
+  EXPECT_EQ(ok.status, 0) << ok.err;
+  EXPECT_EQ(bodies(stream), std::vector<std::string>{"a"});
+}
+
+// B3, R3: a line is one record without its '\n', metered as 8 bytes + its body: under
+// --max-batch-bytes 100 a 92-byte line is taken, a 93-byte one (with or without a '\n')
+// is refused naming the largest record, and the lines before it are produced.
+TEST_F(CliS2, ALineTooLongForABatchNamesTheLargestRecord) {
+  for (const std::string end : {"\n", ""}) {
+    std::string stream;
+    const CliRun r = prodsm("produce " + target("long-line", stream) + " --create -q --max-batch-bytes 100",
+                            std::string(92, 'x') + "\n" + std::string(93, 'y') + end);
+    EXPECT_EQ(r.status, 2) << r.err;
+    EXPECT_NE(r.err.find("line 2"), std::string::npos) << r.err;
+    EXPECT_NE(r.err.find("the largest record it takes is 92 bytes)"), std::string::npos) << r.err;
+    EXPECT_EQ(bodies(stream), std::vector<std::string>{std::string(92, 'x')});
+  }
+}
+
 TEST_F(CliS2, BadTargetsAndFlagsAreBadInput) {  // B3
   const std::string ep = " --endpoint " + server().url();
   struct Case {
@@ -219,7 +258,8 @@ TEST_F(CliS2, BadTargetsAndFlagsAreBadInput) {  // B3
       {"s2://test-basin/s --json" + ep, "--json is not supported for s2:// targets"},
       {"s2://test-basin/s --producer-id p" + ep, "Durable Streams flags"},
       {"s2://test-basin/s --max-batch-bytes 2000000" + ep, "--max-batch-bytes: s2:// targets take"},
-      {"s2://test-basin/s --fencing-token " + std::string(37, 'x') + ep, "producer.protocol.fencing_token"},
+      {"s2://test-basin/s --fencing-token " + std::string(37, 'x') + ep,
+       "--fencing-token: must be at most 36 bytes (got 37)"},
       {"s2://test-basin/s --endpoint ftp://x", "--endpoint: "},
       {server().url() + "/ds-stream --match-seq-num 3", "--match-seq-num: only for s2:// targets"},
   };

@@ -32,6 +32,30 @@ TEST(RecordReader, BytesModeKeepsEveryByteIncludingTheLastLineWithoutNewline) {
   EXPECT_EQ(reader.bytes_read(), 14U);
 }
 
+// S2 (`produce s2://`): one record per line without its '\n'; every other byte kept (a
+// '\r' too), an empty line an empty record.
+TEST(RecordReader, LinesModeDropsOnlyTheNewline) {
+  std::istringstream in(std::string("a\n\nb\r\nc\0d\nlast", 14));
+  RecordReader reader(in, RecordReader::Mode::lines, 1024);
+  EXPECT_EQ(read_all(reader), (std::vector<std::string>{"a", "", "b\r", std::string("c\0d", 3), "last"}));
+  EXPECT_EQ(reader.bytes_read(), 14U);
+}
+
+// Lines mode bounds the record, not the line: `max_record_bytes` bytes before the '\n' (or
+// at the end of the input) are taken, one more is refused naming that largest record.
+TEST(RecordReader, LinesModeLimitIsTheRecordWithoutItsNewline) {
+  for (const std::string last : {"12345678\n", "12345678"}) {
+    std::istringstream in("1234567\n" + last);
+    RecordReader reader(in, RecordReader::Mode::lines, 7);
+    std::optional<LineError> error;
+    EXPECT_EQ(read_all(reader, &error), std::vector<std::string>{"1234567"});
+    ASSERT_TRUE(error.has_value());
+    EXPECT_EQ(error->line, 2U);
+    EXPECT_NE(error->message.find("line is 8 bytes"), std::string::npos) << error->message;
+    EXPECT_NE(error->message.find("the largest record it takes is 7 bytes)"), std::string::npos) << error->message;
+  }
+}
+
 TEST(RecordReader, EmptyInputHasNoRecords) {
   std::istringstream in("");
   RecordReader reader(in, RecordReader::Mode::bytes, 16);

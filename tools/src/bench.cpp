@@ -384,7 +384,8 @@ void add_bench_command(CLI::App& app, std::function<int()>& run) {
       ->type_name("RATE")
       ->default_str("0");
   cmd->add_option("--content-type", o->content_type, "Stream content type (bytes mode)")->capture_default_str();
-  cmd->add_flag("--create", o->create, "Create the stream first if it does not exist (PUT)");
+  cmd->add_flag("--create", o->create,
+                "Create the stream first if it does not exist (PUT; s2:// targets: POST /v1/streams)");
   add_decimal_option(*cmd, "--report-interval-ms", o->report_interval_ms, 0, 3'600'000,
                      "Print a progress line to stderr this often (0 = never), 0..3600000");
   cmd->add_flag("--json", o->json, "Print the figures as one JSON object");

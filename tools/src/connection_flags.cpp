@@ -27,7 +27,8 @@ void add_connection_flags(CLI::App& cmd, ConnectionFlags& f) {
 
 std::optional<std::string> apply_connection_flags(const ConnectionFlags& f, http::TransportOptions& transport,
                                                   HeaderProvider& provider,
-                                                  const std::vector<std::string>& fixed_header_names) {
+                                                  const std::vector<std::string>& fixed_header_names,
+                                                  http::HeaderRule rule) {
   transport.tls.ca_file = f.cacert;
   transport.tls.ca_dir = f.capath;
   transport.tls.cert_file = f.cert;
@@ -47,7 +48,7 @@ std::optional<std::string> apply_connection_flags(const ConnectionFlags& f, http
     if (auto first = (*source)(http::RequestInfo{}); !first) return first.error();  // fail before appending
     provider = [source](const http::RequestInfo& r) { return (*source)(r); };
   } else if (!f.header_command.empty()) {
-    auto source = std::make_shared<HeaderCommand>(f.header_command, std::chrono::seconds{f.header_ttl_s});
+    auto source = std::make_shared<HeaderCommand>(f.header_command, std::chrono::seconds{f.header_ttl_s}, rule);
     auto first = (*source)(http::RequestInfo{});  // runs it once now: a broken command fails before appending
     if (!first) return first.error();
     for (const auto& h : first->headers) {

@@ -14,6 +14,7 @@
 #include <string>
 #include <vector>
 
+#include "prodsm/ds/http_codec.hpp"
 #include "prodsm/header_provider.hpp"
 #include "prodsm/http/pool.hpp"
 
@@ -37,9 +38,11 @@ void add_connection_flags(CLI::App& cmd, ConnectionFlags& flags);
 /// Fills `transport.tls` and `provider` from `flags`. `fixed_header_names` are the names
 /// given with -H: a name both fixed and provided is refused here (it would fail every
 /// request). The token file is read, the header command run, once here, so a broken one
-/// fails before anything is sent. Returns the message naming the bad flag, or nullopt.
+/// fails before anything is sent; its headers are checked with `rule`, the target
+/// protocol's rule on provided headers. Returns the message naming the bad flag, or nullopt.
 std::optional<std::string> apply_connection_flags(const ConnectionFlags& flags, http::TransportOptions& transport,
                                                   HeaderProvider& provider,
-                                                  const std::vector<std::string>& fixed_header_names);
+                                                  const std::vector<std::string>& fixed_header_names,
+                                                  http::HeaderRule rule = &ds::check_extra_header);
 
 }  // namespace prodsm::tools

@@ -165,7 +165,7 @@ tl::expected<http::Headers, std::string> HeaderCommand::run() const {
   while (std::getline(lines, line)) {
     line = trim(line);
     if (line.empty()) continue;
-    auto header = parse_header_flag(line);
+    auto header = parse_header_flag(line, rule_);
     if (!header) return tl::unexpected("printed a line that is not a header: " + header.error());
     headers.push_back(std::move(*header));
   }

@@ -58,7 +58,9 @@ class BearerTokenFile {
 /// --header-command; the next attempt runs it again.
 class HeaderCommand {
  public:
-  HeaderCommand(std::string command, std::chrono::seconds ttl) : command_{std::move(command)}, ttl_{ttl} {}
+  /// `rule`: the target protocol's rule on provided headers (parse_header_flag).
+  HeaderCommand(std::string command, std::chrono::seconds ttl, http::HeaderRule rule)
+      : command_{std::move(command)}, ttl_{ttl}, rule_{rule} {}
   /// The headers for one request attempt, running the command when the cache is older
   /// than the TTL (or empty).
   tl::expected<http::RequestFields, std::string> operator()(const http::RequestInfo& request);
@@ -67,6 +69,7 @@ class HeaderCommand {
   tl::expected<http::Headers, std::string> run() const;
   std::string command_;
   std::chrono::seconds ttl_;
+  http::HeaderRule rule_;
   std::mutex mu_;
   std::optional<std::chrono::steady_clock::time_point> fetched_at_;
   http::Headers headers_;

@@ -395,7 +395,8 @@ void add_produce_command(CLI::App& app, std::function<int()>& run) {
   cmd->add_option("-i,--input", o->input, "Input file ('-' = stdin)")->capture_default_str();
   cmd->add_option("--content-type", o->content_type, "Stream content type")->capture_default_str();
   cmd->add_flag("--json", o->json, "JSON mode: content type application/json, one JSON value per line");
-  cmd->add_flag("--create", o->create, "Create the stream first if it does not exist (PUT)");
+  cmd->add_flag("--create", o->create,
+                "Create the stream first if it does not exist (PUT; s2:// targets: POST /v1/streams)");
   add_producer_flags(*cmd, o->producer);
   add_decimal_option(*cmd, "--flush-every", o->flush_every, 0, UINT64_MAX,
                      "Flush after every N records (0 = only at the end)");

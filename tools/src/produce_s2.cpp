@@ -63,8 +63,8 @@ int run_produce_s2(const S2ProduceArgs& a) {
     return kExitBadInput;
   }
   // S2 meters a record without headers as 8 bytes + its body (S2Policy::metered_bytes);
-  // the line's '\n' is not part of the record.
-  RecordReader reader = input_records(input, RecordReader::Mode::bytes, a.producer.max_batch_bytes - 8 + 1);
+  // the line's '\n' is not part of the record (Mode::lines).
+  RecordReader reader = input_records(input, RecordReader::Mode::lines, a.producer.max_batch_bytes - 8);
 
   ::asio::io_context io;
   auto guard = ::asio::make_work_guard(io);
@@ -136,8 +136,7 @@ int run_produce_s2(const S2ProduceArgs& a) {
       interrupted = tools::interrupted();
       break;
     }
-    std::string_view record = **next;  // one record per line, without its newline (as `s2 append`)
-    if (!record.empty() && record.back() == '\n') record.remove_suffix(1);
+    const std::string_view record = **next;  // one line without its '\n' (Mode::lines)
     auto r = producer->submit_blocking(record, std::chrono::milliseconds{a.producer.delivery_timeout_ms});
     if (!r) {
       if (r.error().reason == RejectReason::failed && r.error().terminal) {

@@ -30,9 +30,10 @@ void add_producer_flags(CLI::App& cmd, ProducerFlags& f) {
       ->excludes(claim);
   cmd.add_option("--linger-ms", f.linger, "Linger in ms (0 = no delay, 'off' = no timer)")->capture_default_str();
   add_decimal_option(cmd, "--max-batch-bytes", f.max_batch_bytes, DurableStreamsPolicy::kMinBatchBytes,
-                     DurableStreamsPolicy::kMaxBatchBytesCap, "Most bytes per batch, 3..67108864");
+                     DurableStreamsPolicy::kMaxBatchBytesCap,
+                     "Most bytes per batch, 3..67108864 (s2:// targets: 8..1048576)");
   add_decimal_option(cmd, "--max-in-flight", f.max_in_flight, 1, Bounds::kMaxInFlightCap,
-                     "Most batches in flight, 1..64");
+                     "Most batches in flight, 1..64 (1 unless given with --no-producer-id and for s2:// targets)");
   cmd.add_option("-H,--header", f.headers, "Extra request header 'Name: value' (repeatable)");
   cmd.add_option("--connection-mode", f.connection_mode,
                  "pipelined (one connection) or pool (one request per connection)")
@@ -84,13 +85,13 @@ std::optional<std::string> apply_producer_flags(const ProducerFlags& f, asio::Pr
   return apply_connection_flags(f.connection, options.session, options.header_provider, fixed);
 }
 
-tl::expected<ds::Header, std::string> parse_header_flag(const std::string& text) {
+tl::expected<ds::Header, std::string> parse_header_flag(const std::string& text, http::HeaderRule rule) {
   const auto colon = text.find(':');
   if (colon == std::string::npos || colon == 0) return tl::unexpected("'" + text + "' is not 'Name: value'");
   std::string value = text.substr(colon + 1);
   value.erase(0, value.find_first_not_of(" \t"));
   ds::Header header{text.substr(0, colon), value};
-  if (auto why = ds::check_extra_header(header)) return tl::unexpected(*why);
+  if (auto why = rule(header)) return tl::unexpected(why->empty() ? "header '" + header.name + "' refused" : *why);
   return header;
 }
 

@@ -48,9 +48,11 @@ void add_producer_flags(CLI::App& cmd, ProducerFlags& flags);
 /// (e.g. "--linger-ms: 'x' is not a number of milliseconds in 0..3600000 or 'off'").
 std::optional<std::string> apply_producer_flags(const ProducerFlags& flags, asio::ProducerOptions& options);
 
-/// Parses `-H 'Name: value'` (value's leading blanks dropped) and checks it with
-/// ds::check_extra_header; the error text names what is wrong.
-tl::expected<ds::Header, std::string> parse_header_flag(const std::string& text);
+/// Parses `-H 'Name: value'` (value's leading blanks dropped) and checks it with `rule`,
+/// the target protocol's (ds::check_extra_header, s2::check_extra_header, or for headers
+/// a header provider adds, s2::check_provided_header); the error text names what is wrong.
+tl::expected<ds::Header, std::string> parse_header_flag(const std::string& text,
+                                                        http::HeaderRule rule = &ds::check_extra_header);
 
 /// A producer id unique enough for one run: "prodsm-<host>-<pid>-<random hex>".
 std::string generated_producer_id();

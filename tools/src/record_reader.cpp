@@ -108,8 +108,8 @@ tl::expected<std::optional<std::string_view>, LineError> RecordReader::next() {
     ++line_;
     std::size_t length = line->text.size();
     bytes_ += length + (line->had_newline ? 1 : 0);
-    if (mode_ == Mode::bytes) {
-      if (line->had_newline) buffer_[length++] = '\n';  // getline left room: its NUL sat there
+    if (mode_ != Mode::json) {
+      if (mode_ == Mode::bytes && line->had_newline) buffer_[length++] = '\n';  // getline left room: its NUL sat there
       if (length > max_record_bytes_) {
         return tl::unexpected(LineError{line_, "line is " + std::to_string(length) +
                                                    " bytes, longer than max batch bytes allows" + largest_record()});

@@ -62,7 +62,13 @@ class JsonLineValidator {
 
 class RecordReader {
  public:
-  enum class Mode : std::uint8_t { bytes, json };
+  /// What one line is as a record.
+  enum class Mode : std::uint8_t {
+    bytes,  ///< the line's bytes with its '\n' (Durable Streams byte streams: the stream is the input)
+    json,   ///< one JSON value per line, without its line end; blank lines skipped
+    lines,  ///< the line's bytes without its '\n' (S2: one record per line, as `s2 append`),
+            ///< a '\r' before it kept; `max_record_bytes` bounds the record, '\n' not counted
+  };
 
   /// `interrupted`: true when the end of the input may not be its true end (a signal
   /// interrupted the read, which looks like the end to the stream); may be empty.

@@ -58,6 +58,9 @@ std::optional<std::string> apply_s2_flags(const S2Target& target, const S2Flags&
   auto& core = options.producer;
   core.protocol.fencing_token = s2f.fencing_token;
   core.protocol.match_seq_num = s2f.match_seq_num;
+  if (auto bad = S2Policy::validate(core.protocol)) {  // named by the flag, not the option field
+    return (bad->field == "protocol.fencing_token" ? std::string{"--fencing-token"} : bad->field) + ": " + bad->reason;
+  }
   if (f.linger == "off" || f.linger == "disabled") {
     core.linger = Linger::disabled();
   } else {
@@ -90,15 +93,15 @@ std::optional<std::string> apply_s2_flags(const S2Target& target, const S2Flags&
   options.session.max_connections = core.max_in_flight;
   options.session.request_timeout_ns = std::chrono::milliseconds{f.request_timeout_ms};
   for (const auto& h : f.headers) {
-    auto header = parse_header_flag(h);
+    auto header = parse_header_flag(h, &s2::check_extra_header);
     if (!header) return "--header: " + header.error();
-    if (auto why = s2::check_extra_header(*header)) return "--header: " + *why;
     options.extra_headers.push_back(std::move(*header));
   }
   std::vector<std::string> fixed;
   for (const auto& h : options.extra_headers) fixed.push_back(h.name);
   if (!options.access_token.empty()) fixed.emplace_back("Authorization");
-  return apply_connection_flags(f.connection, options.session, options.header_provider, fixed);
+  return apply_connection_flags(f.connection, options.session, options.header_provider, fixed,
+                                &s2::check_provided_header);
 }
 
 }  // namespace prodsm::tools

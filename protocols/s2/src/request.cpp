@@ -107,7 +107,9 @@ tl::expected<http::Request, std::string> guarded(std::string_view stream, const 
                                                  Encode&& encode) noexcept {
   try {
     if (auto why = check_basics(stream, options)) return tl::unexpected(std::move(*why));
-    return encode();
+    auto request = encode();
+    if (request) request->header_rule = &check_provided_header;  // a header provider's headers
+    return request;
   } catch (...) {
     return tl::unexpected(std::string{"out of memory while encoding the request"});
   }
@@ -189,13 +191,17 @@ std::optional<std::string> check_access_token(std::string_view token) {
   return std::nullopt;
 }
 
-std::optional<std::string> check_extra_header(const http::Header& header) {
+namespace {
+
+/// check_extra_header, and check_provided_header when `provided`.
+std::optional<std::string> check_header(const http::Header& header, bool provided) {
   try {
     if (header.name.empty()) return std::string{"empty header name"};
     for (const char c : header.name) {
       if (!text::is_tchar(c)) return "header name " + text::quoted(header.name) + " is not an HTTP token";
     }
     for (const std::string_view managed : kManagedNames) {
+      if (provided && managed == "Authorization") continue;  // a per-request token
       if (text::iequals(header.name, managed))
         return "header " + text::quoted(header.name) + " is managed by the codec";
     }
@@ -209,6 +215,16 @@ std::optional<std::string> check_extra_header(const http::Header& header) {
   } catch (...) {
     return std::string{};  // refused, without text: no memory for one
   }
+}
+
+}  // namespace
+
+std::optional<std::string> check_extra_header(const http::Header& header) {
+  return check_header(header, false);
+}
+
+std::optional<std::string> check_provided_header(const http::Header& header) {
+  return check_header(header, true);
 }
 
 std::optional<std::string> check_request_target(const Endpoint& endpoint, std::string_view stream,

@@ -31,7 +31,8 @@ struct SessionOptions : http::TransportOptions {
   /// Called for every request attempt the session is given, where the session runs (the
   /// Asio session's strand, the blocking session's I/O thread), before the request is
   /// queued (prodsm/header_provider.hpp): e.g. a fresh bearer token. Its headers are
-  /// checked like extra headers (ds::check_extra_header). Empty: none.
+  /// checked like extra headers of the request's protocol (http::Request::header_rule:
+  /// s2::check_provided_header for an S2 request, else ds::check_extra_header). Empty: none.
   HeaderProvider header_provider;
 };
 

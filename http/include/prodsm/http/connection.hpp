@@ -39,6 +39,7 @@
 
 #include "prodsm/error.hpp"
 #include "prodsm/http/message.hpp"
+#include "prodsm/http/request_fields.hpp"
 #include "prodsm/http/response_parser.hpp"
 #include "prodsm/time.hpp"
 
@@ -66,6 +67,11 @@ struct Request {
   /// than from the request's first byte (a long body that keeps arriving is not cut off;
   /// one that stops is). Null (the default): the body is collected whole.
   std::shared_ptr<BodySink> body_sink;
+  /// The rule of the protocol that encoded this request on headers added to it per attempt
+  /// (a session's header provider, request_fields.hpp), e.g. s2::check_provided_header,
+  /// which refuses the names the S2 codec manages. Null: the session's default (the
+  /// adapters' sessions use ds::check_extra_header). The connection itself ignores it.
+  HeaderRule header_rule = nullptr;
 };
 
 /// The outcome of one request: its response, or a classified transport failure.

@@ -31,12 +31,14 @@ class PoolExchanges {
   http::Pool pool;               ///< the session's connections' state machine
   const SessionOptions options;  ///< as validated (the pool holds its transport part)
 
-  /// Applies the header provider to `request` (this attempt only), gives it an id,
+  /// Applies the header provider to `request` (this attempt only; its headers checked by
+  /// the request's own header_rule, ds::check_extra_header when it has none), gives it an id,
   /// registers `done` and queues the request at `now`. A provider failure completes
   /// `done` at once (header_provider_failed, definite: nothing was sent); `done` may then
   /// start another exchange.
   void enqueue(Instant now, http::Request request, Handler done) {
-    if (auto failed = apply_header_provider(options.header_provider, request, &ds::check_extra_header)) {
+    const http::HeaderRule rule = request.header_rule != nullptr ? request.header_rule : &ds::check_extra_header;
+    if (auto failed = apply_header_provider(options.header_provider, request, rule)) {
       done(tl::unexpected(std::move(*failed)));
       return;
     }

@@ -83,6 +83,12 @@ struct RequestOptions {
 /// s2-basin, s2-format). `s2-encryption-key`, `s2-stream-config` and `User-Agent` are
 /// allowed.
 [[nodiscard]] std::optional<std::string> check_extra_header(const http::Header& header);
+/// check_extra_header's rule for the headers a session's header provider adds to one
+/// request attempt (prodsm/header_provider.hpp; every S2 request carries it as
+/// http::Request::header_rule): the same, except that Authorization is allowed — a
+/// per-request bearer token, e.g. from a token file — where the request has none (one
+/// the codec wrote from the access token is refused as already set).
+[[nodiscard]] std::optional<std::string> check_provided_header(const http::Header& header);
 /// All of the above for one producer's requests: the endpoint (host, base path, basin),
 /// the stream name, the token and every extra header. The first problem, or nothing.
 [[nodiscard]] std::optional<std::string> check_request_target(const Endpoint& endpoint, std::string_view stream,
