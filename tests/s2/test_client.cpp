@@ -202,6 +202,27 @@ TEST(E2, ARetryableNoSideEffectErrorIsRetriedDefiniteAfterRetryAfterMs) {
   EXPECT_TRUE(done[0].result);
 }
 
+// E6: a delivery timeout after retried failures names the last one, once (the core's
+// "the last failure retried"; the client adds its own only when the core named none).
+TEST(E6, ADeliveryTimeoutNamesTheLastRetriedFailureOnce) {
+  auto o = options();
+  o.producer.delivery_timeout_ns = 100ms;
+  auto c = make(o);
+  const Instant t0{};
+  auto sent = send(c, t0, {"a"});
+  c.handle_outcome(t0, sent[0].tag, s2test::response(503, R"({"code":"server_draining","message":"xyzzy"})"));
+  EXPECT_TRUE(records_of(events(c)).empty());  // no side effect: retried
+  c.handle_timeout(t0 + 100ms);
+  const auto done = records_of(events(c));
+  ASSERT_EQ(done.size(), 1U);
+  ASSERT_FALSE(done[0].result);
+  const std::string& why = done[0].result.error().message;
+  EXPECT_EQ(done[0].result.error().code, ErrorCode::delivery_timeout);
+  const std::size_t at = why.find("xyzzy");
+  ASSERT_NE(at, std::string::npos) << why;
+  EXPECT_EQ(why.find("xyzzy", at + 1), std::string::npos) << "named twice: " << why;
+}
+
 TEST(E4, AMaybeAppliedFailureWithoutMatchSeqNumIsTerminalIndefinite) {
   auto c = make(options());
   auto sent = send(c, Instant{}, {"a"});
