@@ -335,6 +335,32 @@ TEST(StreamReader, R3_D3_TheWholeReadHasATimeout) {
   EXPECT_EQ(d.out, "");
 }
 
+// The drive rule hands on output() after every input. A timeout in the middle of a body
+// is an input that adds nothing: output() must not still hold the last piece, which the
+// driver handed on already (`prodsm read --timeout-ms` wrote it twice) and whose bytes
+// the transport has reused since.
+TEST(StreamReader, R3_ATimeoutMidBodyHandsOnNothingTwice) {
+  for (const bool json : {false, true}) {
+    SCOPED_TRACE(json);
+    ReadOptions o;
+    o.timeout_ns = 10s;
+    o.json = json;
+    Drive d(o);
+    d.options_json = json;
+    d.request();
+    ASSERT_TRUE(d.reader.on_head(Drive::head(200, {{"Stream-Next-Offset", "o1"}})));
+    const std::string piece = json ? "[1,2," : "abc";
+    EXPECT_TRUE(d.reader.on_body(std::span<const char>(piece.data(), piece.size())));
+    d.take_output();
+    EXPECT_EQ(d.out, json ? "1|2" : "abc");
+    d.reader.handle_timeout(kT0 + 10s);
+    ASSERT_TRUE(d.reader.finished());
+    EXPECT_TRUE(d.reader.output().empty()) << "the piece before the timeout was handed on already";
+    d.take_output();
+    EXPECT_EQ(d.out, json ? "1|2" : "abc");
+  }
+}
+
 TEST(StreamReader, R3_MaxRequestsBoundsTheRead) {
   ReadOptions o;
   o.max_requests = 2;

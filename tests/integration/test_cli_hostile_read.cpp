@@ -99,6 +99,30 @@ TEST_F(CliHostileRead, ABodyTrickledForeverEndsAtTheReadTimeout) {
   EXPECT_NE(r.err.find("did not finish within --timeout-ms (500 ms)"), std::string::npos) << r.err;
 }
 
+// R3: a read that reaches --timeout-ms in the middle of a body (a response that stalls
+// with its connection open, and a request timeout longer than the read's) writes a
+// prefix of the stream, as its message says: the last piece is not written again.
+TEST_F(CliHostileRead, ATimeoutMidBodyWritesAPrefixOfTheStream) {
+  const std::string u = seeded("read-stall-once", lines_of_100_bytes(100));
+  const CliRun r = prodsm("read " + u + " --timeout-ms 800");
+  EXPECT_EQ(r.status, 3) << r.err;
+  EXPECT_NE(r.err.find("did not finish within --timeout-ms (800 ms)"), std::string::npos) << r.err;
+  const std::string stored = server().stored(u).value_or("");
+  ASSERT_FALSE(r.out.empty()) << "the first half arrived before the stall";
+  ASSERT_LE(r.out.size(), stored.size());
+  EXPECT_TRUE(same_bytes(r.out, stored.substr(0, r.out.size()))) << "not a prefix: " << r.out.size() << " bytes";
+  const std::string j = server().stream("read-stall-once", "json");
+  std::string input;
+  for (int i = 0; i < 300; ++i) input += "{\"n\":" + std::to_string(i) + "}\n";
+  ASSERT_EQ(prodsm("produce " + j + " --create --json --max-batch-bytes 1024 --linger-ms 0", input).status, 0);
+  const CliRun rj = prodsm("read " + j + " --json --timeout-ms 800");
+  EXPECT_EQ(rj.status, 3) << rj.err;
+  const auto values = nlohmann::json::parse(rj.out + "]", nullptr, false);  // the array is left open
+  ASSERT_TRUE(values.is_array()) << rj.out;
+  ASSERT_FALSE(values.empty());
+  for (std::size_t i = 0; i < values.size(); ++i) ASSERT_EQ(values[i].at("n"), i) << "value " << i;
+}
+
 // E4 for reads: a response reset halfway is read again from the same offset and the
 // half already written is not written twice.
 TEST_F(CliHostileRead, AResetMidResponseIsRetriedWithoutDoublingOutput) {

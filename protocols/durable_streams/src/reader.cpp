@@ -166,6 +166,7 @@ std::optional<Instant> StreamReader::next_deadline() const {
 }
 
 void StreamReader::handle_timeout(Instant now) {
+  begin_input();  // an input: what the last one gave was handed on, and its bytes may be gone
   if (result_ || now < deadline_) return;
   timed_out_ = true;
   fail(in_context(make_error(ErrorCode::cancelled, Certainty::definite, false,
