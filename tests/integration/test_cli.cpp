@@ -146,8 +146,14 @@ TEST_F(Cli, ResumeAppendsExactlyWhatTheStreamLacks) {
   EXPECT_EQ(client.read_all(u, false), lines(1, 2000));
   const CliRun same = prodsm("produce " + u + " --resume --max-batch-bytes 64 --verify", lines(1, 2000));
   EXPECT_EQ(same.status, 0) << same.err;
-  EXPECT_NE(same.out.find("verified"), std::string::npos) << same.out;
+  // The count verified is the input's, the resumed records too (it said 0: those appended).
+  EXPECT_NE(same.out.find("verified     the stream holds exactly the 2000 records"), std::string::npos) << same.out;
   EXPECT_EQ(client.read_all(u, false), lines(1, 2000)) << "nothing doubled";
+  // --verify of a stream that held data before the run (no --create to tell) fails, and
+  // says that is the likely cause instead of only where the contents differ.
+  const CliRun more = prodsm("produce " + u + " --verify -q", "2001\n");
+  EXPECT_EQ(more.status, 1) << more.err;
+  EXPECT_NE(more.err.find("a stream that held data before this run differs"), std::string::npos) << more.err;
 }
 
 // An interrupted run resumed on the whole input: the first run stops at SIGINT after the

@@ -142,13 +142,8 @@ int run_produce(const ProduceOptions& o) {
       return kExitOutputFailed;
     }
     // Streamed into the spool (resume.hpp): bounded memory whatever the stream's size.
-    ds::ReadOptions read;
-    read.json = json_mode;
-    read.request = request_options;
-    read.max_bytes = std::uint64_t{1} << 62;  // the spool's disk is the bound
-    read.timeout_ns = std::chrono::hours{24};
     CliReadResult r = run_cli_read(
-        producer->session(), producer->url(), std::move(read),
+        producer->session(), producer->url(), whole_stream_read(json_mode, request_options),
         [&p, json_mode](const ds::ReadChunk& c) {
           if (c.next_offset) return true;
           return json_mode ? p->add_value(c.data) : p->add_bytes(c.data);
@@ -279,6 +274,11 @@ int run_produce(const ProduceOptions& o) {
       verify_problem =
           verify_stream(producer->url(), io, verify_session, request_options, json_mode,
                         file.is_open() ? o.input : std::string{}, o.producer.max_batch_bytes, input_records, produced);
+      if (verify_problem && !o.create && !o.resume) {  // the likely cause, which only --create can rule out
+        *verify_problem +=
+            " (--verify compares the whole stream with the input: a stream that held data before "
+            "this run differs; verify a new stream, --create, or use --resume)";
+      }
     }
   }
 
@@ -326,7 +326,7 @@ int run_produce(const ProduceOptions& o) {
     }
     if (o.verify && !verify_problem && !failure && !bad_line && !interrupted && !resume_problem) {  // it ran
       std::printf("verified     the stream holds exactly the %llu records, in order\n",
-                  static_cast<unsigned long long>(records));
+                  static_cast<unsigned long long>(input_records));  // the resumed ones too
     }
   }
   if (prefix && !o.quiet) {

@@ -9,6 +9,15 @@
 
 namespace prodsm::tools {
 
+ds::ReadOptions whole_stream_read(bool json, ds::RequestOptions request) {
+  ds::ReadOptions read;
+  read.json = json;
+  read.request = std::move(request);
+  read.max_bytes = std::uint64_t{1} << 62;  // the consumer's bound (the spool's disk, a comparison)
+  read.timeout_ns = std::chrono::hours{24};
+  return read;
+}
+
 CliReadResult run_cli_read(const std::shared_ptr<asio::Session>& session, const ds::StreamUrl& url,
                            ds::ReadOptions options, asio::ReadHandler on_data, bool watch_interrupts) {
   auto future = asio::async_read_stream(session, url, std::move(options), std::move(on_data), ::asio::use_future);

@@ -16,6 +16,12 @@ struct CliReadResult {
   bool interrupted = false;  ///< a SIGINT/SIGTERM stopped it (the session was closed)
 };
 
+/// The options of a read of the whole stream whose consumer keeps bounded memory however
+/// much arrives (--resume's spool, --verify's comparison): `json` mode, `request`'s
+/// headers, no byte limit short of 2^62 bytes (ds::ReadOptions' default of 4 GiB failed a
+/// --verify of a larger stream), 24 h for the whole read.
+ds::ReadOptions whole_stream_read(bool json, ds::RequestOptions request);
+
 /// Runs asio::read_stream on `session` to its end; `on_data` runs on the session's I/O
 /// thread as data arrives. With `watch_interrupts`, the first interrupt (interrupt.hpp)
 /// closes the session, which ends the read at once.

@@ -114,12 +114,9 @@ std::optional<std::string> verify_stream(const ds::StreamUrl& url, ::asio::io_co
   });
   auto session = asio::Session::create(io.get_executor(), url, session_options);  // the run's TLS and headers
   if (!session) return "reading the stream back failed: " + session.error();
-  ds::ReadOptions read;
-  read.json = json_mode;
-  read.request = request_options;
-  read.timeout_ns = std::chrono::hours{1};
   CliReadResult r = run_cli_read(
-      *session, url, std::move(read), [&verifier](const ds::ReadChunk& c) { return verifier.add(c); }, false);
+      *session, url, whole_stream_read(json_mode, request_options),
+      [&verifier](const ds::ReadChunk& c) { return verifier.add(c); }, false);
   (*session)->close();
   const bool differed = verifier.differs();  // before finish(), which also reports a short stream
   auto problem = verifier.finish();
