@@ -191,6 +191,42 @@ TEST(StreamOps, BlockingCreateHeadReadCloseDelete) {
   EXPECT_EQ(missing.error().code, ErrorCode::not_found);
 }
 
+// A read on a session whose stall estimate fast appends brought down to its floor is
+// waited for, not taken for a stall: a healthy response that takes 400 ms to start (the
+// server building a large body) costs no retry and no replaced connection. Before, each
+// stall cost one of the read's attempts and a large stream could not be read at all.
+TEST(ReadStream, ASlowFirstByteIsNotAStallOnASessionOfFastAppends) {
+  TestClient client;
+  const std::string url = new_stream(client, "read-slow-start", "text/plain");
+  const auto parsed = ds::StreamUrl::parse(url).value();
+  auto session = blocking::Session::create(parsed).value();
+  {
+    auto producer = blocking::Producer::attach(session, parity_options(url, "read-slow-start")).value();
+    for (int i = 0; i < 300; ++i) {
+      ASSERT_TRUE(producer.submit("r" + std::to_string(i) + "\n").has_value());
+      if (i % 10 == 9) {
+        ASSERT_TRUE(producer.flush(kWait).has_value());  // 30 fast responses
+      }
+    }
+    ASSERT_TRUE(producer.close(kWait).has_value());
+  }
+  client.inject_fault(ReferenceServer::shared().url(),
+                      R"({"path":")" + parsed.path + R"(","method":"GET","delayMs":400,"count":1})");
+  std::string got;
+  ds::ReadOptions o;
+  auto outcome = blocking::read_stream(*session, parsed, o, [&got](const ds::ReadChunk& c) {
+    got += c.data;
+    return true;
+  });
+  client.clear_faults(ReferenceServer::shared().url());
+  ASSERT_TRUE(outcome.has_value()) << outcome.error().describe();
+  EXPECT_EQ(outcome->retries, 0U) << "the slow read was not asked again";
+  EXPECT_EQ(session->stats().stalls, 0U);
+  std::string want;
+  for (int i = 0; i < 300; ++i) want += "r" + std::to_string(i) + "\n";
+  EXPECT_EQ(got, want);
+}
+
 // P1, P2, R3 with submit_many: records submitted many at a time (mixed with single
 // submits whose callbacks share their batches) land once, in order; the gauges count
 // what is outstanding and drain to zero. Both producers of both adapters run the one

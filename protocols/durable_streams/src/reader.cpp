@@ -155,7 +155,12 @@ std::optional<http::Request> StreamReader::poll_request(Instant now) {
   splitter_.reset();
   http::Request r;
   r.bytes = encode_read(url_, offset_, options_.request);
-  r.retry_safe = true;  // a read changes nothing
+  // A read changes nothing, but it is not retry_safe: that is what opts a request into
+  // stall detection, whose timeout is learned from the session's other responses (fast
+  // appends: down to 5 ms), while a read's first byte comes once the server has built a
+  // body of up to megabytes. Each stall cost one of the read's attempts and re-asked for
+  // the same body: a slow but healthy read failed. The request timeout bounds it instead.
+  r.retry_safe = false;
   return r;
 }
 

@@ -518,7 +518,7 @@ tl::expected<http::Request, std::string> encode_read(const Endpoint& endpoint, s
     append_common(request.bytes, endpoint);
     append_header(request.bytes, "Accept", kProtobuf);
     append_end(request.bytes, endpoint, options);
-    request.retry_safe = true;
+    request.retry_safe = false;  // a read: bounded by the request timeout, not by stall detection (http::Request)
     return request;
   });
 }

@@ -60,6 +60,9 @@ struct Request {
   /// A resend cannot change what the server holds (an idempotent method, RFC 9110
   /// §9.2.2, or a sequenced producer append): the connection may then give up on a
   /// response that stalls (stall detection) instead of waiting for the request timeout.
+  /// Only for requests answered about as fast as the session's others (stall detection
+  /// learns its timeout from them): a catch-up read, whose first byte waits for its whole
+  /// body to be built, leaves it false.
   bool retry_safe = false;
   /// Streamed-body mode (message.hpp, BodySink): the response's body goes to this sink as
   /// it is decoded instead of into Response::body, without the max_body_bytes bound, and
