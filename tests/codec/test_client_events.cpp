@@ -54,6 +54,38 @@ std::vector<ProducerEvent> look(prodsm::detail::EventTracker& t, const ProducerC
   return out;
 }
 
+// R3, R2: at max_pending_records a submit is refused (the records accepted wait for the
+// adapter to deliver their completions) and the partial batch is sealed and sent at
+// once, whatever the linger: a batch left lingering without a timer delivered nothing,
+// and every waiting submit waited for the delivery timeout. submit_many alike.
+TEST(R3, MaxPendingRecordsSealsThePartialBatch) {
+  for (const bool many : {false, true}) {
+    SCOPED_TRACE(many);
+    ProducerOptions o;
+    o.url = "http://127.0.0.1:4437/s";
+    o.producer.linger = Linger::disabled();
+    o.max_pending_records = 2;
+    ProducerClient c = ProducerClient::create(o, std::chrono::system_clock::time_point{}).value();
+    const std::string_view records[] = {"a", "b", "c"};
+    if (many) {
+      const auto r = c.submit_many(kT0, records);
+      EXPECT_EQ(r.accepted, 2U);
+      ASSERT_TRUE(r.refused);
+      EXPECT_EQ(r.refused->detail, "max_pending_records reached");
+    } else {
+      ASSERT_TRUE(c.submit(kT0, records[0]));
+      ASSERT_TRUE(c.submit(kT0, records[1]));
+      EXPECT_FALSE(c.poll_request()) << "lingering without a timer";
+      const auto r = c.submit(kT0, records[2]);
+      ASSERT_FALSE(r);
+      EXPECT_EQ(r.error().detail, "max_pending_records reached");
+    }
+    auto sent = c.poll_request();
+    ASSERT_TRUE(sent) << "R2: sealed and sent at the refusal";
+    EXPECT_NE(sent->request.bytes.find("\r\n\r\nab"), std::string::npos) << sent->request.bytes;
+  }
+}
+
 // E4: a retried attempt is one warning naming the failure; the resend's success is none.
 TEST(E4, ARetryIsAWarningEventNamingTheFailedAttempt) {
   ProducerClient c = client();

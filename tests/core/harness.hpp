@@ -126,6 +126,11 @@ class Harness {
     drain();
     return r;
   }
+  void seal_partial_batch() {
+    producer_.seal_partial_batch(now_);
+    trace_ << "seal_partial_batch\n";
+    drain();
+  }
   void abort() {
     producer_.abort(now_);
     trace_ << "abort\n";

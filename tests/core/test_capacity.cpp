@@ -81,6 +81,30 @@ TEST(R2, WouldBlockSealsThePartialBatchUnderLongLinger) {
   EXPECT_EQ(h.take_send().body, "abcde");
 }
 
+// R2: seal_partial_batch (for a refusal above the core, the clients'
+// max_pending_records) sends the partial batch at once, with no barrier and no linger,
+// whatever the linger (here none at all); with no open batch, or once closed, it is
+// nothing.
+TEST(R2, SealPartialBatchSendsTheOpenBatchWithoutABarrier) {
+  DsHarness h(ds_config(Linger::disabled()));
+  h.seal_partial_batch();
+  EXPECT_TRUE(h.outbox().empty()) << "no open batch: nothing";
+  h.submit("abc");
+  h.submit("de");
+  EXPECT_TRUE(h.outbox().empty()) << "partial batch, no linger timer";
+  h.seal_partial_batch();
+  ASSERT_EQ(h.outbox().size(), 1U) << "sealed and sent";
+  const auto send = h.take_send();
+  EXPECT_EQ(send.body, "abcde");
+  EXPECT_EQ(h.producer().stats().barriers_accepted, 0U);
+  h.submit("f");
+  EXPECT_TRUE(h.outbox().empty()) << "the next record opens a new batch, lingering again";
+  h.ack(send, offset("o1"));
+  (void)h.close();
+  h.seal_partial_batch();  // closing: the close sealed it already
+  EXPECT_EQ(h.take_all_sends().size(), 1U);
+}
+
 // R3: max_unacked_batches bounds the batch queue (tiny records, one per batch).
 TEST(R3, BatchQueueIsBounded) {
   auto c = ds_config(Linger::after(1h));

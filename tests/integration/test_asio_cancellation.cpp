@@ -12,6 +12,7 @@
 #include <future>
 
 #include "io_thread.hpp"
+#include "liveness.hpp"
 #include "prodsm/asio/producer.hpp"
 #include "reference_server.hpp"
 #include "test_client.hpp"
@@ -67,6 +68,64 @@ TEST(AsioTokens, AsyncSubmitWaitsForCapacityTimesOutAndCancels) {
   ASSERT_TRUE(slow.async_close(::asio::use_future).get().has_value());
   ASSERT_TRUE(producer.async_close(::asio::use_future).get().has_value());
   client.clear_faults(ReferenceServer::shared().url());
+}
+
+// R1, R2: async_submits waiting for capacity behind fire-and-forget records (no
+// callback, so their batch's acknowledgement is delivered inside the drive) are retried
+// when the room comes back and their batches go out at once. They stayed queued in the
+// client (the drive had already sent its requests) until the delivery timeout.
+TEST(AsioTokens, WaitersBehindFireAndForgetRecordsAreSentWhenRoomComesBack) {
+  IoThread io;
+  TestClient client;
+  auto options = cancel_test_options(new_stream(client, "waiters-ff"));
+  options.producer.linger = Linger::after(5ms);
+  options.producer.max_batch_bytes = 64;
+  options.producer.max_unacked_bytes = 64;
+  options.producer.delivery_timeout_ns = 60s;
+  auto producer = asio::Producer::create(io.io.get_executor(), options).value();
+  int fire_and_forget = 0;
+  while (producer.submit("ff-" + std::to_string(100000 + fire_and_forget) + "\n")) ++fire_and_forget;
+  ASSERT_GT(fire_and_forget, 0);
+  std::vector<std::future<asio::RecordResult>> waiters;
+  for (int i = 0; i < 20; ++i) {
+    waiters.push_back(producer.async_submit("w-" + std::to_string(1000000 + i) + "\n", ::asio::use_future));
+  }
+  for (auto& w : waiters) {
+    const auto r = w.get();
+    ASSERT_TRUE(r.has_value()) << r.error().describe();  // a stall ended in delivery_timeout
+  }
+  ASSERT_TRUE(producer.async_close(::asio::use_future).get().has_value());
+  std::string want;
+  for (int i = 0; i < fire_and_forget; ++i) want += "ff-" + std::to_string(100000 + i) + "\n";
+  for (int i = 0; i < 20; ++i) want += "w-" + std::to_string(1000000 + i) + "\n";
+  EXPECT_EQ(client.read_all(options.url, false), want);
+}
+
+// R3, R2: at max_pending_records, with no linger timer, the waiting async_submits are
+// accepted as the callbacks run: the refusal seals the partial batch that holds the
+// records to deliver (before, nothing sent it and every waiter met the delivery timeout).
+// The last group, accepted with no refusal after it, waits for the flush, as any partial
+// batch does without a linger timer.
+TEST(AsioTokens, MaxPendingRecordsWithoutALingerTimerStillDelivers) {
+  IoThread io;
+  TestClient client;
+  auto options = cancel_test_options(new_stream(client, "pending-no-linger"));
+  options.producer.linger = Linger::disabled();
+  options.producer.delivery_timeout_ns = 60s;
+  options.max_pending_records = 4;
+  auto producer = asio::Producer::create(io.io.get_executor(), options).value();
+  std::vector<std::future<asio::RecordResult>> records;
+  for (int i = 0; i < 100; ++i) records.push_back(producer.async_submit("r\n", ::asio::use_future));
+  for (int i = 0; i < 96; ++i) {  // 24 groups of 4, each sealed by the refusal after it
+    const auto got = records[i].get();
+    ASSERT_TRUE(got.has_value()) << "record " << i << ": " << got.error().describe();
+  }
+  // The last group is accepted once the 24th group's callbacks ran (a liveness bound).
+  ASSERT_TRUE(eventually([&] { return producer.stats().core.records_accepted == 100; }));
+  ASSERT_TRUE(producer.async_flush(::asio::use_future).get().has_value());
+  for (int i = 96; i < 100; ++i) ASSERT_TRUE(records[i].get().has_value()) << "record " << i;
+  ASSERT_TRUE(producer.async_close(::asio::use_future).get().has_value());
+  EXPECT_EQ(client.read_all(options.url, false).size(), 200U);
 }
 
 // F1, C1 with cancellation: while the server holds the batch for 1.5 s, a cancelled

@@ -389,8 +389,14 @@ TEST(R1, BlockingSubmitWaitsForCapacityThenIsAcceptedOrRefused) {
   ASSERT_TRUE(producer.close(kWait).has_value());
   EXPECT_EQ(client.read_all(url, false), "a\nb\n");
 
+  // The refusal seals "c" at once (R2: no waiting out the hour of linger); the server
+  // holds its acknowledgement for a second, so the room does not come back in time.
   options.submit_timeout_ns = 1ms;
   options.producer.protocol.idempotent->producer_id = "capacity-2";
+  const std::string url2 = new_stream(client, "capacity");
+  options.url = url2;
+  client.inject_fault(ReferenceServer::shared().url(), R"({"path":")" + ds::StreamUrl::parse(url2)->path +
+                                                           R"(","method":"POST","delayMs":1000,"count":1})");
   auto full = blocking::Producer::create(options).value();
   ASSERT_TRUE(full.submit("c\n").has_value());
   auto refused = full.submit("d\n");
@@ -398,6 +404,8 @@ TEST(R1, BlockingSubmitWaitsForCapacityThenIsAcceptedOrRefused) {
   EXPECT_EQ(refused.error().reason, RejectReason::would_block);
   EXPECT_NE(refused.error().detail.find("submit_timeout_ns"), std::string_view::npos);
   ASSERT_TRUE(full.close(kWait).has_value());
+  client.clear_faults(ReferenceServer::shared().url());
+  EXPECT_EQ(client.read_all(url2, false), "c\n");
 }
 
 // C4: close_stream closes the stream (a separate operation), close releases the owned

@@ -330,14 +330,22 @@ TEST(B3, InvalidOptionsAreRefusedNamingTheField) {
   EXPECT_EQ(c.error().rfind("max_pending_records:", 0), 0U) << c.error();
 }
 
+// R3, R2: at max_pending_records a submit is refused, and the partial batch holding the
+// records to deliver is sealed and sent at once: with no linger timer (as here) nothing
+// else would ever send it, and every waiting submit would wait for the delivery timeout.
 TEST(R3, MaxPendingRecordsRefusesUntilTheAdapterDelivers) {
-  auto o = options();
+  auto o = options();  // Linger::disabled()
   o.max_pending_records = 1;
   auto c = make(o);
   ASSERT_TRUE(c.submit(Instant{}, std::string_view{"a"}));
+  EXPECT_TRUE(requests(c).empty()) << "lingering without a timer";
   const auto refused = c.submit(Instant{}, std::string_view{"b"});
   ASSERT_FALSE(refused);
   EXPECT_EQ(refused.error().reason, prodsm::RejectReason::would_block);
+  auto sent = requests(c);
+  ASSERT_EQ(sent.size(), 1U) << "R2: sealed and sent at the refusal";
+  c.handle_outcome(Instant{}, sent[0].tag, ack(0, 1));
+  ASSERT_EQ(records_of(events(c)).size(), 1U);
   c.on_delivered(Instant{}, 1);
   const auto es = events(c);
   ASSERT_EQ(es.size(), 1U);

@@ -186,6 +186,14 @@ class Producer {
   /// when Closed was already emitted, else nullopt (the Closed action brings it).
   [[nodiscard]] std::optional<tl::expected<void, Error>> close(Instant now);
 
+  /// Seals the partial batch now, without a barrier (R2), so it goes out as capacity
+  /// allows. For a layer above the core that refuses a submit for a limit of its own —
+  /// the protocol clients' max_pending_records (R3) — and must not let linger (or no
+  /// linger timer at all) hold back the records whose completion frees that room, as the
+  /// core's own would_block does not. Nothing when no batch is open or the producer is
+  /// not open.
+  void seal_partial_batch(Instant now);
+
   /// Fails every unresolved ticket, barrier and close with `aborted` (each ticket range
   /// marked definite if never sent, indefinite if it may have been appended) and emits
   /// Closed (C5). An earlier terminal error stays the reported one (E1).

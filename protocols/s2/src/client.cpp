@@ -97,7 +97,9 @@ ProducerClient::ProducerClient(ProducerOptions options, S2Producer core)
 
 tl::expected<Ticket, Rejection> ProducerClient::submit(Instant now, std::string_view record) {
   if (accepted_ - delivered_ >= options_.max_pending_records && core_.state() == ProducerState::open) {
-    pending_wanted_ = true;  // R3: CapacityAvailable once the adapter delivered some
+    pending_wanted_ = true;         // R3: CapacityAvailable once the adapter delivered some
+    core_.seal_partial_batch(now);  // R2: the records to deliver go out, whatever the linger
+    drive(now);
     return tl::unexpected(Rejection{RejectReason::would_block, "max_pending_records reached", {}});
   }
   auto r = core_.submit(now, record);
@@ -120,6 +122,7 @@ SubmitManyResult ProducerClient::submit_many(Instant now, std::span<const std::s
   latency_.accepted(r.first, r.accepted, now);
   if (!r.refused && r.accepted < records.size()) {  // stopped by max_pending_records (R3)
     pending_wanted_ = true;
+    core_.seal_partial_batch(now);  // R2, as in submit()
     r.refused = Rejection{RejectReason::would_block, "max_pending_records reached", {}};
   }
   drive(now);

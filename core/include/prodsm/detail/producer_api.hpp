@@ -126,6 +126,11 @@ std::optional<tl::expected<void, Error>> Producer<Policy>::close(Instant now) {
 }
 
 template <class Policy>
+void Producer<Policy>::seal_partial_batch(Instant now) {
+  detail::guarded(*impl_, [&] { impl_->seal_partial_batch(now); });
+}
+
+template <class Policy>
 void Producer<Policy>::abort(Instant now) {
   detail::guarded(*impl_, [&] { impl_->abort(now); });
 }

@@ -281,6 +281,9 @@ struct alignas(64) Producer<Policy>::Impl {
   /// Producer::close: seals, drains, then Closed (C1, C2); the result once closed.
   std::optional<tl::expected<void, Error>> close(Instant now);
 
+  /// Producer::seal_partial_batch: the open batch sealed and pumped (R2), nothing else.
+  void seal_partial_batch(Instant now);
+
   /// Producer::abort: every unresolved ticket and barrier fails `aborted`, then Closed (C5, C1).
   void abort(Instant now);
 

@@ -177,6 +177,16 @@ auto Producer<Policy>::Impl::accept_slow(Instant now, std::span<const std::byte>
 }
 
 template <class Policy>
+void Producer<Policy>::Impl::seal_partial_batch(Instant now) {
+  observe(now);
+  if (lifecycle != ProducerState::open) return;
+  if (Batch* open = open_batch()) {  // R2: a refusal above the core never waits on linger
+    seal(*open);
+    pump();
+  }
+}
+
+template <class Policy>
 auto Producer<Policy>::Impl::flush(Instant now) -> tl::expected<BarrierId, Rejection> {
   observe(now);
   if (lifecycle == ProducerState::closing || lifecycle == ProducerState::closed) {

@@ -112,22 +112,34 @@ struct AdapterProducer {
   }
 
   /// The drive rule (mu held), after every input: every request the client has goes to
-  /// the session (in seal order), every event to its handlers; an owned session is
+  /// the session (in seal order), every event to its handlers, again until routing the
+  /// events made no request (a handler may submit); an owned session is
   /// closed once the client finished (C4); then the adapter's own step.
   void drive(Instant now) {
-    while (auto r = client.poll_request()) {
-      session->exchange(std::move(r->request), [weak = self().weak_from_this(), tag = r->tag](ExchangeResult result) {
-        auto strong = weak.lock();
-        if (!strong) return;
-        std::lock_guard lock(strong->mu);
-        const Instant at = strong->due_now();
-        strong->client.handle_outcome(at, tag, std::move(result));
-        strong->drive(at);
-        strong->observe_events();
-      });
-    }
     typename Derived::Sink sink{self(), now};
-    while (auto event = client.poll_event()) waiters.route(*event, sink);
+    // Until an event round routes nothing: routing an event may submit (a capacity waiter
+    // retried, R1), and a batch that submit seals (full, or R2) must go out now — drained
+    // before the events it stayed queued in the client with no deadline but the
+    // delivery timeout.
+    bool routed = true;
+    while (routed) {
+      while (auto r = client.poll_request()) {
+        session->exchange(std::move(r->request), [weak = self().weak_from_this(), tag = r->tag](ExchangeResult result) {
+          auto strong = weak.lock();
+          if (!strong) return;
+          std::lock_guard lock(strong->mu);
+          const Instant at = strong->due_now();
+          strong->client.handle_outcome(at, tag, std::move(result));
+          strong->drive(at);
+          strong->observe_events();
+        });
+      }
+      routed = false;
+      while (auto event = client.poll_event()) {
+        waiters.route(*event, sink);
+        routed = true;
+      }
+    }
     if (owns_session && !session_released && client.finished()) {
       session_released = true;
       self().stop_session();  // C4: an owned session is closed, an attached one left open
