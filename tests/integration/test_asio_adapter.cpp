@@ -462,6 +462,21 @@ TEST(B3, AsioOptionsAreValidatedWithTheirNames) {
   plain_pool.session.mode = asio::ConnectionMode::pool;
   r = asio::Producer::create(io.io.get_executor(), plain_pool);
   ASSERT_FALSE(r.has_value()) << "plain appends over pooled connections would reorder";
+  // E4 on attach: the session's mode is the one that runs, not the producer's own
+  // (ignored) session options. Attached to a pool session, plain appends with more than
+  // one in flight reordered records while every result said ok.
+  asio::SessionOptions pool;
+  pool.mode = asio::ConnectionMode::pool;
+  auto pool_session =
+      asio::Session::create(io.io.get_executor(), ds::StreamUrl::parse("http://127.0.0.1:9/s").value(), pool).value();
+  auto plain = options_for("http://127.0.0.1:9/s");
+  plain.producer.protocol.idempotent.reset();  // its own session options: pipelined
+  auto attached = asio::Producer::attach(pool_session, plain);
+  ASSERT_FALSE(attached.has_value()) << "attached to pooled connections, plain appends would reorder";
+  EXPECT_NE(attached.error().find("over pooled connections"), std::string::npos) << attached.error();
+  plain.producer.max_in_flight = 1;
+  EXPECT_TRUE(asio::Producer::attach(pool_session, plain).has_value()) << "one in flight keeps the order";
+  pool_session->close();
   auto header = options_for("http://127.0.0.1:9/s");
   header.extra_headers.push_back({"X-Evil", "a\r\nInjected: 1"});
   r = asio::Producer::create(io.io.get_executor(), header);

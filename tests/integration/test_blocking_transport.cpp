@@ -122,6 +122,19 @@ TEST(B3, BlockingOptionsAreValidatedWithTheirNames) {
   o = options_for("http://127.0.0.1:9/s");
   o.extra_headers.push_back({"X-Evil", "a\r\nInjected: 1"});
   expect_named(o, "extra_headers");
+  // E4: plain appends with more than one in flight over pooled connections reorder:
+  // refused at create and at attach, where the session's mode is the one that runs.
+  o = options_for("http://127.0.0.1:9/s");
+  o.producer.protocol.idempotent.reset();
+  o.session.mode = http::ConnectionMode::pool;
+  expect_named(o, "over pooled connections");
+  blocking::SessionOptions pool;
+  pool.mode = http::ConnectionMode::pool;
+  auto session = blocking::Session::create(ds::StreamUrl::parse("http://127.0.0.1:9/s").value(), pool).value();
+  o.session.mode = http::ConnectionMode::pipelined;  // the producer's own, ignored when attached
+  auto attached = blocking::Producer::attach(session, o);
+  ASSERT_FALSE(attached.has_value()) << "attached to pooled connections, plain appends would reorder";
+  EXPECT_NE(attached.error().find("over pooled connections"), std::string::npos) << attached.error();
 }
 
 }  // namespace

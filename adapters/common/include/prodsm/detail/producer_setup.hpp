@@ -74,14 +74,17 @@ tl::expected<std::pair<Client, ds::StreamUrl>, std::string> owned_client(const O
 }
 
 /// attach(): the client for `options` on `session` (an adapter's), or why it may not
-/// attach — attach_refusal(), S2's validate_attached() against the session's transport
-/// (the session's mode and stall detection are the ones that run), the client's own
-/// validation, server_mismatch().
+/// attach — attach_refusal(), the client's own validation against the session's
+/// transport (the session's mode and stall detection are the ones that run: E4's refusal
+/// of plain appends with more than one in flight over pooled connections, S2's
+/// validate_attached()), server_mismatch().
 template <class Client, class Options, class Session>
 tl::expected<Client, std::string> attached_client(const std::shared_ptr<Session>& session, const Options& options) {
   if (auto why = attach_refusal(session, options.header_provider)) return tl::unexpected(*why);
   if constexpr (std::is_same_v<Client, ds::ProducerClient>) {
-    auto client = ds::ProducerClient::create(options, std::chrono::system_clock::now());
+    ds::ProducerOptions on_session = options;  // validated as it runs: on the session's transport
+    on_session.session = session->options();
+    auto client = ds::ProducerClient::create(on_session, std::chrono::system_clock::now());
     if (!client) return tl::unexpected(client.error());
     const ds::StreamUrl& url = client->url();
     if (auto why = server_mismatch("url", url.host, url.port, url.authority(), *session)) return tl::unexpected(*why);
