@@ -54,6 +54,41 @@ std::vector<ProducerEvent> look(prodsm::detail::EventTracker& t, const ProducerC
   return out;
 }
 
+// E3, E2: a plain close_with_stream with a final record whose attempt failed indefinite
+// (the connection lost after the request was written) is resent — append and close are
+// one step at the server, so the resend cannot append the record twice — and a 409
+// stream_closed answering the resend may answer our own first attempt: indefinite, not
+// "definitely not appended" (it was, in the run that found this).
+TEST(E3, AStreamClosedAnsweringAResendOfTheFinalRecordIsIndefinite) {
+  ProducerOptions o;
+  o.url = "http://127.0.0.1:4437/s";
+  o.producer.retry.backoff_initial_ns = 1ms;
+  ProducerClient c = ProducerClient::create(o, std::chrono::system_clock::time_point{}).value();
+  const auto op = c.close_with_stream(kT0, std::string("final"));
+  ASSERT_TRUE(op);
+  auto first = c.poll_request();
+  ASSERT_TRUE(first);
+  EXPECT_NE(first->request.bytes.find("Stream-Closed: true"), std::string::npos);
+  c.handle_outcome(kT0, first->tag,
+                   tl::unexpected(make_error(ErrorCode::connection_lost, Certainty::indefinite, true, "reset")));
+  ASSERT_TRUE(c.next_deadline());
+  c.handle_timeout(*c.next_deadline());
+  auto resend = c.poll_request();
+  ASSERT_TRUE(resend) << "resent: the close cannot append twice";
+  EXPECT_EQ(resend->request.bytes, first->request.bytes);
+  c.handle_outcome(*c.next_deadline() + 1ms, resend->tag,
+                   status(409, {{"Stream-Closed", "true"}, {"Stream-Next-Offset", "9"}}));
+  std::optional<CloseStreamResult> result;
+  while (auto e = c.poll_event()) {
+    if (auto* done = std::get_if<StreamCloseCompleted>(&*e); done && done->op == *op) result = done->result;
+  }
+  ASSERT_TRUE(result);
+  ASSERT_FALSE(*result);
+  EXPECT_EQ(result->error().code, ErrorCode::stream_closed);
+  EXPECT_EQ(result->error().certainty, Certainty::indefinite) << result->error().describe();
+  EXPECT_NE(result->error().message.find("an earlier attempt may have appended the final record"), std::string::npos);
+}
+
 // R3, R2: at max_pending_records a submit is refused (the records accepted wait for the
 // adapter to deliver their completions) and the partial batch is sealed and sent at
 // once, whatever the linger: a batch left lingering without a timer delivered nothing,

@@ -351,6 +351,7 @@ void ProducerClient::on_stream_close_outcome(Instant now, std::uint64_t op,
   } else {
     outcome = classify_close(*result, sent);
   }
+  if (!outcome && outcome.error().certainty == Certainty::indefinite) c->maybe_applied = true;
   if (!outcome) {
     const Error& e = outcome.error();
     const auto& idempotent = options_.producer.protocol.idempotent;
@@ -365,6 +366,13 @@ void ProducerClient::on_stream_close_outcome(Instant now, std::uint64_t op,
     if (e.retryable && c->attempts < options_.producer.retry.max_attempts) {  // E4: idempotent request
       c->retry_at = saturating_add(now, prodsm::detail::backoff_delay(options_.producer.retry, c->attempts, e, rng_));
       return;
+    }
+    if (c->final && final_body_ && c->maybe_applied && outcome.error().certainty == Certainty::definite) {
+      // E3: after an ambiguous attempt a refusal says nothing about the final record. An
+      // append with Stream-Closed is one step at the server, so the resend could not
+      // append it twice, but a 409 may answer our own earlier attempt.
+      outcome.error().certainty = Certainty::indefinite;
+      outcome.error().message += "; an earlier attempt may have appended the final record and closed the stream";
     }
   }
   finish_stream_close(op, std::move(outcome));

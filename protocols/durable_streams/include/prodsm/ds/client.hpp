@@ -260,6 +260,9 @@ class ProducerClient {
     bool claimed = false;  ///< S5: the one epoch claim was made
     std::uint64_t epoch = 0;
     std::uint64_t seq = 0;
+    /// An attempt failed indefinite (E2): it may have appended the final record and closed
+    /// the stream, so a later failure (a resend's 409 stream_closed) is indefinite too (E3).
+    bool maybe_applied = false;
   };
 
   ProducerClient(ProducerOptions options, StreamUrl url, DurableStreamsProducer core);
