@@ -142,6 +142,50 @@ TEST(A3, CallbackExceptionIsCaughtAndReported) {
   EXPECT_EQ(producer.stats().callback_exceptions, 1U);
 }
 
+// A3 for completion tokens: a plain lambda given as the token has no executor of its
+// own; it runs on the callback strand (as an Asio I/O object runs such handlers on its
+// executor), so a throw is caught and reported like a callback's. It ran on the system
+// executor, where a throw ended the process. Every kind of operation, in ticket order.
+TEST(A3, ATokenHandlerThatThrowsIsCaughtAndReported) {
+  IoThread io;
+  TestClient client;
+  auto options = options_for(new_stream(client, "a3-token"));
+  std::atomic<int> reported{0};
+  options.on_callback_exception = [&](std::exception_ptr) { ++reported; };
+  auto producer = asio::Producer::create(io.io.get_executor(), options).value();
+  std::vector<int> order;  // on the callback strand only
+  std::promise<void> waited;
+  producer.async_submit("a\n", [&](asio::RecordResult r) {
+    order.push_back(r.has_value() ? 1 : -1);
+    throw std::runtime_error("submit");
+  });
+  producer.async_submit_ticket("b\n", [&](tl::expected<asio::RecordTicket, Error> t) {
+    order.push_back(t.has_value() ? 2 : -2);
+    if (t) {
+      t->async_wait([&](asio::RecordResult) { throw std::runtime_error("first wait"); });
+      t->async_wait([&](asio::RecordResult r) {  // runs although the first wait threw
+        order.push_back(r.has_value() ? 3 : -3);
+        waited.set_value();
+        throw std::runtime_error("ticket wait");
+      });
+    }
+    throw std::runtime_error("ticket");
+  });
+  producer.async_flush([&](asio::VoidResult r) {
+    order.push_back(r.has_value() ? 4 : -4);
+    throw std::runtime_error("flush");
+  });
+  waited.get_future().wait();
+  ASSERT_TRUE(producer.async_close(::asio::use_future).get().has_value());
+  ::asio::post(io.io, [] {});     // nothing left behind on the strand
+  // submit, acceptance, flush, and the record's two waits as one (the first throw).
+  EXPECT_EQ(reported.load(), 4);
+  EXPECT_EQ(producer.stats().callback_exceptions, 4U);
+  ASSERT_GE(order.size(), 4U);
+  EXPECT_EQ(order.front(), 2) << "accepted first";
+  EXPECT_EQ(client.read_all(options.url, false), "a\nb\n");
+}
+
 // A4: a refused submit registers no callback; an accepted one gets exactly one.
 TEST(A4, RefusedSubmitNeverCallsItsCallback) {
   IoThread io;

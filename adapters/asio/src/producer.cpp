@@ -73,6 +73,10 @@ void Producer::initiate_flush(std::unique_ptr<detail::Completion<VoidResult>> c)
   impl_->initiate_flush(std::move(c));
 }
 
+::asio::any_io_executor Producer::token_executor() const {
+  return impl_->callback_strand;
+}
+
 void Producer::initiate_close(std::unique_ptr<detail::Completion<VoidResult>> c) {
   impl_->initiate_close(std::move(c));
 }

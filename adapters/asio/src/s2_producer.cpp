@@ -69,6 +69,10 @@ void S2Producer::initiate_flush(std::unique_ptr<detail::Completion<VoidResult>> 
   impl_->initiate_flush(std::move(c));
 }
 
+::asio::any_io_executor S2Producer::token_executor() const {
+  return impl_->callback_strand;
+}
+
 void S2Producer::initiate_close(std::unique_ptr<detail::Completion<VoidResult>> c) {
   impl_->initiate_close(std::move(c));
 }

@@ -7,6 +7,7 @@
 /// async_submit_ticket gives at acceptance, whose async_wait gives the record's outcome
 /// (P2, A4). The detail:: parts are not for users.
 
+#include <asio/any_io_executor.hpp>
 #include <asio/associated_cancellation_slot.hpp>
 #include <asio/associated_executor.hpp>
 #include <asio/async_result.hpp>
@@ -14,6 +15,7 @@
 #include <asio/executor_work_guard.hpp>
 #include <asio/post.hpp>
 
+#include <exception>
 #include <functional>
 #include <memory>
 #include <mutex>
@@ -43,24 +45,27 @@ struct Completion {
 };
 
 /// A completion token's handler as a Completion: run on the handler's associated
-/// executor (dispatched by complete, posted by complete_later), which is kept busy by a
-/// work guard until then.
+/// executor, or — a handler with none, e.g. a plain lambda — on `fallback`, the
+/// producer's callback strand, as an Asio I/O object runs such handlers on its own
+/// executor (on the system executor a handler that threw ended the process; on the
+/// strand it is caught and counted as A3 says). Dispatched by complete, posted by
+/// complete_later; the executor is kept busy by a work guard until then.
 template <class Result, class Handler>
 class TokenCompletion final : public Completion<Result> {
  public:
   /// Takes the handler and keeps its executor from running out of work.
-  explicit TokenCompletion(Handler handler)
-      : handler_{std::move(handler)}, work_{::asio::get_associated_executor(handler_)} {}
+  TokenCompletion(Handler handler, const ::asio::any_io_executor& fallback)
+      : handler_{std::move(handler)}, work_{::asio::get_associated_executor(handler_, fallback)} {}
   /// Runs the handler with `result` (dispatched: at once when already on its executor).
   void complete(Result result) override {
-    auto executor = ::asio::get_associated_executor(handler_);
+    auto executor = work_.get_executor();
     ::asio::dispatch(executor, [handler = std::move(handler_), result = std::move(result)]() mutable {
       std::move(handler)(std::move(result));
     });
   }
   /// Runs the handler with `result` later (posted, never inside the caller's frame).
   void complete_later(Result result) override {
-    auto executor = ::asio::get_associated_executor(handler_);
+    auto executor = work_.get_executor();
     ::asio::post(executor, [handler = std::move(handler_), result = std::move(result)]() mutable {
       std::move(handler)(std::move(result));
     });
@@ -68,7 +73,7 @@ class TokenCompletion final : public Completion<Result> {
 
  private:
   Handler handler_;
-  ::asio::executor_work_guard<::asio::associated_executor_t<Handler>> work_;
+  ::asio::executor_work_guard<::asio::associated_executor_t<Handler, ::asio::any_io_executor>> work_;
 };
 
 /// A plain callback `f(Result)` as a Completion (submit's and submit_blocking's
@@ -140,11 +145,12 @@ class CancellableCompletion final : public Completion<Result> {
 
 /// Wraps the handler of a waiting operation (async_flush, async_close, the stream closes,
 /// a ticket's async_wait): cancellable through its slot when one is connected; a cancel
-/// completes it with ErrorCode::cancelled naming `what`.
+/// completes it with ErrorCode::cancelled naming `what`. `fallback`: as TokenCompletion.
 template <class Result, class Handler>
-std::unique_ptr<Completion<Result>> make_waiting_completion(Handler handler, const char* what) {
+std::unique_ptr<Completion<Result>> make_waiting_completion(Handler handler, const char* what,
+                                                            const ::asio::any_io_executor& fallback) {
   auto slot = ::asio::get_associated_cancellation_slot(handler);
-  auto inner = std::make_unique<TokenCompletion<Result, Handler>>(std::move(handler));
+  auto inner = std::make_unique<TokenCompletion<Result, Handler>>(std::move(handler), fallback);
   if (!slot.is_connected()) return inner;
   auto shared = std::make_shared<typename CancellableCompletion<Result>::Shared>();
   shared->inner = std::move(inner);
@@ -169,11 +175,12 @@ struct SubmitOperation {
   std::function<void(std::function<void()>)> install_cancel{};  ///< installs the cancel function
 };
 
-/// Wraps an async_submit handler (both producers' async_submit).
+/// Wraps an async_submit handler (both producers' async_submit); `fallback`: as
+/// TokenCompletion.
 template <class Result, class Handler>
-SubmitOperation<Result> make_submit_operation(Handler handler) {
+SubmitOperation<Result> make_submit_operation(Handler handler, const ::asio::any_io_executor& fallback) {
   auto slot = ::asio::get_associated_cancellation_slot(handler);
-  SubmitOperation<Result> op{std::make_unique<TokenCompletion<Result, Handler>>(std::move(handler))};
+  SubmitOperation<Result> op{std::make_unique<TokenCompletion<Result, Handler>>(std::move(handler), fallback)};
   op.install_cancel = cancel_installer(slot);
   return op;
 }
@@ -183,7 +190,14 @@ SubmitOperation<Result> make_submit_operation(Handler handler) {
 template <class Result>
 class TicketOutcome {
  public:
-  /// The record completed: its waiters run, in the order they started waiting.
+  /// `executor`: where a wait's handler with no executor of its own runs (the producer's
+  /// callback strand, TokenCompletion).
+  explicit TicketOutcome(::asio::any_io_executor executor) : executor_{std::move(executor)} {}
+  /// The executor given at construction.
+  [[nodiscard]] const ::asio::any_io_executor& executor() const noexcept { return executor_; }
+  /// The record completed: its waiters run, in the order they started waiting. Every
+  /// one runs, even when one throws (a handler run inline on the callback strand); the
+  /// first exception is rethrown after them, for the producer to report (A3).
   void set(Result result) {
     std::vector<std::unique_ptr<Completion<Result>>> waiting;
     {
@@ -191,7 +205,15 @@ class TicketOutcome {
       value_ = result;
       waiting.swap(waiters_);
     }
-    for (auto& w : waiting) w->complete(result);
+    std::exception_ptr first;
+    for (auto& w : waiting) {
+      try {
+        w->complete(result);
+      } catch (...) {
+        if (!first) first = std::current_exception();
+      }
+    }
+    if (first) std::rethrow_exception(first);
   }
   /// True once the record completed.
   [[nodiscard]] bool ready() const {
@@ -218,6 +240,7 @@ class TicketOutcome {
   }
 
  private:
+  ::asio::any_io_executor executor_;
   mutable std::mutex mu_;
   std::optional<Result> value_;
   std::vector<std::unique_ptr<Completion<Result>>> waiters_;
@@ -258,7 +281,7 @@ class BasicRecordTicket {
   auto async_wait(CompletionToken&& token) const {
     return ::asio::async_initiate<CompletionToken, void(Result)>(
         [outcome = outcome_](auto handler) {
-          outcome->wait(detail::make_waiting_completion<Result>(std::move(handler), "async_wait"));
+          outcome->wait(detail::make_waiting_completion<Result>(std::move(handler), "async_wait", outcome->executor()));
         },
         token);
   }
@@ -284,7 +307,7 @@ template <class Result, class Handler>
 class AcceptCompletion final : public Completion<tl::expected<Ticket, Error>> {
  public:
   AcceptCompletion(std::shared_ptr<TicketOutcome<Result>> o, Handler handler)
-      : outcome_{std::move(o)}, inner_{std::move(handler)} {}
+      : outcome_{std::move(o)}, inner_{std::move(handler), outcome_->executor()} {}
   void complete(tl::expected<Ticket, Error> r) override {
     if (!r) return inner_.complete(tl::unexpected(std::move(r.error())));
     inner_.complete(BasicRecordTicket<Result>(*r, outcome_));
@@ -297,9 +320,9 @@ class AcceptCompletion final : public Completion<tl::expected<Ticket, Error>> {
 
 /// Wraps an async_submit_ticket handler (both producers').
 template <class Result, class Handler>
-TicketOperation<Result> make_ticket_operation(Handler handler) {
+TicketOperation<Result> make_ticket_operation(Handler handler, const ::asio::any_io_executor& fallback) {
   auto slot = ::asio::get_associated_cancellation_slot(handler);
-  auto outcome = std::make_shared<TicketOutcome<Result>>();
+  auto outcome = std::make_shared<TicketOutcome<Result>>(fallback);
   TicketOperation<Result> op{std::make_unique<OutcomeCompletion<Result>>(outcome),
                              std::make_unique<AcceptCompletion<Result, Handler>>(outcome, std::move(handler))};
   op.install_cancel = cancel_installer(slot);

@@ -11,11 +11,14 @@
 ///  - A1: completion handlers run in ticket order from one FIFO dispatcher: a strand
 ///    (over the producer's executor, or over `callback_executor` when injected). Handlers
 ///    of completion tokens (use_future, use_awaitable, deferred) are then dispatched to
-///    their own associated executor, still in ticket order.
+///    their own associated executor, still in ticket order; a handler with none (a plain
+///    lambda) runs on that strand, as a plain callback does.
 ///  - A2: a flush or close completes only after the handlers of the records it covers
 ///    have run (they are queued on the same FIFO dispatcher before it).
-///  - A3: an exception thrown by a plain callback is caught and reported through
-///    `on_callback_exception` (and counted); it never unwinds into the core or Asio.
+///  - A3: an exception thrown by a plain callback, or by a token's handler that runs on
+///    the strand, is caught and reported through `on_callback_exception` (and counted);
+///    it never unwinds into the core. One thrown by a handler on its own executor leaves
+///    that executor's run(), as Asio does.
 ///  - A4: submit() reports accepted/rejected synchronously; a rejected submit never calls
 ///    its callback.
 ///
@@ -160,7 +163,7 @@ class Producer {
   auto async_submit(std::string record, CompletionToken&& token) {
     return ::asio::async_initiate<CompletionToken, void(RecordResult)>(
         [this](auto handler, std::string r) {
-          auto op = detail::make_submit_operation<RecordResult>(std::move(handler));
+          auto op = detail::make_submit_operation<RecordResult>(std::move(handler), token_executor());
           initiate_submit(std::move(r), std::move(op.completion), std::move(op.install_cancel));
         },
         token, std::move(record));
@@ -176,7 +179,7 @@ class Producer {
   auto async_submit_ticket(std::string record, CompletionToken&& token) {
     return ::asio::async_initiate<CompletionToken, void(tl::expected<RecordTicket, Error>)>(
         [this](auto handler, std::string r) {
-          auto op = detail::make_ticket_operation<RecordResult>(std::move(handler));
+          auto op = detail::make_ticket_operation<RecordResult>(std::move(handler), token_executor());
           initiate_submit_ticket(std::move(r), std::move(op));
         },
         token, std::move(record));
@@ -191,7 +194,8 @@ class Producer {
   auto async_flush(CompletionToken&& token) {
     return ::asio::async_initiate<CompletionToken, void(VoidResult)>(
         [this](auto handler) {
-          initiate_flush(detail::make_waiting_completion<VoidResult>(std::move(handler), "async_flush"));
+          initiate_flush(
+              detail::make_waiting_completion<VoidResult>(std::move(handler), "async_flush", token_executor()));
         },
         token);
   }
@@ -205,7 +209,8 @@ class Producer {
   auto async_close(CompletionToken&& token) {
     return ::asio::async_initiate<CompletionToken, void(VoidResult)>(
         [this](auto handler) {
-          initiate_close(detail::make_waiting_completion<VoidResult>(std::move(handler), "async_close"));
+          initiate_close(
+              detail::make_waiting_completion<VoidResult>(std::move(handler), "async_close", token_executor()));
         },
         token);
   }
@@ -219,7 +224,7 @@ class Producer {
     return ::asio::async_initiate<CompletionToken, void(tl::expected<ds::CloseResult, Error>)>(
         [this](auto handler) {
           initiate_close_stream(detail::make_waiting_completion<tl::expected<ds::CloseResult, Error>>(
-              std::move(handler), "async_close_stream"));
+              std::move(handler), "async_close_stream", token_executor()));
         },
         token);
   }
@@ -248,7 +253,7 @@ class Producer {
         [this](auto handler, std::optional<std::string> record) {
           initiate_close_with_stream(std::move(record),
                                      detail::make_waiting_completion<tl::expected<ds::CloseResult, Error>>(
-                                         std::move(handler), "async_close_with_stream"));
+                                         std::move(handler), "async_close_with_stream", token_executor()));
         },
         token, std::move(final_record));
   }
@@ -277,6 +282,9 @@ class Producer {
                        std::function<void(std::function<void()>)> install_cancel);
   void initiate_submit_ticket(std::string record, detail::TicketOperation<RecordResult> op);
   void initiate_flush(std::unique_ptr<detail::Completion<VoidResult>> c);
+  /// Where a completion token's handler with no executor of its own runs: the callback
+  /// strand (A1), so it is ordered with the callbacks and a throw is caught (A3).
+  [[nodiscard]] ::asio::any_io_executor token_executor() const;
   void initiate_close(std::unique_ptr<detail::Completion<VoidResult>> c);
   void initiate_close_stream(std::unique_ptr<detail::Completion<tl::expected<ds::CloseResult, Error>>> c);
   void initiate_close_with_stream(std::optional<std::string> final_record,
