@@ -177,13 +177,54 @@ TEST(A3, ATokenHandlerThatThrowsIsCaughtAndReported) {
   });
   waited.get_future().wait();
   ASSERT_TRUE(producer.async_close(::asio::use_future).get().has_value());
-  ::asio::post(io.io, [] {});     // nothing left behind on the strand
+  ::asio::post(io.io, [] {});  // nothing left behind on the strand
   // submit, acceptance, flush, and the record's two waits as one (the first throw).
   EXPECT_EQ(reported.load(), 4);
   EXPECT_EQ(producer.stats().callback_exceptions, 4U);
   ASSERT_GE(order.size(), 4U);
   EXPECT_EQ(order.front(), 2) << "accepted first";
   EXPECT_EQ(client.read_all(options.url, false), "a\nb\n");
+}
+
+// A1: a producer's callbacks run on a strand of their own over the producer's executor,
+// not on its session's strand: on an io_context with two threads, a callback of X that
+// waits for Y's acknowledgement (Y attached to the same session) gets it. With the
+// callbacks on the session's strand, X's callback held up every read on the session
+// until its wait gave up.
+TEST(A1, ASlowCallbackDoesNotHoldUpItsSessionsIo) {
+  ::asio::io_context io;
+  auto guard = ::asio::make_work_guard(io);
+  std::thread t1([&] { io.run(); });
+  std::thread t2([&] { io.run(); });
+  TestClient client;
+  const std::string url_x = new_stream(client, "a1-slow-x");
+  const std::string url_y = new_stream(client, "a1-slow-y");
+  auto session = asio::Session::create(io.get_executor(), ds::StreamUrl::parse(url_x).value()).value();
+  auto ox = options_for(url_x);
+  ox.producer.protocol.idempotent->producer_id = "a1-slow-x";
+  auto oy = options_for(url_y);
+  oy.producer.protocol.idempotent->producer_id = "a1-slow-y";
+  auto x = asio::Producer::attach(session, ox).value();
+  auto y = asio::Producer::attach(session, oy).value();
+  std::promise<void> y_acked;
+  auto y_done = y_acked.get_future().share();
+  std::promise<bool> x_saw;
+  std::promise<void> x_started;
+  ASSERT_TRUE(x.submit("x\n", [&](asio::RecordResult) {
+    x_started.set_value();  // Y submits only now, while this callback runs
+    x_saw.set_value(y_done.wait_for(30s) == std::future_status::ready);  // a liveness bound
+  }));
+  x_started.get_future().wait();
+  ASSERT_TRUE(y.submit("y\n", [&](asio::RecordResult r) {
+    if (r) y_acked.set_value();
+  }));
+  EXPECT_TRUE(x_saw.get_future().get()) << "Y's acknowledgement waited behind X's callback";
+  ASSERT_TRUE(x.async_close(::asio::use_future).get().has_value());
+  ASSERT_TRUE(y.async_close(::asio::use_future).get().has_value());
+  session->close();
+  guard.reset();
+  t1.join();
+  t2.join();
 }
 
 // A4: a refused submit registers no callback; an accepted one gets exactly one.

@@ -72,8 +72,11 @@ struct ProducerImpl
 
   ProducerImpl(Options o, std::shared_ptr<Session> s, bool owned, Client c)
       : Base{std::move(o), std::move(s), owned, std::move(c)},
+        // A strand of its own over the session's executor, not over the session's strand:
+        // a slow callback must not hold up the session's I/O (other producers' on a shared
+        // session included) on an io_context with more than one thread.
         callback_strand{::asio::make_strand(options.callback_executor ? *options.callback_executor
-                                                                      : ::asio::any_io_executor{session->strand()})},
+                                                                      : session->strand().get_inner_executor())},
         timer{session->strand()} {}
 
   ::asio::strand<::asio::any_io_executor> callback_strand;
