@@ -233,8 +233,11 @@ TEST(StreamReader, AReReadShorterThanWhatWasHandedOnContinuesIntoTheNextResponse
   d.broken("o2", {"abcdef"}, lost());
   d.request();
   d.respond(200, {{"Stream-Next-Offset", "o1"}}, {"abc"});  // the server now answers in smaller chunks
+  // "abcdef" was handed on, o1 is after "abc" only: not yet an offset to hand on.
+  EXPECT_TRUE(d.reader.catching_up()) << "o1 is behind what was handed on";
   EXPECT_EQ(d.request(), "o1");
   d.ok("o2", "defgh");
+  EXPECT_FALSE(d.reader.catching_up());
   ASSERT_TRUE(d.reader.result()->has_value()) << d.error().describe();
   EXPECT_EQ(d.out, "abcdefgh");
 }

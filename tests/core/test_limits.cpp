@@ -159,6 +159,10 @@ TEST(E4, ARequestTimeoutIsResentByAnIdempotentProducerAndTerminalForAPlainOne) {
   ASSERT_TRUE(plain.completions()[0].error.has_value());
   EXPECT_EQ(plain.completions()[0].error->code, ErrorCode::request_timeout);
   EXPECT_EQ(plain.completions()[0].error->certainty, Certainty::indefinite);
+  // The error says why a retryable failure was not retried (it read as a retry given up).
+  EXPECT_NE(plain.completions()[0].error->message.find("not resent: the attempt may have been applied"),
+            std::string::npos)
+      << plain.completions()[0].error->message;
 }
 
 }  // namespace

@@ -4,6 +4,8 @@
 
 #include <sys/wait.h>
 
+#include <algorithm>
+#include <cstdio>
 #include <cstdlib>
 #include <nlohmann/json.hpp>
 #include <string>
@@ -46,6 +48,24 @@ TEST_F(CliRead, WritingToAFullDeviceFails) {
   EXPECT_NE(r.err.find("writing to '/dev/full' failed"), std::string::npos) << r.err;
   const int status = std::system((std::string(PRODSM_CLI) + " read " + u + " >/dev/full 2>/dev/null").c_str());
   EXPECT_EQ(WIFEXITED(status) ? WEXITSTATUS(status) : -1, 4);
+}
+
+// A reader that goes away (`| head -c 10`): exit 4 and one line naming the broken pipe,
+// not a second one with a stale errno ("Resource temporarily unavailable").
+TEST_F(CliRead, AReaderThatGoesAwayIsOneOutputFailure) {
+  const std::string u = url("read-broken-pipe");
+  ASSERT_EQ(prodsm("produce " + u + " --create -q", std::string(300'000, 'x') + "\n").status, 0);
+  const std::string err = temp_path("broken-pipe-stderr");
+  const std::string status_file = temp_path("broken-pipe-status");
+  const std::string command = "bash -c '" + std::string(PRODSM_CLI) + " read " + u + " 2>" + err +
+                              " | head -c 10 >/dev/null; echo ${PIPESTATUS[0]} >" + status_file + "'";
+  ASSERT_EQ(std::system(command.c_str()), 0);
+  EXPECT_EQ(slurp(status_file), "4\n");
+  const std::string text = slurp(err);
+  EXPECT_NE(text.find("Broken pipe"), std::string::npos) << text;
+  EXPECT_EQ(std::count(text.begin(), text.end(), '\n'), 1) << "one line:\n" << text;
+  std::remove(err.c_str());
+  std::remove(status_file.c_str());
 }
 
 // A closed stdout (`>&-`) is an output failure (exit 4), not a read whose data silently went to

@@ -156,6 +156,11 @@ void Producer<Policy>::Impl::on_failure(Instant now, Batch& b, Error e) {
   if (e.retryable && safe && !budget_left) {
     e.message +=
         (e.message.empty() ? "" : "; ") + std::string("gave up after ") + std::to_string(b.attempt) + " attempts";
+  } else if (e.retryable && !safe) {  // E4: say why a retryable failure was not retried
+    e.message += (e.message.empty() ? "" : "; ") +
+                 std::string(
+                     "not resent: the attempt may have been applied and a resend of an unsequenced batch "
+                     "could append it twice (sequencing makes resends safe)");
   }
   fail_terminal(std::move(e), &b);
 }

@@ -36,12 +36,14 @@ struct ReadHandoff {
   }
 
   /// hand_on(), then, if any response ended since the last call, one chunk with the
-  /// offset reached; nothing more once the handler stopped the read.
+  /// offset reached — unless a re-read is still catching up with data handed on before
+  /// (ds::StreamReader::catching_up: the offset would be behind it); nothing more once
+  /// the handler stopped the read.
   void hand_on_with_offsets() {
     if (!hand_on()) return;
     if (reader.summary().responses != responses_told) {
       responses_told = reader.summary().responses;
-      call(ds::ReadChunk{{}, std::string_view(reader.offset())});
+      if (!reader.catching_up()) call(ds::ReadChunk{{}, std::string_view(reader.offset())});
     }
   }
 

@@ -90,7 +90,8 @@ struct ReadChunk {
   /// element (its JSON text). Valid only during the call. Empty when next_offset is set.
   std::string_view data;
   /// Set (and data empty) when a response completed: the offset after everything handed
-  /// on so far — where a later read would continue.
+  /// on so far — where a later read would continue. Not told for a response that ends
+  /// before data already handed on (a re-read answered in smaller pages).
   std::optional<std::string_view> next_offset;
 };
 
@@ -180,6 +181,11 @@ class StreamReader {
   [[nodiscard]] bool timed_out() const noexcept { return timed_out_; }
   /// The offset the next request reads from (after the last complete response).
   [[nodiscard]] const std::string& offset() const noexcept { return offset_; }
+  /// True while data handed on before a broken response lies beyond offset(): a re-read
+  /// that the server answers in smaller pages is still catching up with it, so offset()
+  /// is not yet "after everything handed on" (the adapters tell no ReadChunk::next_offset
+  /// then: a consumer checkpointing it would read that data twice).
+  [[nodiscard]] bool catching_up() const noexcept { return committed_units_ < delivered_; }
   /// Progress so far (final once finished).
   [[nodiscard]] const ReadSummary& summary() const noexcept { return summary_; }
 
