@@ -157,7 +157,7 @@ TEST(StreamReader, Issue15_AJsonBodyThatDoesNotParseIsAProtocolErrorAndNotRetrie
   EXPECT_EQ(d.reader.summary().requests, 1u);
 }
 
-TEST(StreamReader, Issue15_E4_5xxAnd429AreRetriedWithBackoffAndRetryAfter) {
+TEST(StreamReader, Issue15_E4_5xx429And408AreRetriedWithBackoffAndRetryAfter) {
   Drive d;
   d.request();
   d.respond(503, {{"Retry-After", "2"}}, {"busy"});
@@ -172,10 +172,15 @@ TEST(StreamReader, Issue15_E4_5xxAnd429AreRetriedWithBackoffAndRetryAfter) {
   d.now = *d.reader.next_deadline();
   d.reader.handle_timeout(d.now);
   d.request();
+  d.respond(408, {}, {});  // a read changes nothing: a 408 is asked again too
+  ASSERT_FALSE(d.reader.finished()) << d.error().describe();
+  d.now = *d.reader.next_deadline();
+  d.reader.handle_timeout(d.now);
+  d.request();
   d.ok("o1", "data");
   ASSERT_TRUE(d.reader.result()->has_value()) << d.error().describe();
   EXPECT_EQ(d.out, "data");
-  EXPECT_EQ((*d.reader.result())->retries, 2u);
+  EXPECT_EQ((*d.reader.result())->retries, 3u);
 }
 
 TEST(StreamReader, E4_ALostConnectionIsRetriedAtOnce) {

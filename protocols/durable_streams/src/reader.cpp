@@ -340,8 +340,11 @@ void StreamReader::on_response(Instant now, const http::Response& response) {
 void StreamReader::on_failed_attempt(Instant now, Error error) {
   error = in_context(std::move(error));
   ++attempts_;
+  // A read changes nothing, so whatever a write would call "may have been applied" (a
+  // lost connection, a 408) is simply asked again.
   const bool retryable =
-      error.retryable && (error.code == ErrorCode::unavailable || error.code == ErrorCode::connection_lost);
+      error.retryable && (error.code == ErrorCode::unavailable || error.code == ErrorCode::connection_lost ||
+                          error.code == ErrorCode::request_timeout);
   if (!retryable || attempts_ >= options_.retry.max_attempts) {
     if (retryable) error.message += " (after " + std::to_string(attempts_) + " attempts)";
     fail(std::move(error));

@@ -59,7 +59,7 @@ void close_stream(const std::shared_ptr<Session>& session, const ds::StreamUrl& 
 /// up to date or closed, handing each piece of data to `on_data` as it arrives (bytes
 /// runs, or JSON elements); `done` runs once, on the strand, with where the read ended or
 /// the error (404: not_found naming the path; a JSON body that does not parse:
-/// protocol_error; 429/5xx/lost connections retried within options.retry; the bounds of
+/// protocol_error; 408/429/5xx/lost connections retried within options.retry; the bounds of
 /// ds::ReadOptions; `cancelled` when on_data stopped it or options.timeout_ns passed).
 /// Invalid options: `done` gets `rejected` naming the field.
 void read_stream(const std::shared_ptr<Session>& session, const ds::StreamUrl& url, ds::ReadOptions options,

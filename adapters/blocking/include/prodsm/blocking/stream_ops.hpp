@@ -57,7 +57,7 @@ using ReadHandler = std::function<bool(const ds::ReadChunk&)>;
 /// up to date or closed, handing each piece of data to `on_data` as it arrives (bytes
 /// runs, or JSON elements), and waits for its end. Errors as the Asio adapter's
 /// read_stream (404 not_found naming the path; a JSON body that does not parse:
-/// protocol_error; 429/5xx/lost connections retried within options.retry; `cancelled`
+/// protocol_error; 408/429/5xx/lost connections retried within options.retry; `cancelled`
 /// when on_data stopped it or options.timeout_ns passed; invalid options: `rejected`
 /// naming the field). From a session handler: `would_block`.
 [[nodiscard]] ReadOutcome read_stream(Session& session, const ds::StreamUrl& url, ds::ReadOptions options,

@@ -9,7 +9,7 @@
 /// the stream's size: bytes streams pass through as they are; JSON streams are cut into
 /// their elements, each validated (simdjson) before it is handed on (detail/json_elements.hpp).
 ///
-/// Faults: a GET is idempotent, so 429, 5xx and lost connections are retried with the
+/// Faults: a GET is idempotent, so 408, 429, 5xx and lost connections are retried with the
 /// jittered backoff of a RetryPolicy (Retry-After honoured, E4); 4xx, a malformed
 /// response and a JSON body that does not parse are not. A response that broke off after
 /// some of its data was handed on is read again from the same offset and the part
