@@ -224,6 +224,9 @@ TEST(E4, NoSideEffectsModeRetriesOnlyDefiniteFailures) {
   h.fail(retry, connection_lost());
   EXPECT_EQ(h.producer().state(), ProducerState::failed);
   EXPECT_EQ(h.completions()[0].error->certainty, Certainty::indefinite);
+  // The reason given is the mode, not a missing sequencing (the batch is sequenced).
+  EXPECT_NE(h.completions()[0].error->message.find("RetryMode::no_side_effects"), std::string::npos)
+      << h.completions()[0].error->message;
 }
 
 // E4/R3: retries are bounded by max_attempts; Retry-After is honoured as a minimum.

@@ -176,14 +176,38 @@ TEST(A3, ATokenHandlerThatThrowsIsCaughtAndReported) {
     throw std::runtime_error("flush");
   });
   waited.get_future().wait();
+  // Posted completions too (complete_later): a wait on a ticket already complete, and a
+  // cancelled flush whose handler gets `cancelled` at once.
+  std::promise<asio::RecordTicket> done_ticket;
+  producer.async_submit_ticket("c\n", [&](tl::expected<asio::RecordTicket, Error> t) { done_ticket.set_value(*t); });
+  auto late = done_ticket.get_future().get();
+  ASSERT_TRUE(producer.async_flush(::asio::use_future).get().has_value());
+  std::promise<void> late_ran;
+  late.async_wait([&](asio::RecordResult) {
+    late_ran.set_value();
+    throw std::runtime_error("late wait");
+  });
+  late_ran.get_future().wait();
+  client.inject_fault(ReferenceServer::shared().url(), R"({"path":")" + ds::StreamUrl::parse(options.url)->path +
+                                                           R"(","method":"POST","delayMs":1000,"count":1})");
+  ASSERT_TRUE(producer.submit("d\n"));  // held by the server for a second: the flush waits
+  ::asio::cancellation_signal cancel;
+  std::promise<bool> cancelled_ran;
+  producer.async_flush(::asio::bind_cancellation_slot(cancel.slot(), [&](asio::VoidResult r) {
+    cancelled_ran.set_value(!r && r.error().code == ErrorCode::cancelled);
+    throw std::runtime_error("cancelled flush");
+  }));
+  ::asio::post(io.io, [&] { cancel.emit(::asio::cancellation_type::all); });
+  EXPECT_TRUE(cancelled_ran.get_future().get()) << "the cancel's posted completion";
   ASSERT_TRUE(producer.async_close(::asio::use_future).get().has_value());
+  client.clear_faults(ReferenceServer::shared().url());
   ::asio::post(io.io, [] {});  // nothing left behind on the strand
-  // submit, acceptance, flush, and the record's two waits as one (the first throw).
-  EXPECT_EQ(reported.load(), 4);
-  EXPECT_EQ(producer.stats().callback_exceptions, 4U);
+  // submit, acceptance, flush, the record's two waits, the late wait, the cancelled flush.
+  EXPECT_EQ(reported.load(), 7);
+  EXPECT_EQ(producer.stats().callback_exceptions, 7U);
   ASSERT_GE(order.size(), 4U);
   EXPECT_EQ(order.front(), 2) << "accepted first";
-  EXPECT_EQ(client.read_all(options.url, false), "a\nb\n");
+  EXPECT_EQ(client.read_all(options.url, false), "a\nb\nc\nd\n");
 }
 
 // A1: a producer's callbacks run on a strand of their own over the producer's executor,
@@ -211,7 +235,7 @@ TEST(A1, ASlowCallbackDoesNotHoldUpItsSessionsIo) {
   std::promise<bool> x_saw;
   std::promise<void> x_started;
   ASSERT_TRUE(x.submit("x\n", [&](asio::RecordResult) {
-    x_started.set_value();  // Y submits only now, while this callback runs
+    x_started.set_value();                                               // Y submits only now, while this callback runs
     x_saw.set_value(y_done.wait_for(30s) == std::future_status::ready);  // a liveness bound
   }));
   x_started.get_future().wait();

@@ -54,7 +54,9 @@ std::optional<std::string> apply_connection_flags(const ConnectionFlags& f, http
     for (const auto& h : first->headers) {
       for (const auto& name : fixed_header_names) {
         if (http::detail::iequals(name, h.name)) {
-          return "--header-command: header '" + h.name + "' is also given with -H";
+          // On s2:// targets S2_ACCESS_TOKEN sets Authorization too (s2_target.cpp).
+          return "--header-command: header '" + h.name + "' is also set on every request (by -H" +
+                 (http::detail::iequals(h.name, "Authorization") ? ", or S2_ACCESS_TOKEN for s2:// targets)" : ")");
         }
       }
     }

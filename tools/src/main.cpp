@@ -77,15 +77,16 @@ int main(int argc, char** argv) {
   }
   if (!run) return prodsm::tools::kExitBadInput;
   const int status = run();
-  // Whatever a command printed to stdout (a summary, a table) must have reached it. A
-  // command that failed already said why (read: its output failure): no second line.
+  // Whatever a command printed to stdout (a summary, a table) must have reached it, also
+  // when the command failed otherwise; a command that failed for its output (exit 4) said
+  // so already (read: "Broken pipe"): no second line.
   errno = 0;
   const bool flush_failed = std::fflush(stdout) != 0;
   const int err = errno;  // of the flush only: an earlier failure's errno is long gone
-  if (status == prodsm::tools::kExitOk && (flush_failed || std::ferror(stdout) != 0)) {
+  if (status != prodsm::tools::kExitOutputFailed && (flush_failed || std::ferror(stdout) != 0)) {
     std::fprintf(stderr, "prodsm: writing to stdout failed: %s\n",
                  flush_failed && err != 0 ? std::strerror(err) : "an earlier write to it failed");
-    return prodsm::tools::kExitOutputFailed;
+    if (status == prodsm::tools::kExitOk) return prodsm::tools::kExitOutputFailed;
   }
   return status;
 }

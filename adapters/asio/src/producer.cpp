@@ -73,8 +73,17 @@ void Producer::initiate_flush(std::unique_ptr<detail::Completion<VoidResult>> c)
   impl_->initiate_flush(std::move(c));
 }
 
-::asio::any_io_executor Producer::token_executor() const {
-  return impl_->callback_strand;
+detail::TokenFallback Producer::token_fallback() const {
+  return {impl_->callback_strand, [weak = std::weak_ptr<Impl>(impl_)](const std::function<void()>& f) {
+            if (auto self = weak.lock()) {
+              self->run_callback(f);  // A3: caught, counted, reported
+              return;
+            }
+            try {  // the producer is gone: nobody to report to, and nothing unwinds
+              f();
+            } catch (...) {
+            }
+          }};
 }
 
 void Producer::initiate_close(std::unique_ptr<detail::Completion<VoidResult>> c) {

@@ -158,9 +158,11 @@ void Producer<Policy>::Impl::on_failure(Instant now, Batch& b, Error e) {
         (e.message.empty() ? "" : "; ") + std::string("gave up after ") + std::to_string(b.attempt) + " attempts";
   } else if (e.retryable && !safe) {  // E4: say why a retryable failure was not retried
     e.message += (e.message.empty() ? "" : "; ") +
-                 std::string(
-                     "not resent: the attempt may have been applied and a resend of an unsequenced batch "
-                     "could append it twice (sequencing makes resends safe)");
+                 std::string(policy.resend_is_safe()
+                                 ? "not resent: the attempt may have been applied, and RetryMode::no_side_effects "
+                                   "retries only failures that were not"
+                                 : "not resent: the attempt may have been applied and a resend of an unsequenced "
+                                   "batch could append it twice (sequencing makes resends safe)");
   }
   fail_terminal(std::move(e), &b);
 }

@@ -21,6 +21,7 @@
 #include <mutex>
 #include <optional>
 #include <string>
+#include <type_traits>
 #include <utility>
 #include <vector>
 
@@ -44,36 +45,62 @@ struct Completion {
   virtual void settle() noexcept {}
 };
 
+/// Where a completion token's handler with no executor of its own runs, and how: on the
+/// producer's callback strand, inside the producer's A3 guard (what a plain callback
+/// gets), as an Asio I/O object runs such handlers on its own executor.
+struct TokenFallback {
+  ::asio::any_io_executor executor;  ///< the callback strand (A1)
+  /// Runs a handler, catching, counting and reporting what it throws (A3); never throws.
+  std::function<void(const std::function<void()>&)> run;
+};
+
 /// A completion token's handler as a Completion: run on the handler's associated
-/// executor, or — a handler with none, e.g. a plain lambda — on `fallback`, the
-/// producer's callback strand, as an Asio I/O object runs such handlers on its own
-/// executor (on the system executor a handler that threw ended the process; on the
-/// strand it is caught and counted as A3 says). Dispatched by complete, posted by
-/// complete_later; the executor is kept busy by a work guard until then.
+/// executor, or — a handler with none, e.g. a plain lambda — as `fallback` says (on the
+/// system executor, where it ran before, a handler that threw ended the process).
+/// Dispatched by complete, posted by complete_later; the executor is kept busy by a work
+/// guard until then. A throw from a handler on its own executor leaves that executor's
+/// run(), as Asio does.
 template <class Result, class Handler>
 class TokenCompletion final : public Completion<Result> {
+  using Executor = ::asio::associated_executor_t<Handler, ::asio::any_io_executor>;
+  using Guard = std::function<void(const std::function<void()>&)>;
+
  public:
   /// Takes the handler and keeps its executor from running out of work.
-  TokenCompletion(Handler handler, const ::asio::any_io_executor& fallback)
-      : handler_{std::move(handler)}, work_{::asio::get_associated_executor(handler_, fallback)} {}
+  TokenCompletion(Handler handler, const TokenFallback& fallback)
+      : handler_{std::move(handler)},
+        work_{::asio::get_associated_executor(handler_, fallback.executor)},
+        guard_{guard_for(work_.get_executor(), fallback)} {}
   /// Runs the handler with `result` (dispatched: at once when already on its executor).
   void complete(Result result) override {
-    auto executor = work_.get_executor();
-    ::asio::dispatch(executor, [handler = std::move(handler_), result = std::move(result)]() mutable {
-      std::move(handler)(std::move(result));
-    });
+    ::asio::dispatch(work_.get_executor(), [handler = std::move(handler_), result = std::move(result),
+                                            guard = guard_]() mutable { invoke(guard, handler, std::move(result)); });
   }
   /// Runs the handler with `result` later (posted, never inside the caller's frame).
   void complete_later(Result result) override {
-    auto executor = work_.get_executor();
-    ::asio::post(executor, [handler = std::move(handler_), result = std::move(result)]() mutable {
-      std::move(handler)(std::move(result));
-    });
+    ::asio::post(work_.get_executor(), [handler = std::move(handler_), result = std::move(result),
+                                        guard = guard_]() mutable { invoke(guard, handler, std::move(result)); });
   }
 
  private:
+  /// The fallback's guard when the handler runs on the fallback's executor, else none.
+  static Guard guard_for(const Executor& executor, const TokenFallback& fallback) {
+    if constexpr (std::is_same_v<Executor, ::asio::any_io_executor>) {
+      if (executor == fallback.executor) return fallback.run;
+    }
+    return {};
+  }
+  static void invoke(const Guard& guard, Handler& handler, Result result) {
+    if (guard) {
+      guard([&] { std::move(handler)(std::move(result)); });
+    } else {
+      std::move(handler)(std::move(result));
+    }
+  }
+
   Handler handler_;
-  ::asio::executor_work_guard<::asio::associated_executor_t<Handler, ::asio::any_io_executor>> work_;
+  ::asio::executor_work_guard<Executor> work_;
+  Guard guard_;
 };
 
 /// A plain callback `f(Result)` as a Completion (submit's and submit_blocking's
@@ -148,7 +175,7 @@ class CancellableCompletion final : public Completion<Result> {
 /// completes it with ErrorCode::cancelled naming `what`. `fallback`: as TokenCompletion.
 template <class Result, class Handler>
 std::unique_ptr<Completion<Result>> make_waiting_completion(Handler handler, const char* what,
-                                                            const ::asio::any_io_executor& fallback) {
+                                                            const TokenFallback& fallback) {
   auto slot = ::asio::get_associated_cancellation_slot(handler);
   auto inner = std::make_unique<TokenCompletion<Result, Handler>>(std::move(handler), fallback);
   if (!slot.is_connected()) return inner;
@@ -178,7 +205,7 @@ struct SubmitOperation {
 /// Wraps an async_submit handler (both producers' async_submit); `fallback`: as
 /// TokenCompletion.
 template <class Result, class Handler>
-SubmitOperation<Result> make_submit_operation(Handler handler, const ::asio::any_io_executor& fallback) {
+SubmitOperation<Result> make_submit_operation(Handler handler, const TokenFallback& fallback) {
   auto slot = ::asio::get_associated_cancellation_slot(handler);
   SubmitOperation<Result> op{std::make_unique<TokenCompletion<Result, Handler>>(std::move(handler), fallback)};
   op.install_cancel = cancel_installer(slot);
@@ -190,14 +217,15 @@ SubmitOperation<Result> make_submit_operation(Handler handler, const ::asio::any
 template <class Result>
 class TicketOutcome {
  public:
-  /// `executor`: where a wait's handler with no executor of its own runs (the producer's
-  /// callback strand, TokenCompletion).
-  explicit TicketOutcome(::asio::any_io_executor executor) : executor_{std::move(executor)} {}
-  /// The executor given at construction.
-  [[nodiscard]] const ::asio::any_io_executor& executor() const noexcept { return executor_; }
+  /// `fallback`: where and how a wait's handler with no executor of its own runs
+  /// (TokenFallback: the producer's callback strand and A3 guard).
+  explicit TicketOutcome(TokenFallback fallback) : fallback_{std::move(fallback)} {}
+  /// The fallback given at construction.
+  [[nodiscard]] const TokenFallback& fallback() const noexcept { return fallback_; }
   /// The record completed: its waiters run, in the order they started waiting. Every
-  /// one runs, even when one throws (a handler run inline on the callback strand); the
-  /// first exception is rethrown after them, for the producer to report (A3).
+  /// one runs, even when one throws (a handler of its own executor run inline: a
+  /// fallback handler's throw is caught by its guard); the first exception is rethrown
+  /// after them, for the producer to report (A3).
   void set(Result result) {
     std::vector<std::unique_ptr<Completion<Result>>> waiting;
     {
@@ -240,7 +268,7 @@ class TicketOutcome {
   }
 
  private:
-  ::asio::any_io_executor executor_;
+  TokenFallback fallback_;
   mutable std::mutex mu_;
   std::optional<Result> value_;
   std::vector<std::unique_ptr<Completion<Result>>> waiters_;
@@ -281,7 +309,7 @@ class BasicRecordTicket {
   auto async_wait(CompletionToken&& token) const {
     return ::asio::async_initiate<CompletionToken, void(Result)>(
         [outcome = outcome_](auto handler) {
-          outcome->wait(detail::make_waiting_completion<Result>(std::move(handler), "async_wait", outcome->executor()));
+          outcome->wait(detail::make_waiting_completion<Result>(std::move(handler), "async_wait", outcome->fallback()));
         },
         token);
   }
@@ -307,7 +335,7 @@ template <class Result, class Handler>
 class AcceptCompletion final : public Completion<tl::expected<Ticket, Error>> {
  public:
   AcceptCompletion(std::shared_ptr<TicketOutcome<Result>> o, Handler handler)
-      : outcome_{std::move(o)}, inner_{std::move(handler), outcome_->executor()} {}
+      : outcome_{std::move(o)}, inner_{std::move(handler), outcome_->fallback()} {}
   void complete(tl::expected<Ticket, Error> r) override {
     if (!r) return inner_.complete(tl::unexpected(std::move(r.error())));
     inner_.complete(BasicRecordTicket<Result>(*r, outcome_));
@@ -320,7 +348,7 @@ class AcceptCompletion final : public Completion<tl::expected<Ticket, Error>> {
 
 /// Wraps an async_submit_ticket handler (both producers').
 template <class Result, class Handler>
-TicketOperation<Result> make_ticket_operation(Handler handler, const ::asio::any_io_executor& fallback) {
+TicketOperation<Result> make_ticket_operation(Handler handler, const TokenFallback& fallback) {
   auto slot = ::asio::get_associated_cancellation_slot(handler);
   auto outcome = std::make_shared<TicketOutcome<Result>>(fallback);
   TicketOperation<Result> op{std::make_unique<OutcomeCompletion<Result>>(outcome),

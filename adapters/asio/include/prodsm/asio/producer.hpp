@@ -163,7 +163,7 @@ class Producer {
   auto async_submit(std::string record, CompletionToken&& token) {
     return ::asio::async_initiate<CompletionToken, void(RecordResult)>(
         [this](auto handler, std::string r) {
-          auto op = detail::make_submit_operation<RecordResult>(std::move(handler), token_executor());
+          auto op = detail::make_submit_operation<RecordResult>(std::move(handler), token_fallback());
           initiate_submit(std::move(r), std::move(op.completion), std::move(op.install_cancel));
         },
         token, std::move(record));
@@ -179,7 +179,7 @@ class Producer {
   auto async_submit_ticket(std::string record, CompletionToken&& token) {
     return ::asio::async_initiate<CompletionToken, void(tl::expected<RecordTicket, Error>)>(
         [this](auto handler, std::string r) {
-          auto op = detail::make_ticket_operation<RecordResult>(std::move(handler), token_executor());
+          auto op = detail::make_ticket_operation<RecordResult>(std::move(handler), token_fallback());
           initiate_submit_ticket(std::move(r), std::move(op));
         },
         token, std::move(record));
@@ -195,7 +195,7 @@ class Producer {
     return ::asio::async_initiate<CompletionToken, void(VoidResult)>(
         [this](auto handler) {
           initiate_flush(
-              detail::make_waiting_completion<VoidResult>(std::move(handler), "async_flush", token_executor()));
+              detail::make_waiting_completion<VoidResult>(std::move(handler), "async_flush", token_fallback()));
         },
         token);
   }
@@ -210,7 +210,7 @@ class Producer {
     return ::asio::async_initiate<CompletionToken, void(VoidResult)>(
         [this](auto handler) {
           initiate_close(
-              detail::make_waiting_completion<VoidResult>(std::move(handler), "async_close", token_executor()));
+              detail::make_waiting_completion<VoidResult>(std::move(handler), "async_close", token_fallback()));
         },
         token);
   }
@@ -224,7 +224,7 @@ class Producer {
     return ::asio::async_initiate<CompletionToken, void(tl::expected<ds::CloseResult, Error>)>(
         [this](auto handler) {
           initiate_close_stream(detail::make_waiting_completion<tl::expected<ds::CloseResult, Error>>(
-              std::move(handler), "async_close_stream", token_executor()));
+              std::move(handler), "async_close_stream", token_fallback()));
         },
         token);
   }
@@ -253,7 +253,7 @@ class Producer {
         [this](auto handler, std::optional<std::string> record) {
           initiate_close_with_stream(std::move(record),
                                      detail::make_waiting_completion<tl::expected<ds::CloseResult, Error>>(
-                                         std::move(handler), "async_close_with_stream", token_executor()));
+                                         std::move(handler), "async_close_with_stream", token_fallback()));
         },
         token, std::move(final_record));
   }
@@ -282,9 +282,9 @@ class Producer {
                        std::function<void(std::function<void()>)> install_cancel);
   void initiate_submit_ticket(std::string record, detail::TicketOperation<RecordResult> op);
   void initiate_flush(std::unique_ptr<detail::Completion<VoidResult>> c);
-  /// Where a completion token's handler with no executor of its own runs: the callback
-  /// strand (A1), so it is ordered with the callbacks and a throw is caught (A3).
-  [[nodiscard]] ::asio::any_io_executor token_executor() const;
+  /// Where and how a completion token's handler with no executor of its own runs: on the
+  /// callback strand (A1), inside the A3 guard (detail::TokenFallback).
+  [[nodiscard]] detail::TokenFallback token_fallback() const;
   void initiate_close(std::unique_ptr<detail::Completion<VoidResult>> c);
   void initiate_close_stream(std::unique_ptr<detail::Completion<tl::expected<ds::CloseResult, Error>>> c);
   void initiate_close_with_stream(std::optional<std::string> final_record,

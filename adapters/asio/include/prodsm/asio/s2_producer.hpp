@@ -113,7 +113,7 @@ class S2Producer {
   auto async_submit(std::string record, CompletionToken&& token) {
     return ::asio::async_initiate<CompletionToken, void(S2RecordResult)>(
         [this](auto handler, std::string r) {
-          auto op = detail::make_submit_operation<S2RecordResult>(std::move(handler), token_executor());
+          auto op = detail::make_submit_operation<S2RecordResult>(std::move(handler), token_fallback());
           initiate_submit(std::move(r), std::move(op.completion), std::move(op.install_cancel));
         },
         token, std::move(record));
@@ -125,7 +125,7 @@ class S2Producer {
   auto async_submit_ticket(std::string record, CompletionToken&& token) {
     return ::asio::async_initiate<CompletionToken, void(tl::expected<S2RecordTicket, Error>)>(
         [this](auto handler, std::string r) {
-          auto op = detail::make_ticket_operation<S2RecordResult>(std::move(handler), token_executor());
+          auto op = detail::make_ticket_operation<S2RecordResult>(std::move(handler), token_fallback());
           initiate_submit_ticket(std::move(r), std::move(op));
         },
         token, std::move(record));
@@ -137,7 +137,7 @@ class S2Producer {
     return ::asio::async_initiate<CompletionToken, void(VoidResult)>(
         [this](auto handler) {
           initiate_flush(
-              detail::make_waiting_completion<VoidResult>(std::move(handler), "async_flush", token_executor()));
+              detail::make_waiting_completion<VoidResult>(std::move(handler), "async_flush", token_fallback()));
         },
         token);
   }
@@ -149,7 +149,7 @@ class S2Producer {
     return ::asio::async_initiate<CompletionToken, void(VoidResult)>(
         [this](auto handler) {
           initiate_close(
-              detail::make_waiting_completion<VoidResult>(std::move(handler), "async_close", token_executor()));
+              detail::make_waiting_completion<VoidResult>(std::move(handler), "async_close", token_fallback()));
         },
         token);
   }
@@ -175,9 +175,9 @@ class S2Producer {
                        std::function<void(std::function<void()>)> install_cancel);
   void initiate_submit_ticket(std::string record, detail::TicketOperation<S2RecordResult> op);
   void initiate_flush(std::unique_ptr<detail::Completion<VoidResult>> c);
-  /// Where a completion token's handler with no executor of its own runs: the callback
-  /// strand (A1), so it is ordered with the callbacks and a throw is caught (A3).
-  [[nodiscard]] ::asio::any_io_executor token_executor() const;
+  /// Where and how a completion token's handler with no executor of its own runs: on the
+  /// callback strand (A1), inside the A3 guard (detail::TokenFallback).
+  [[nodiscard]] detail::TokenFallback token_fallback() const;
   void initiate_close(std::unique_ptr<detail::Completion<VoidResult>> c);
   std::shared_ptr<Impl> impl_;
 };
