@@ -212,6 +212,8 @@ TEST(ReadStream, ASlowFirstByteIsNotAStallOnASessionOfFastAppends) {
   }
   client.inject_fault(ReferenceServer::shared().url(),
                       R"({"path":")" + parsed.path + R"(","method":"GET","delayMs":400,"count":1})");
+  // The appends may have stalled on a loaded machine (a 5 ms floor); only the read's count.
+  const std::uint64_t stalls_before = session->stats().stalls;
   std::string got;
   ds::ReadOptions o;
   auto outcome = blocking::read_stream(*session, parsed, o, [&got](const ds::ReadChunk& c) {
@@ -221,7 +223,7 @@ TEST(ReadStream, ASlowFirstByteIsNotAStallOnASessionOfFastAppends) {
   client.clear_faults(ReferenceServer::shared().url());
   ASSERT_TRUE(outcome.has_value()) << outcome.error().describe();
   EXPECT_EQ(outcome->retries, 0U) << "the slow read was not asked again";
-  EXPECT_EQ(session->stats().stalls, 0U);
+  EXPECT_EQ(session->stats().stalls, stalls_before) << "the read was not taken for a stall";
   std::string want;
   for (int i = 0; i < 300; ++i) want += "r" + std::to_string(i) + "\n";
   EXPECT_EQ(got, want);
