@@ -188,10 +188,10 @@ class Producer {
 
   /// Seals the partial batch now, without a barrier (R2), so it goes out as capacity
   /// allows. For a layer above the core that refuses a submit for a limit of its own —
-  /// the protocol clients' max_pending_records (R3) — and must not let linger (or no
-  /// linger timer at all) hold back the records whose completion frees that room, as the
-  /// core's own would_block does not. Nothing when no batch is open or the producer is
-  /// not open.
+  /// the protocol clients' max_pending_records (R3): the records whose completion frees
+  /// that room must not wait for a linger (or, with no linger timer, forever), just as
+  /// the core's own would_block seals the partial batch. Nothing when no batch is open or
+  /// the producer is not open.
   void seal_partial_batch(Instant now);
 
   /// Fails every unresolved ticket, barrier and close with `aborted` (each ticket range
