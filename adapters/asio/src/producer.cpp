@@ -74,16 +74,7 @@ void Producer::initiate_flush(std::unique_ptr<detail::Completion<VoidResult>> c)
 }
 
 detail::TokenFallback Producer::token_fallback() const {
-  return {impl_->callback_strand, [weak = std::weak_ptr<Impl>(impl_)](const std::function<void()>& f) {
-            if (auto self = weak.lock()) {
-              self->run_callback(f);  // A3: caught, counted, reported
-              return;
-            }
-            try {  // the producer is gone: nobody to report to, and nothing unwinds
-              f();
-            } catch (...) {
-            }
-          }};
+  return impl_->token_fallback();
 }
 
 void Producer::initiate_close(std::unique_ptr<detail::Completion<VoidResult>> c) {

@@ -220,6 +220,22 @@ struct ProducerImpl
     });
   }
 
+  /// Where and how a completion token's handler with no executor of its own runs: on the
+  /// callback strand, inside run_callback (A3) while the producer lives (after, caught
+  /// and dropped: nobody is left to report to, and nothing unwinds).
+  detail::TokenFallback token_fallback() {
+    return {callback_strand, [weak = this->weak_from_this()](const std::function<void()>& f) {
+              if (auto self = weak.lock()) {
+                self->run_callback(f);
+                return;
+              }
+              try {
+                f();
+              } catch (...) {
+              }
+            }};
+  }
+
   // ---- the drive rule's adapter steps (mu held; the rule is the base's drive()) ---------
 
   void post_callback(std::function<void()> task) { ::asio::post(callback_strand, std::move(task)); }
