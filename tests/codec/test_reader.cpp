@@ -144,6 +144,67 @@ TEST(StreamReader, JsonStreamsAreHandedOnElementByElement) {
   EXPECT_TRUE((*d.reader.result())->closed);
 }
 
+// PROTOCOL.md, JSON mode: each page of a JSON stream is a JSON array, so a bytes-mode read
+// of two pages would hand on "[1,2][3]", which is not one JSON text. A read that was not
+// asked for JSON mode takes it from the stream's Content-Type, before any data is handed on.
+TEST(StreamReader, AJsonStreamsContentTypeTurnsJsonModeOnBeforeAnyData) {
+  Drive d;  // ReadOptions::json false, json_from_content_type by default
+  d.options_json = true;
+  d.request();
+  d.respond(200, {{"Stream-Next-Offset", "o1"}, {"Content-Type", "Application/JSON; charset=utf-8"}}, {"[1,", "2]"});
+  EXPECT_TRUE(d.reader.json());
+  d.request();
+  d.respond(200, {{"Stream-Next-Offset", "o2"}, {"Content-Type", "application/json"}, {"Stream-Up-To-Date", "true"}},
+            {"[3]"});
+  ASSERT_TRUE(d.reader.result()->has_value()) << d.error().describe();
+  EXPECT_EQ(d.out, "1|2|3");
+  EXPECT_TRUE((*d.reader.result())->json);
+  EXPECT_EQ((*d.reader.result())->elements, 3u);
+
+  // The same stream collected (no body sink): the same mode, one array.
+  Drive collected;
+  collected.options_json = true;
+  collected.request();
+  Response r = Drive::head(200, {{"Stream-Next-Offset", "o1"},
+                                 {"Content-Type", "application/vnd.x+json"},
+                                 {"Stream-Up-To-Date", "true"}});
+  r.body = "[{\"a\":1}, 4]";
+  collected.reader.on_outcome(collected.now, std::move(r));
+  collected.take_output();
+  EXPECT_EQ(collected.out, "{\"a\":1}|4");
+  EXPECT_TRUE(collected.reader.json());
+}
+
+TEST(StreamReader, BytesStreamsAndAnOptOutKeepBytesMode) {
+  for (const bool opt_out : {false, true}) {
+    SCOPED_TRACE(opt_out);
+    ReadOptions o;
+    o.json_from_content_type = !opt_out;
+    Drive d(o);
+    d.request();
+    const std::string type = opt_out ? "application/json" : "text/plain";
+    d.respond(200, {{"Stream-Next-Offset", "o1"}, {"Content-Type", type}, {"Stream-Up-To-Date", "true"}}, {"[1]"});
+    ASSERT_TRUE(d.reader.result()->has_value()) << d.error().describe();
+    EXPECT_EQ(d.out, "[1]");
+    EXPECT_FALSE(d.reader.json());
+    EXPECT_FALSE((*d.reader.result())->json);
+  }
+}
+
+TEST(ReadCollector, JoinsTheElementsOfAReadThatTurnedJsonModeOn) {
+  ReadCollector c(false);
+  c.add(ReadChunk{"1", std::nullopt, true});
+  c.add(ReadChunk{"2", std::nullopt, true});
+  ReadSummary s;
+  s.json = true;
+  EXPECT_EQ(c.finish(s).body, "[1,2]");
+  ReadCollector empty(false);
+  EXPECT_EQ(empty.finish(s).body, "[]") << "a JSON stream with no values is an empty array";
+  ReadCollector bytes(false);
+  bytes.add(ReadChunk{"[1][2]", std::nullopt, false});
+  EXPECT_EQ(bytes.finish(ReadSummary{}).body, "[1][2]");
+}
+
 TEST(StreamReader, Issue15_AJsonBodyThatDoesNotParseIsAProtocolErrorAndNotRetried) {
   ReadOptions o;
   o.json = true;

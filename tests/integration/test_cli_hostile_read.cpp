@@ -145,6 +145,23 @@ TEST_F(CliHostileRead, AResetMidJsonResponseIsRetriedElementExactly) {
   EXPECT_EQ(nlohmann::json::parse(r.out).size(), 300U);
 }
 
+// PROTOCOL.md, JSON mode: each page of a JSON stream is a JSON array. `read` without
+// --json used to write the pages' bytes one after another ("[...][...]", not JSON); the
+// stream's Content-Type now selects JSON mode, so the output is the one array --json gives.
+TEST_F(CliHostileRead, AJsonStreamReadWithoutJsonIsOneArrayAcrossPages) {
+  const std::string u = server().stream("honest", "json-pages");
+  std::string input;
+  for (int i = 0; i < 1000; ++i) input += "{\"n\":" + std::to_string(i) + "}\n";
+  ASSERT_EQ(prodsm("produce " + u + " --create --json --max-batch-bytes 1024 --linger-ms 0", input).status, 0);
+  const CliRun r = prodsm("read " + u);
+  ASSERT_EQ(r.status, 0) << r.err;
+  EXPECT_GE(server().stats(u)["get"].get<int>(), 2) << "the read must span several pages (at most 4 KiB each)";
+  ASSERT_TRUE(nlohmann::json::accept(r.out)) << r.out.substr(0, 200);
+  EXPECT_EQ(nlohmann::json::parse(r.out), nlohmann::json::parse(*server().stored(u)));
+  EXPECT_EQ(r.out, prodsm("read " + u + " --json").out);
+  EXPECT_NE(r.err.find("(1000 JSON values)"), std::string::npos) << r.err;
+}
+
 // E4, bounded (R3): a server that resets every response fails the read after a bounded
 // number of attempts; what was written is a prefix of the stream.
 TEST_F(CliHostileRead, AResetOnEveryResponseFailsAfterBoundedAttempts) {

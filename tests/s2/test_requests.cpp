@@ -67,6 +67,9 @@ TEST(S2CodecEndpoint, CustomEndpointsUseTheS2BasinHeader) {
   EXPECT_EQ(e.authority(), "127.0.0.1:8080");
   EXPECT_EQ(s2::Endpoint::custom("http://localhost", "test-basin")->authority(), "localhost");
   EXPECT_EQ(s2::Endpoint::custom("https://s2.example:443/prefix/v1/", "test-basin")->base_path, "/prefix/v1");
+  // A trailing '/' alone is no path: the API's `/v1`, not the root (no S2 server answers there).
+  EXPECT_EQ(s2::Endpoint::custom("http://127.0.0.1:8080/", "test-basin")->base_path, "/v1");
+  EXPECT_EQ(s2::Endpoint::custom("http://127.0.0.1:8080//", "test-basin")->base_path, "/v1");
   EXPECT_EQ(s2::Endpoint::custom("http://[::1]:9000", "test-basin")->authority(), "[::1]:9000");
   EXPECT_EQ(s2::Endpoint::custom("ftp://x", "test-basin").error(), "endpoint must start with http:// or https://");
   EXPECT_EQ(s2::Endpoint::custom("http://h:0", "test-basin").error(), "endpoint port must be 1..65535");

@@ -137,13 +137,14 @@ int run_read(const ReadOptions& o) {
     std::fprintf(stderr, "prodsm read: %s\n", session.error().c_str());
     return kExitBadInput;
   }
-  // JSON streams print one JSON array, written element by element as they arrive, each
-  // element exactly as the server sent it, and a newline at the end like any text tool.
-  // Bytes streams write exactly the stream's bytes.
+  // JSON streams (--json, or a stream whose Content-Type is JSON: ReadChunk::json) print
+  // one JSON array, written element by element as they arrive, each element exactly as
+  // the server sent it, and a newline at the end like any text tool. Bytes streams write
+  // exactly the stream's bytes.
   bool first = true;
   auto on_data = [&](const ds::ReadChunk& chunk) {
     if (chunk.next_offset) return true;
-    if (o.json && !out.write(first ? "[" : ",")) return false;
+    if (chunk.json && !out.write(first ? "[" : ",")) return false;
     first = false;
     return out.write(chunk.data);
   };
@@ -152,7 +153,7 @@ int run_read(const ReadOptions& o) {
   guard.reset();
   io_thread.join();
   // Only a complete read closes the JSON array: a cut-off one must not look complete.
-  if (o.json && r.outcome && !r.interrupted) out.write(first ? "[]\n" : "]\n");
+  if (r.outcome && r.outcome->json && !r.interrupted) out.write(first ? "[]\n" : "]\n");
   const bool output_ok = out.finish();
   if (!output_ok) {
     std::fprintf(stderr, "prodsm read: writing to %s failed after %llu bytes: %s\n", out.name().c_str(),
@@ -184,7 +185,7 @@ int run_read(const ReadOptions& o) {
   const ds::ReadSummary& s = *r.outcome;
   std::fprintf(stderr, "read %llu bytes%s in %llu requests (%llu retries); next offset %s%s\n",
                static_cast<unsigned long long>(s.bytes),
-               o.json ? (" (" + std::to_string(s.elements) + " JSON values)").c_str() : "",
+               s.json ? (" (" + std::to_string(s.elements) + " JSON values)").c_str() : "",
                static_cast<unsigned long long>(s.requests), static_cast<unsigned long long>(s.retries),
                s.next_offset.c_str(), s.closed ? " (stream closed)" : "");
   return kExitOk;
@@ -198,7 +199,8 @@ void add_read_command(CLI::App& app, std::function<int()>& run) {
   cmd->add_option("url", o->url, "Stream URL")->required();
   cmd->add_option("-o,--output", o->output, "Output file ('-' = stdout)")->capture_default_str();
   cmd->add_flag("--json", o->json,
-                "JSON stream: print one JSON array of every value, written value by value (and a newline)");
+                "Print one JSON array of every value, written value by value (and a newline); the default "
+                "for a stream whose Content-Type is JSON");
   cmd->add_option("--offset", o->offset, "Start at this offset (as a read returned it; -1 = the beginning)")
       ->capture_default_str();
   add_decimal_option(*cmd, "--max-bytes", o->max_bytes, 0, 1ULL << 62, "Fail past this many bytes of data");

@@ -12,6 +12,9 @@ namespace prodsm::tools {
 ds::ReadOptions whole_stream_read(bool json, ds::RequestOptions request) {
   ds::ReadOptions read;
   read.json = json;
+  // The produce run's mode, not the stream's: its records are compared in that mode (a
+  // run whose mode does not match the stream's fails its appends, and its --verify).
+  read.json_from_content_type = false;
   read.request = std::move(request);
   read.max_bytes = std::uint64_t{1} << 62;  // the consumer's bound (the spool's disk, a comparison)
   read.timeout_ns = std::chrono::hours{24};

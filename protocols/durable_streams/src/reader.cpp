@@ -71,6 +71,7 @@ StreamReader::StreamReader(StreamUrl url, ReadOptions options, Instant now)
       hash_resent_{kFnvOffset},
       hash_resent_commit_{kFnvOffset} {
   summary_.next_offset = offset_;
+  summary_.json = options_.json;
 }
 
 StreamReader::StreamReader(StreamReader&&) noexcept = default;
@@ -81,6 +82,7 @@ StreamReader::~StreamReader() = default;
 
 bool ReadCollector::add(const ReadChunk& chunk) {
   if (chunk.next_offset) return true;
+  json_ = json_ || chunk.json;
   if (json_) body_ += first_ ? '[' : ',';
   first_ = false;
   body_ += chunk.data;
@@ -89,7 +91,7 @@ bool ReadCollector::add(const ReadChunk& chunk) {
 
 StreamContents ReadCollector::finish(const ReadSummary& summary) {
   StreamContents c;
-  if (json_) body_ += first_ ? "[]" : "]";
+  if (json_ || summary.json) body_ += first_ ? "[]" : "]";
   c.body = std::move(body_);
   c.next_offset = summary.next_offset;
   c.closed = summary.closed;
@@ -190,6 +192,7 @@ bool StreamReader::on_head(const http::Response& head) {
   if (head.status != 200) return false;
   auto read = classify_read(head);
   if (!read) return false;  // collected; on_outcome reports why
+  choose_mode(head);
   streaming_ = true;
   head_same_offset_ = read->next_offset == offset_;
   return true;
@@ -198,7 +201,7 @@ bool StreamReader::on_head(const http::Response& head) {
 bool StreamReader::on_body(std::span<const char> bytes) {
   begin_input();
   if (result_ || !streaming_) return false;
-  if (!options_.json) return on_data_bytes(bytes);
+  if (!summary_.json) return on_data_bytes(bytes);
   auto failure = splitter_.feed(bytes);
   for (const std::string_view element : splitter_.elements()) {
     if (!take_unit(element, false)) return false;
@@ -248,6 +251,15 @@ bool StreamReader::take_unit(std::string_view unit, bool bytes_mode) {
   return true;
 }
 
+void StreamReader::choose_mode(const http::Response& head) {
+  // Only before anything was handed on or counted: the units (bytes or elements) must not
+  // change meaning mid-read. A stream's Content-Type never changes, so every response
+  // until then gives the same answer.
+  if (summary_.json || !options_.json_from_content_type || delivered_ > 0 || committed_units_ > 0) return;
+  const auto content_type = head.header("Content-Type");
+  summary_.json = content_type && is_json_content_type(*content_type);
+}
+
 bool StreamReader::on_data_bytes(std::span<const char> bytes) {
   std::string_view rest(bytes.data(), bytes.size());
   if (rest.empty()) return true;
@@ -289,6 +301,7 @@ void StreamReader::on_response(Instant now, const http::Response& response) {
     return;
   }
   if (!response.body_streamed) {  // no sink took it (a caller without one): the same path
+    choose_mode(response);
     streaming_ = true;
     head_same_offset_ = read->next_offset == offset_;
     collected_body_ = response.body;
@@ -296,7 +309,7 @@ void StreamReader::on_response(Instant now, const http::Response& response) {
     const bool ok = on_body(body);
     if (!ok) return;
   }
-  if (options_.json) {
+  if (summary_.json) {
     if (auto why = splitter_.finish()) {
       fail(protocol_error(std::move(*why)));
       return;

@@ -314,13 +314,11 @@ tl::expected<Endpoint, std::string> Endpoint::custom(std::string_view url, std::
     if (port == 0 || port > 65535) return tl::unexpected(std::string{"endpoint port must be 1..65535"});
     e.port = static_cast<std::uint16_t>(port);
   }
-  if (path.empty()) {
-    e.base_path = "/v1";
-  } else {
-    std::string_view p = path;
-    while (!p.empty() && p.back() == '/') p.remove_suffix(1);
-    e.base_path = std::string{p};
-  }
+  std::string_view p = path;
+  while (!p.empty() && p.back() == '/') p.remove_suffix(1);
+  // No path, or only '/' ("http://host:port/"): the API's own `/v1`. No S2 server
+  // answers at the root, so a bare '/' is taken as "no path", not as an empty base path.
+  e.base_path = p.empty() ? "/v1" : std::string{p};
   e.basin = std::string{basin};
   e.basin_header = true;
   if (auto why = check_request_target(e, "x", {})) return tl::unexpected(std::move(*why));

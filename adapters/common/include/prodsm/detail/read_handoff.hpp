@@ -30,7 +30,7 @@ struct ReadHandoff {
   /// Hands the reader's parsed output to the handler; false once the read was stopped.
   bool hand_on() {
     for (const std::string_view data : reader.output()) {
-      if (!call(ds::ReadChunk{data, std::nullopt})) return false;
+      if (!call(ds::ReadChunk{data, std::nullopt, reader.json()})) return false;
     }
     return true;
   }
@@ -43,7 +43,7 @@ struct ReadHandoff {
     if (!hand_on()) return;
     if (reader.summary().responses != responses_told) {
       responses_told = reader.summary().responses;
-      if (!reader.catching_up()) call(ds::ReadChunk{{}, std::string_view(reader.offset())});
+      if (!reader.catching_up()) call(ds::ReadChunk{{}, std::string_view(reader.offset()), reader.json()});
     }
   }
 

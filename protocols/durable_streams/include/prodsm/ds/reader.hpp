@@ -47,6 +47,12 @@ struct ReadOptions {
   std::string offset = "-1";
   /// A JSON stream: data is handed on element by element (each one JSON value).
   bool json = false;
+  /// With `json` false: read in JSON mode all the same when the stream's Content-Type
+  /// selects it (is_json_content_type of the first 200 response). Each page of a JSON
+  /// stream is a JSON array, so their bytes concatenated (`[1,2][3,4]`) are not one JSON
+  /// text; in JSON mode they are handed on element by element (PROTOCOL.md, JSON mode).
+  /// ReadChunk::json and ReadSummary::json tell which mode the read used. Default true.
+  bool json_from_content_type = true;
   /// Most data bytes handed on (JSON: element bytes), 0..2^62; past it the read fails
   /// with protocol_error naming the limit (R3). Default 4 GiB.
   std::uint64_t max_bytes = 4ULL << 30;
@@ -80,6 +86,7 @@ struct ReadSummary {
   std::uint64_t requests = 0;   ///< GET requests made
   std::uint64_t retries = 0;    ///< of them, retries of a failed one
   std::uint64_t responses = 0;  ///< complete 200 responses
+  bool json = false;            ///< read in JSON mode (ReadOptions::json or the stream's Content-Type)
 };
 /// A read's outcome: where it ended, or the error that stopped it.
 using ReadOutcome = tl::expected<ReadSummary, Error>;
@@ -93,6 +100,9 @@ struct ReadChunk {
   /// on so far — where a later read would continue. Not told for a response that ends
   /// before data already handed on (a re-read answered in smaller pages).
   std::optional<std::string_view> next_offset;
+  /// `data` is one JSON element: the read is in JSON mode (ReadOptions::json, or a JSON
+  /// stream's Content-Type with json_from_content_type).
+  bool json = false;
 };
 
 /// Everything read from a stream by a collecting read (the adapters' read_stream_all).
@@ -108,10 +118,11 @@ struct StreamContents {
 using ReadStreamResult = tl::expected<StreamContents, Error>;
 
 /// Collects a streamed read's chunks into StreamContents (a collecting read): bytes
-/// concatenated, or JSON elements joined into one array text.
+/// concatenated, or JSON elements (ReadChunk::json) joined into one array text.
 class ReadCollector {
  public:
-  /// `json`: join elements as `[e0,e1,...]`.
+  /// `json`: join elements as `[e0,e1,...]` even before (or without) a JSON chunk; a read
+  /// that turned JSON mode on by Content-Type is joined so too (ReadSummary::json).
   explicit ReadCollector(bool json) : json_{json} {}
   /// Takes one chunk; always true (the read's max_bytes bounds what arrives).
   bool add(const ReadChunk& chunk);
@@ -186,6 +197,9 @@ class StreamReader {
   /// is not yet "after everything handed on" (the adapters tell no ReadChunk::next_offset
   /// then: a consumer checkpointing it would read that data twice).
   [[nodiscard]] bool catching_up() const noexcept { return committed_units_ < delivered_; }
+  /// True when data is handed on as JSON elements: ReadOptions::json, or the stream's
+  /// Content-Type told so before any data was handed on (json_from_content_type).
+  [[nodiscard]] bool json() const noexcept { return summary_.json; }
   /// Progress so far (final once finished).
   [[nodiscard]] const ReadSummary& summary() const noexcept { return summary_; }
 
@@ -197,6 +211,8 @@ class StreamReader {
   Error protocol_error(std::string what) const;
   bool take_unit(std::string_view unit, bool bytes_mode);
   bool on_data_bytes(std::span<const char> bytes);
+  /// JSON mode by the stream's Content-Type (ReadOptions::json_from_content_type).
+  void choose_mode(const http::Response& head);
   void on_response(Instant now, const http::Response& response);
   void on_failed_attempt(Instant now, Error error);
   void begin_input();

@@ -49,8 +49,9 @@ struct Endpoint {
   /// `sdk/src/api.rs` add_basin_header_if_required). Error: an invalid basin name.
   static tl::expected<Endpoint, std::string> cloud(std::string_view basin);
   /// A custom endpoint — s2-lite, a test server: `http://host[:port][/path]` or https;
-  /// without a path the base path is `/v1` (as both SDKs), with one it is that path
-  /// (trailing '/' removed, as the TypeScript SDK's explicit path). The basin goes in an
+  /// without a path, or with only '/', the base path is `/v1` (as both SDKs without a
+  /// path; the TypeScript SDK would send `http://host/` requests to the root, where no
+  /// S2 server answers), with one it is that path (trailing '/' removed). The basin goes in an
   /// `s2-basin` header. Errors name what is wrong (scheme, host, port, query, basin).
   static tl::expected<Endpoint, std::string> custom(std::string_view url, std::string_view basin);
   /// The Host header's value: `host`, or `host:port` when the port is not the scheme's
