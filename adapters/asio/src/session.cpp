@@ -176,10 +176,18 @@ struct Session::Impl : prodsm::detail::PoolExchanges, std::enable_shared_from_th
     });
   }
 
-  /// A deadline is due. Bytes already waiting in a socket are read first (their read
-  /// completion is queued behind this handler): a response that has arrived is never
-  /// taken for a stall or a request timeout.
+  /// A deadline is due. What has already arrived is taken first, so a response that has
+  /// arrived is never taken for a stall or a request timeout: a read completion already
+  /// queued on the strand (its bytes read, no longer available() in the socket) runs
+  /// before the first deferral, which is always made; bytes still in a socket are waited
+  /// for by up to 8 deferrals, each behind the read completion they queue.
   void on_timer(int deferrals) {
+    if (deferrals == 0) {
+      net::post(strand, [weak = weak_from_this()] {
+        if (auto self = weak.lock()) self->on_timer(1);
+      });
+      return;
+    }
     if (deferrals < 8) {
       for (auto& [id, socket] : sockets) {
         std::error_code ec;
