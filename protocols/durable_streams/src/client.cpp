@@ -88,6 +88,7 @@ ProducerClient::ProducerClient(ProducerOptions options, StreamUrl url, DurableSt
       url_{std::move(url)},
       json_{options_.producer.protocol.body_format == DurableStreamsPolicy::BodyFormat::json},
       core_{std::move(core)},
+      pending_{options_.max_pending_records},
       rng_{options_.producer.retry.jitter_seed ^ 0x636c6f7365ULL} {
   request_options_.extra_headers = options_.extra_headers;
   if (options_.producer.protocol.idempotent) producer_id_ = options_.producer.protocol.idempotent->producer_id;
@@ -96,35 +97,13 @@ ProducerClient::ProducerClient(ProducerOptions options, StreamUrl url, DurableSt
 // ---- producer operations -----------------------------------------------------------------
 
 tl::expected<Ticket, Rejection> ProducerClient::submit(Instant now, std::string_view record) {
-  if (accepted_ - delivered_ >= options_.max_pending_records && core_.state() == ProducerState::open) {
-    pending_wanted_ = true;         // R3: CapacityAvailable once the adapter delivered some
-    core_.seal_partial_batch(now);  // R2: the records to deliver go out, whatever the linger
-    drive(now);
-    return tl::unexpected(Rejection{RejectReason::would_block, "max_pending_records reached", {}});
-  }
-  auto r = core_.submit(now, record);
-  if (r) {
-    ++accepted_;
-    latency_.accepted(*r, 1, now);
-  }
+  auto r = pending_.submit(core_, now, record, latency_);  // R3, R2
   drive(now);
   return r;
 }
 
 SubmitManyResult ProducerClient::submit_many(Instant now, std::span<const std::string_view> records) {
-  const std::uint64_t room =
-      core_.state() == ProducerState::open
-          ? options_.max_pending_records - std::min<std::uint64_t>(accepted_ - delivered_, options_.max_pending_records)
-          : records.size();
-  const auto take = static_cast<std::size_t>(std::min<std::uint64_t>(room, records.size()));
-  SubmitManyResult r = core_.submit_many(now, records.first(take));
-  accepted_ += r.accepted;
-  latency_.accepted(r.first, r.accepted, now);
-  if (!r.refused && r.accepted < records.size()) {  // stopped by max_pending_records (R3)
-    pending_wanted_ = true;
-    core_.seal_partial_batch(now);  // R2, as in submit()
-    r.refused = Rejection{RejectReason::would_block, "max_pending_records reached", {}};
-  }
+  SubmitManyResult r = pending_.submit_many(core_, now, records, latency_);  // R3, R2
   drive(now);
   return r;
 }
@@ -192,11 +171,7 @@ void ProducerClient::abort(Instant now) {
 
 void ProducerClient::on_delivered(Instant now, std::uint64_t records) {
   (void)now;
-  delivered_ = std::min(accepted_, delivered_ + records);
-  if (pending_wanted_ && accepted_ - delivered_ < options_.max_pending_records) {
-    pending_wanted_ = false;
-    events_.emplace_back(CapacityAvailable{});
-  }
+  if (pending_.on_delivered(records)) events_.emplace_back(CapacityAvailable{});  // R3
 }
 
 // ---- the drive rule ------------------------------------------------------------------------

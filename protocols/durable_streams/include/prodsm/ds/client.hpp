@@ -37,6 +37,7 @@
 #include <tl/expected.hpp>
 
 #include "prodsm/detail/ack_latency.hpp"
+#include "prodsm/detail/pending_records.hpp"
 #include "prodsm/detail/backoff.hpp"
 #include "prodsm/ds/http_codec.hpp"
 #include "prodsm/ds/results.hpp"
@@ -230,7 +231,7 @@ class ProducerClient {
   /// the epoch in use).
   [[nodiscard]] const ProducerOptions& options() const noexcept { return options_; }
   /// Records accepted whose outcome the adapter has not yet delivered (R3).
-  [[nodiscard]] std::uint64_t pending_records() const noexcept { return accepted_ - delivered_; }
+  [[nodiscard]] std::uint64_t pending_records() const noexcept { return pending_.pending(); }
   /// Submit-to-acknowledgement latency of every acknowledged record so far (ns, from the
   /// `now` of the submit that accepted it to the `now` of the input that acknowledged it;
   /// failed records are not counted). Percentiles within 6.25 % (prodsm/latency.hpp).
@@ -281,9 +282,7 @@ class ProducerClient {
   std::string producer_id_;
   bool json_ = false;
   DurableStreamsProducer core_;
-  std::uint64_t accepted_ = 0;
-  std::uint64_t delivered_ = 0;
-  bool pending_wanted_ = false;  ///< a submit was refused for max_pending_records
+  prodsm::detail::PendingRecords pending_;  ///< max_pending_records (R3)
   std::deque<ClientRequest> requests_;
   std::unordered_map<std::uint64_t, Outstanding> outstanding_;
   std::uint64_t next_tag_ = 1;

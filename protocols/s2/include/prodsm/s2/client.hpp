@@ -50,6 +50,7 @@
 
 #include "prodsm/action.hpp"
 #include "prodsm/detail/ack_latency.hpp"
+#include "prodsm/detail/pending_records.hpp"
 #include "prodsm/error.hpp"
 #include "prodsm/http/connection.hpp"
 #include "prodsm/http/pool.hpp"
@@ -192,7 +193,7 @@ class ProducerClient {
   /// The options the client was created with.
   [[nodiscard]] const ProducerOptions& options() const noexcept { return options_; }
   /// Records accepted whose outcome the adapter has not yet delivered (R3).
-  [[nodiscard]] std::uint64_t pending_records() const noexcept { return accepted_ - delivered_; }
+  [[nodiscard]] std::uint64_t pending_records() const noexcept { return pending_.pending(); }
   /// Submit-to-acknowledgement latency of every acknowledged record so far (ns, from the
   /// `now` of the submit that accepted it to the `now` of the input that acknowledged it;
   /// failed records are not counted). Percentiles within 6.25 % (prodsm/latency.hpp).
@@ -215,9 +216,7 @@ class ProducerClient {
   ProducerOptions options_;
   RequestOptions request_options_;
   S2Producer core_;
-  std::uint64_t accepted_ = 0;
-  std::uint64_t delivered_ = 0;
-  bool pending_wanted_ = false;  ///< a submit was refused for max_pending_records
+  prodsm::detail::PendingRecords pending_;  ///< max_pending_records (R3)
   std::deque<ClientRequest> requests_;
   std::unordered_map<std::uint64_t, Outstanding> outstanding_;
   std::uint64_t next_tag_ = 1;
