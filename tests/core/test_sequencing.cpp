@@ -344,6 +344,12 @@ TEST(S5, StaleEpochAfterAmbiguousAttemptIsTerminalIndefinite) {
   h.fail(h.take_send(), stale_epoch(1));
   EXPECT_EQ(h.producer().terminal_error()->code, ErrorCode::stale_epoch);
   EXPECT_EQ(h.completions()[0].error->certainty, Certainty::indefinite);
+  // The failure says why auto-claim did not claim, not just "stale epoch".
+  EXPECT_NE(h.completions()[0].error->message.find("not claimed (S5): an earlier attempt of this batch has an unknown "
+                                                   "outcome"),
+            std::string::npos)
+      << h.completions()[0].error->message;
+  EXPECT_EQ(h.producer().stats().epoch_claims, 0U);
 }
 
 // S6: a stream-closed failure is terminal "stream closed" with the final offset, never

@@ -72,8 +72,18 @@ bool interrupted() noexcept {
 }
 
 void set_interrupt_message(const char* message) noexcept {
+  // With the signals blocked on this thread (the one they are routed to), so the handler
+  // never sees a new pointer with an old length or the reverse.
+  sigset_t set;
+  sigset_t old;
+  sigemptyset(&set);
+  sigaddset(&set, SIGINT);
+  sigaddset(&set, SIGTERM);
+  ::pthread_sigmask(SIG_BLOCK, &set, &old);
+  g_message = nullptr;
   g_message_bytes = message != nullptr ? std::strlen(message) : 0;
   g_message = message;
+  ::pthread_sigmask(SIG_SETMASK, &old, nullptr);
 }
 
 bool stop_stdin_on_interrupt() noexcept {

@@ -21,7 +21,8 @@ bool interrupted() noexcept;
 
 /// The line the first signal writes to stderr at once (from the handler, with write(2)):
 /// what the command waits for and how to abort. `message` must outlive the handler (a
-/// string literal). Call before route_interrupts_here(true).
+/// string literal). Call before route_interrupts_here(true); call again (from the thread
+/// the signals are routed to) when what an interrupt would stop changes.
 void set_interrupt_message(const char* message) noexcept;
 
 /// Makes the first signal also end the reading of stdin, without a race: the handler

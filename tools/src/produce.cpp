@@ -250,6 +250,17 @@ int run_produce(const ProduceOptions& o) {
   }
   progress.update(records, reader.bytes_read(), true);
   if (prefix && !resume_problem && !bad_line && !interrupted) resume_problem = prefix->at_end();
+  if (!interrupted) {
+    // No more input is read: an interrupt from now on stops nothing but the waiting (a
+    // second one aborts), and the run ends as it would have without it.
+    set_interrupt_message(
+        !failure && !bad_line && !resume_problem
+            ? "prodsm produce: interrupted after the whole input was read: nothing is left out; waiting until every "
+              "record is acknowledged (at most --delivery-timeout-ms); interrupt again to abort at once "
+              "(unacknowledged records may then be missing from the stream)\n"
+            : "prodsm produce: interrupted after the input had already stopped; waiting until every record already "
+              "accepted is acknowledged (at most --delivery-timeout-ms); interrupt again to abort at once\n");
+  }
 
   // Everything accepted is flushed, whatever stopped the input (nothing is lost).
   if (auto e = timed_flush(true); e && !failure) failure = e;
@@ -284,6 +295,19 @@ int run_produce(const ProduceOptions& o) {
 
   // ---- summary --------------------------------------------------------------------------
   const auto stats = producer->stats();
+  const bool verified = o.verify && !verify_problem && !failure && !bad_line && !interrupted && !resume_problem;
+  if (o.producer.no_producer_id && o.producer.max_in_flight_given && o.producer.max_in_flight > 1 &&
+      stats.core.retries > 0 && !verified) {
+    // E4: a plain batch resent while later ones were in flight may land behind them. Not
+    // an error (every record is in), but the input order is no longer certain: say so.
+    std::fprintf(stderr,
+                 "prodsm produce: warning: %llu batch attempt(s) were resent as plain appends with up to %u in "
+                 "flight (--no-producer-id --max-in-flight %u): a resent batch may have been appended after "
+                 "batches sent behind it, so the stream may hold records out of order; --verify checks, "
+                 "--max-in-flight 1 (the default without an id) or a producer id prevents it\n",
+                 static_cast<unsigned long long>(stats.core.retries), o.producer.max_in_flight,
+                 o.producer.max_in_flight);
+  }
   if (!o.quiet) {
     std::vector<double> latencies;
     {
@@ -324,7 +348,7 @@ int run_produce(const ProduceOptions& o) {
     if (closed_stream && *closed_stream) {
       std::printf("stream       closed at offset %s\n", (*closed_stream)->final_offset.c_str());
     }
-    if (o.verify && !verify_problem && !failure && !bad_line && !interrupted && !resume_problem) {  // it ran
+    if (verified) {
       std::printf("verified     the stream holds exactly the %llu records, in order\n",
                   static_cast<unsigned long long>(input_records));  // the resumed ones too
     }

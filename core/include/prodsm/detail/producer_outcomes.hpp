@@ -130,6 +130,13 @@ void Producer<Policy>::Impl::on_failure(Instant now, Batch& b, Error e) {
         }
         return;
       }
+      if (policy.can_claim_epoch()) {  // say why auto-claim did not claim
+        e.message += (e.message.empty() ? "" : "; ") +
+                     std::string(b.ambiguous ? "not claimed (S5): an earlier attempt of this batch has an unknown "
+                                               "outcome, so it may be in the stream under the old epoch and a claim "
+                                               "would append it again"
+                                             : "not claimed (S5): the batch's retry budget is spent");
+      }
       fail_terminal(std::move(e), &b);
       return;
     }
