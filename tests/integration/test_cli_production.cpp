@@ -202,7 +202,8 @@ TEST_F(CliProduction, BearerTokenFileRotatesDuringARun) {
   const CliRun both =
       prodsm("produce " + u + " -q " + ca() + " --bearer-token-file " + token + " -H 'Authorization: Bearer x'", "b\n");
   EXPECT_EQ(both.status, 2);
-  EXPECT_NE(both.err.find("also given with -H"), std::string::npos) << both.err;
+  EXPECT_NE(both.err.find("an Authorization header is also set on every request (by -H)"), std::string::npos)
+      << both.err;
   EXPECT_EQ(client.read_all(p_rotate, false), "first\nsecond\nthird\n");
   std::remove(accepted.c_str());
   std::remove(token.c_str());

@@ -157,6 +157,17 @@ TEST_F(CliS2, TheTokenComesFromS2AccessTokenOrABearerTokenFile) {
   const CliRun from_file = prodsm("produce " + t + " --bearer-token-file " + file + " -q", "b\n");
   EXPECT_EQ(from_file.status, 0) << from_file.err;
   std::remove(file.c_str());
+
+  // A --header-command printing Authorization while S2_ACCESS_TOKEN sets it too would fail
+  // every attempt: refused before anything is sent, naming the variable (not -H).
+  ::setenv("S2_ACCESS_TOKEN", "sesame-token", 1);
+  const CliRun clash =
+      prodsm("produce " + t + " -q --header-command 'echo \"Authorization: Bearer sesame-token\"'", "c\n");
+  ::unsetenv("S2_ACCESS_TOKEN");
+  EXPECT_EQ(clash.status, 2) << clash.err;
+  EXPECT_NE(clash.err.find("header 'Authorization' is also set on every request (by S2_ACCESS_TOKEN)"),
+            std::string::npos)
+      << clash.err;
 }
 
 TEST_F(CliS2, ANoSideEffectFaultIsRetried) {  // E2

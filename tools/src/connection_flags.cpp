@@ -27,7 +27,7 @@ void add_connection_flags(CLI::App& cmd, ConnectionFlags& f) {
 
 std::optional<std::string> apply_connection_flags(const ConnectionFlags& f, http::TransportOptions& transport,
                                                   HeaderProvider& provider,
-                                                  const std::vector<std::string>& fixed_header_names,
+                                                  const std::vector<FixedHeader>& fixed,
                                                   http::HeaderRule rule) {
   transport.tls.ca_file = f.cacert;
   transport.tls.ca_dir = f.capath;
@@ -39,9 +39,9 @@ std::optional<std::string> apply_connection_flags(const ConnectionFlags& f, http
     return std::string{"--bearer-token-file and --header-command: give one source of request headers"};
   }
   if (!f.bearer_token_file.empty()) {
-    for (const auto& name : fixed_header_names) {
-      if (http::detail::iequals(name, "Authorization")) {
-        return std::string{"--bearer-token-file: an Authorization header is also given with -H"};
+    for (const auto& h : fixed) {
+      if (http::detail::iequals(h.name, "Authorization")) {
+        return "--bearer-token-file: an Authorization header is also set on every request (by " + h.source + ")";
       }
     }
     auto source = std::make_shared<BearerTokenFile>(f.bearer_token_file);
@@ -52,11 +52,9 @@ std::optional<std::string> apply_connection_flags(const ConnectionFlags& f, http
     auto first = (*source)(http::RequestInfo{});  // runs it once now: a broken command fails before appending
     if (!first) return first.error();
     for (const auto& h : first->headers) {
-      for (const auto& name : fixed_header_names) {
-        if (http::detail::iequals(name, h.name)) {
-          // On s2:// targets S2_ACCESS_TOKEN sets Authorization too (s2_target.cpp).
-          return "--header-command: header '" + h.name + "' is also set on every request (by -H" +
-                 (http::detail::iequals(h.name, "Authorization") ? ", or S2_ACCESS_TOKEN for s2:// targets)" : ")");
+      for (const auto& set : fixed) {
+        if (http::detail::iequals(set.name, h.name)) {
+          return "--header-command: header '" + h.name + "' is also set on every request (by " + set.source + ")";
         }
       }
     }

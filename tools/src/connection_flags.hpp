@@ -32,17 +32,24 @@ struct ConnectionFlags {
   std::uint64_t header_ttl_s = 60;  ///< --header-ttl SECONDS: how long a command's output is used, 1..86400
 };
 
+/// A header every request carries, and what sets it, as the messages name it ("-H",
+/// "S2_ACCESS_TOKEN").
+struct FixedHeader {
+  std::string name;    ///< the header's name
+  std::string source;  ///< the flag or variable that sets it
+};
+
 /// Registers the flags above on `cmd`.
 void add_connection_flags(CLI::App& cmd, ConnectionFlags& flags);
 
-/// Fills `transport.tls` and `provider` from `flags`. `fixed_header_names` are the names
-/// given with -H: a name both fixed and provided is refused here (it would fail every
-/// request). The token file is read, the header command run, once here, so a broken one
+/// Fills `transport.tls` and `provider` from `flags`. `fixed` are the headers every
+/// request carries already (-H, a token from the environment): a name both fixed and
+/// provided is refused here, naming both sources (it would fail every request). The token file is read, the header command run, once here, so a broken one
 /// fails before anything is sent; its headers are checked with `rule`, the target
 /// protocol's rule on provided headers. Returns the message naming the bad flag, or nullopt.
 std::optional<std::string> apply_connection_flags(const ConnectionFlags& flags, http::TransportOptions& transport,
                                                   HeaderProvider& provider,
-                                                  const std::vector<std::string>& fixed_header_names,
+                                                  const std::vector<FixedHeader>& fixed,
                                                   http::HeaderRule rule = &ds::check_extra_header);
 
 }  // namespace prodsm::tools

@@ -80,8 +80,8 @@ std::optional<std::string> apply_producer_flags(const ProducerFlags& f, asio::Pr
     if (!header) return "--header: " + header.error();
     options.extra_headers.push_back(std::move(*header));
   }
-  std::vector<std::string> fixed;
-  for (const auto& h : options.extra_headers) fixed.push_back(h.name);
+  std::vector<FixedHeader> fixed;
+  for (const auto& h : options.extra_headers) fixed.push_back({h.name, "-H"});
   return apply_connection_flags(f.connection, options.session, options.header_provider, fixed);
 }
 

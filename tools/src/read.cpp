@@ -110,8 +110,8 @@ int run_read(const ReadOptions& o) {
     return kExitBadInput;
   }
   asio::SessionOptions session_options;
-  std::vector<std::string> fixed;
-  for (const auto& h : read.request.extra_headers) fixed.push_back(h.name);
+  std::vector<FixedHeader> fixed;
+  for (const auto& h : read.request.extra_headers) fixed.push_back({h.name, "-H"});
   if (auto why = apply_connection_flags(o.connection, session_options, session_options.header_provider, fixed)) {
     std::fprintf(stderr, "prodsm read: %s\n", why->c_str());
     return kExitBadInput;

@@ -97,9 +97,9 @@ std::optional<std::string> apply_s2_flags(const S2Target& target, const S2Flags&
     if (!header) return "--header: " + header.error();
     options.extra_headers.push_back(std::move(*header));
   }
-  std::vector<std::string> fixed;
-  for (const auto& h : options.extra_headers) fixed.push_back(h.name);
-  if (!options.access_token.empty()) fixed.emplace_back("Authorization");
+  std::vector<FixedHeader> fixed;
+  for (const auto& h : options.extra_headers) fixed.push_back({h.name, "-H"});
+  if (!options.access_token.empty()) fixed.push_back({"Authorization", "S2_ACCESS_TOKEN"});
   return apply_connection_flags(f.connection, options.session, options.header_provider, fixed,
                                 &s2::check_provided_header);
 }
