@@ -111,6 +111,33 @@ TEST(JsonArraySplitter, IntegersBeyond64BitsAreValidElements) {
   }
 }
 
+// A JSON-mode server written in JavaScript stores a string with a lone surrogate (a
+// producer that cut an emoji in half) and writes it back escaped: "\ud800". That is JSON
+// by RFC 8259's grammar; a read stopped at it ("Problem while parsing a string") could not
+// get past that value. The read passes it on as the server sent it; anything else that is
+// not JSON stays an error, and a text with nothing to replace is left to simdjson alone.
+TEST(JsonArraySplitter, ALoneSurrogatesEscapeIsAValidElement) {
+  const std::string body = R"(["\ud800x","\uDC00",{"k":"a\udbff"},"\ud83d\ude00","\\ud800","\ud800\ud800"])";
+  const std::vector<std::string> want{R"("\ud800x")",         R"("\uDC00")",   R"({"k":"a\udbff"})",
+                                      R"("\ud83d\ude00")", R"("\\ud800")", R"("\ud800\ud800")"};
+  for (const std::size_t piece : {0, 1, 7}) {
+    SCOPED_TRACE(piece);
+    const Split s = split(body, piece);
+    EXPECT_FALSE(s.error) << *s.error;
+    EXPECT_EQ(s.elements, want);
+  }
+  for (const char* bad : {R"(["\ud800)", R"(["\ud800" x])", R"(["\ud80"])", R"(["\uZZZZ"])", "[\"\\ud800\xff\"]"}) {
+    SCOPED_TRACE(bad);
+    EXPECT_TRUE(split(bad).error);
+  }
+  EXPECT_EQ(detail::lone_surrogates_replaced(R"("\ud800")"), std::optional<std::string>(R"("\ufffd")"));
+  EXPECT_EQ(detail::lone_surrogates_replaced(R"("\ud83d\ude00")"), std::nullopt) << "a pair is one code point";
+  EXPECT_EQ(detail::lone_surrogates_replaced(R"("\\ud800")"), std::nullopt) << "an escaped backslash, then text";
+  // Records are prodsm's own: the submit rule (JsonValidity) still refuses them (B5).
+  JsonValidity v;
+  EXPECT_TRUE(v.check(R"("\ud800")").has_value());
+}
+
 // B5: the one JSON rule (JsonValidity) that the submit check, the read splitter and
 // produce's line check share. One validity judges texts of every size in turn: its
 // reused buffers must not let one text's bytes stand in for another's.

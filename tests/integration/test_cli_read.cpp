@@ -39,6 +39,20 @@ TEST_F(CliRead, PrintsJsonWithANewlineAndBytesExactly) {
   EXPECT_EQ(r.out, "x\nno newline");
 }
 
+// A value another producer wrote with a lone surrogate ("\ud800": an emoji cut in half in
+// JavaScript) is stored and returned by the server. It is JSON by RFC 8259's grammar, so
+// `read --json` passes it on as sent, and the values after it too, instead of stopping.
+TEST_F(CliRead, AValueWithALoneSurrogateIsPassedOn) {
+  const std::string j = url("lone-surrogate");
+  client.create(j, "application/json");
+  const ds::Response posted = client.post(j, "application/json", R"(["a","\ud800x",{"k":"\udc00"},"b"])", {});
+  ASSERT_EQ(posted.status / 100, 2) << posted.status;
+  const CliRun r = prodsm("read " + j + " --json");
+  ASSERT_EQ(r.status, 0) << r.err;
+  EXPECT_EQ(r.out, "[\"a\",\"\\ud800x\",{\"k\":\"\\udc00\"},\"b\"]\n") << r.out;
+  EXPECT_NE(r.err.find("(4 JSON values)"), std::string::npos) << r.err;
+}
+
 // Issue 22 item 10: an output failure has its own exit status (4), not 2 "bad input".
 TEST_F(CliRead, WritingToAFullDeviceFails) {
   const std::string u = url("readfull");

@@ -77,6 +77,61 @@ std::optional<std::string> long_integers_as_zero(std::string_view json) {
   return out;
 }
 
+namespace {
+
+/// The code unit of the `\uXXXX` escape at json[i] (json[i] == '\\'), or -1.
+int escaped_unit(std::string_view json, std::size_t i) noexcept {
+  if (i + 6 > json.size() || json[i] != '\\' || json[i + 1] != 'u') return -1;
+  int unit = 0;
+  for (std::size_t k = i + 2; k < i + 6; ++k) {
+    const char c = json[k];
+    int digit = -1;
+    if (c >= '0' && c <= '9') digit = c - '0';
+    if (c >= 'a' && c <= 'f') digit = c - 'a' + 10;
+    if (c >= 'A' && c <= 'F') digit = c - 'A' + 10;
+    if (digit < 0) return -1;
+    unit = unit * 16 + digit;
+  }
+  return unit;
+}
+
+bool is_high_surrogate(int unit) noexcept { return unit >= 0xD800 && unit <= 0xDBFF; }
+bool is_low_surrogate(int unit) noexcept { return unit >= 0xDC00 && unit <= 0xDFFF; }
+
+}  // namespace
+
+std::optional<std::string> lone_surrogates_replaced(std::string_view json) {
+  if (json.find("\\u") == std::string_view::npos) return std::nullopt;
+  std::string out(json);
+  bool changed = false;
+  bool in_string = false;
+  std::size_t i = 0;
+  while (i < json.size()) {
+    const char c = json[i];
+    if (!in_string) {
+      in_string = c == '"';
+      ++i;
+    } else if (c == '"') {
+      in_string = false;
+      ++i;
+    } else if (c != '\\') {
+      ++i;
+    } else if (const int unit = escaped_unit(json, i); unit < 0) {
+      i += 2;  // another escape (\n, \\, ...), or a malformed one simdjson will refuse
+    } else if (is_high_surrogate(unit) && is_low_surrogate(escaped_unit(json, i + 6))) {
+      i += 12;  // a pair: one code point
+    } else if (is_high_surrogate(unit) || is_low_surrogate(unit)) {
+      out.replace(i, 6, "\\ufffd");
+      changed = true;
+      i += 6;
+    } else {
+      i += 6;
+    }
+  }
+  if (!changed) return std::nullopt;
+  return out;
+}
+
 JsonArraySplitter::JsonArraySplitter(std::size_t max_element_bytes)
     : validity_{std::make_unique<JsonValidity>()}, max_element_bytes_{max_element_bytes} {}
 JsonArraySplitter::~JsonArraySplitter() = default;
@@ -101,7 +156,11 @@ void JsonArraySplitter::clear_elements() noexcept {
 }
 
 std::optional<std::string> JsonArraySplitter::validate(std::string_view element) {
-  if (const auto refusal = validity_->check(element)) return element_error(count_, refusal->reason);
+  auto refusal = validity_->check(element);
+  if (refusal && !refusal->out_of_memory) {  // a lone surrogate's escape is JSON too
+    if (auto replaced = lone_surrogates_replaced(element)) refusal = validity_->check(*replaced);
+  }
+  if (refusal) return element_error(count_, refusal->reason);
   return std::nullopt;
 }
 

@@ -12,7 +12,9 @@
 /// to 1024; an integer literal beyond 64 bits, which simdjson refuses, is valid JSON and
 /// what a JSON-mode server writes for a large double, so it is accepted), and the array's
 /// own framing (`[`, commas, `]`, nothing after it but
-/// whitespace) is checked.
+/// whitespace) is checked. An element with a lone surrogate's escape (`"\ud800"`), valid
+/// by RFC 8259's grammar and stored by JSON-mode servers, is handed on too
+/// (lone_surrogates_replaced).
 
 #include <cstddef>
 #include <cstdint>
@@ -36,6 +38,16 @@ class JsonValidity;  // json_validity.hpp
 /// (and invalid). Used by JsonValidity, wherever prodsm validates JSON (records at submit, read
 /// bodies, produce's lines).
 std::optional<std::string> long_integers_as_zero(std::string_view json);
+
+/// A `\uXXXX` escape of a lone UTF-16 surrogate (a high one not followed by a low one's
+/// escape, or a low one not preceded by a high one's) is valid JSON by RFC 8259's grammar
+/// (section 7; section 8.2 calls such strings unpredictable), and a JSON-mode server
+/// written to in JavaScript stores and returns it: `"\ud800"`. simdjson refuses it.
+/// Returns `json` with each such escape replaced by `\ufffd` (same length), for simdjson
+/// to judge the rest, or nullopt when it has none. Used by the read splitter only: a read
+/// passes on what a stream holds, while prodsm's own records (submit, produce) must not
+/// hold strings that are not Unicode.
+std::optional<std::string> lone_surrogates_replaced(std::string_view json);
 
 /// Splits one streamed JSON array into validated elements (see the file comment).
 class JsonArraySplitter {
