@@ -51,6 +51,7 @@ struct Loop {
   std::map<int, prodsm::http::ConnectionId> by_fd;  // epoll data is the fd
   std::map<std::uint64_t, int> fd_of;               // pool connection id -> socket
   std::map<std::uint64_t, bool> connecting;
+  std::map<std::uint64_t, bool> write_blocked;  // the kernel's send buffer was full: wait for EPOLLOUT
 
   int epoll = -1;
   int timer = -1;  // timerfd: the one timer
@@ -69,8 +70,7 @@ struct Loop {
     bool progress = true;
     while (progress) {
       progress = false;
-      while (auto r = client.poll_request()) {  // the client's requests go to the pool
-        r->request.id = prodsm::http::RequestId{r->tag};
+      while (auto r = client.poll_request()) {  // the client's requests go to the pool (id = tag)
         pool.enqueue(now(), std::move(r->request));
       }
       while (auto command = pool.poll_command()) {  // the pool's socket commands
@@ -194,23 +194,33 @@ struct Loop {
     ::close(it->second);  // also leaves the epoll set
     by_fd.erase(it->second);
     connecting.erase(id.value);
+    write_blocked.erase(id.value);
     fd_of.erase(it);
   }
 
-  /// Writes what the pool hands out for `id`; waits for EPOLLOUT when the kernel is full.
+  /// Writes what the pool hands out for `id`. When the kernel takes less (its send buffer
+  /// is full), the rest waits for EPOLLOUT: the pool sends no Write for it (http::Write),
+  /// and writing again before the socket is writable would only spin on EAGAIN.
   void write_requests(prodsm::http::ConnectionId id) {
     auto it = fd_of.find(id.value);
-    if (it == fd_of.end() || connecting[id.value]) return;
+    if (it == fd_of.end() || connecting[id.value] || write_blocked[id.value]) return;
     const prodsm::http::WriteView view = pool.take_write(id, now());
     if (view.empty()) return;
     std::array<iovec, prodsm::http::WriteView::kMaxParts> iov{};
     for (std::size_t i = 0; i < view.count; ++i)
       iov[i] = {const_cast<char*>(view.parts[i].data()), view.parts[i].size()};
-    const ssize_t n = ::writev(it->second, iov.data(), static_cast<int>(view.count));
+    msghdr msg{};
+    msg.msg_iov = iov.data();
+    msg.msg_iovlen = view.count;
+    ssize_t n = -1;
+    do {  // MSG_NOSIGNAL: a peer that closed is an EPIPE to report, not a SIGPIPE that kills
+      n = ::sendmsg(it->second, &msg, MSG_NOSIGNAL);
+    } while (n < 0 && errno == EINTR);
     const int err = errno;
-    pool.on_written(id, now(), n > 0 ? static_cast<std::size_t>(n) : 0);
-    if (n < 0 && err != EAGAIN) pool.on_error(id, now(), std::string("writev: ") + std::strerror(err));
+    pool.on_written(id, now(), n > 0 ? static_cast<std::size_t>(n) : 0);  // 0: nothing written
+    if (n < 0 && err != EAGAIN) pool.on_error(id, now(), std::string("sendmsg: ") + std::strerror(err));
     if ((n < 0 && err == EAGAIN) || (n >= 0 && static_cast<std::size_t>(n) < view.bytes)) {
+      write_blocked[id.value] = true;
       watch(it->second, EPOLLIN | EPOLLOUT, EPOLL_CTL_MOD);  // the rest when writable
     }
   }
@@ -235,7 +245,8 @@ struct Loop {
     }
     if ((events & EPOLLOUT) != 0) {
       watch(fd, EPOLLIN, EPOLL_CTL_MOD);
-      write_requests(id);
+      write_blocked[id.value] = false;
+      write_requests(id);  // the rest of the last write, and whatever came since
     }
     if ((events & (EPOLLIN | EPOLLHUP | EPOLLERR)) != 0) {
       char buf[64 * 1024];

@@ -257,7 +257,7 @@ void Pool::after_event(Slot& slot, Connection::State before) {
   }
   const bool wants_write =
       slot.tls ? slot.cipher_handed == 0 && (!slot.cipher.empty() || c.wants_write()) : c.wants_write();
-  if (wants_write && !slot.write_pending) {
+  if (wants_write && !slot.write_pending && !slot.write_short) {
     slot.write_pending = true;
     commands_.emplace_back(Write{slot.id});
   }
@@ -310,12 +310,18 @@ WriteView Pool::take_write(ConnectionId id, Instant now) {
   Slot* s = find(id);
   if (s == nullptr) return {};
   s->write_pending = false;
-  if (!s->tls) return s->connection.take_write(now);
+  s->write_short = false;  // the caller is writing again
+  if (!s->tls) {
+    WriteView view = s->connection.take_write(now);
+    if (!view.empty()) s->handed_bytes = view.bytes;
+    return view;
+  }
   if (s->cipher_handed > 0) return {};
   tls_pump(*s, now);  // the connection's plaintext, encrypted
   WriteView view;
   if (s->cipher.empty()) return view;
   s->cipher_handed = s->cipher.size();
+  s->handed_bytes = s->cipher.size();
   view.parts[0] = std::span<const char>(s->cipher.data(), s->cipher.size());
   view.count = 1;
   view.bytes = s->cipher.size();
@@ -375,6 +381,8 @@ void Pool::on_written(ConnectionId id, Instant now, std::size_t bytes) {
   Slot* s = find(id);
   if (s == nullptr) return;
   const auto before = s->connection.state();
+  s->write_short = bytes < s->handed_bytes;  // the rest when the socket is writable (see Write)
+  s->handed_bytes = 0;
   if (s->tls) {
     s->cipher.erase(0, std::min(bytes, s->cipher_handed));
     s->cipher_handed = 0;

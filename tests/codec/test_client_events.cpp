@@ -69,6 +69,7 @@ TEST(E3, AStreamClosedAnsweringAResendOfTheFinalRecordIsIndefinite) {
   auto first = c.poll_request();
   ASSERT_TRUE(first);
   EXPECT_NE(first->request.bytes.find("Stream-Closed: true"), std::string::npos);
+  EXPECT_EQ(first->request.id.value, first->tag) << "an http::Pool echoes the id: it is the tag";
   c.handle_outcome(kT0, first->tag,
                    tl::unexpected(make_error(ErrorCode::connection_lost, Certainty::indefinite, true, "reset")));
   ASSERT_TRUE(c.next_deadline());

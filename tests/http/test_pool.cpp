@@ -39,6 +39,34 @@ TEST(HttpPool, PipelinedModeUsesOneConnectionInEnqueueOrder) {
   EXPECT_EQ(s.pool().stats().responses, 3U);
 }
 
+// A write that wrote less than it was handed (a full send buffer; EAGAIN is 0 bytes) gets
+// no Write command for the rest: a loop that drains commands until none is left and
+// writes on each would otherwise spin on EAGAIN without ever reaching its timer. The
+// rest is handed out again by the caller's next take_write (when the socket is
+// writable), and once a write completes, new bytes bring a Write again.
+TEST(HttpPool, AShortWriteGetsNoWriteCommandUntilTheCallerWritesAgain) {
+  PoolScript s;
+  s.enqueue(get(1));
+  s.connect(1);
+  EXPECT_EQ(s.commands().writes, Ids{1});
+  WriteView v = s.take(1);
+  ASSERT_EQ(v.bytes, request_bytes(1).size());
+  s.written(1, 0);  // EAGAIN
+  EXPECT_TRUE(s.commands().writes.empty()) << "no Write until the caller writes again";
+  s.enqueue(get(2));  // more bytes while the caller waits for POLLOUT
+  EXPECT_TRUE(s.commands().writes.empty()) << "still the caller's turn";
+  v = s.take(1);  // POLLOUT: the caller writes again
+  ASSERT_FALSE(v.empty());
+  std::string sent(v.parts[0].data(), 5);
+  s.written(1, 5);  // a short write
+  EXPECT_TRUE(s.commands().writes.empty());
+  sent += s.write_all(1);  // the rest, whole
+  EXPECT_EQ(sent, request_bytes(1) + request_bytes(2));
+  s.enqueue(get(3));
+  EXPECT_EQ(s.commands().writes, Ids{1}) << "a completed write: new bytes bring a Write again";
+  EXPECT_EQ(s.write_all(1), request_bytes(3));
+}
+
 // Past max_pipelined_requests, requests wait in the pool's queue and go out in order as answers free places.
 TEST(HttpPool, PipelinedQueueWaitsForAFreePlace) {
   PoolOptions o = pool_options();

@@ -89,6 +89,9 @@ TEST(P4, AnAckCompletesEachRecordAtBatchStartPlusIndex) {
   EXPECT_EQ(s2test::header_of(head, "s2-basin"), "test-basin");
   EXPECT_EQ(head.rfind("POST /v1/streams/orders/records HTTP/1.1\r\n", 0), 0U) << head;
   EXPECT_EQ(body_of(sent[0]).records.size(), 3U);
+  // The request's id is its tag: an http::Pool echoes it, so an event loop hands the
+  // outcome straight back (a loop that left id 0 had every outcome ignored).
+  EXPECT_EQ(sent[0].request.id.value, sent[0].tag);
 
   c.handle_outcome(t0, sent[0].tag, ack(40, 43));
   const auto es = events(c);

@@ -186,6 +186,7 @@ std::uint64_t ProducerClient::push_request(http::Request request, Outstanding wh
                   std::move(batch),
                   what.batch ? 0 : what.op,
                   body_bytes};
+  r.request.id = http::RequestId{tag};  // an http::Pool echoes it: the outcome finds its tag
   requests_.push_back(std::move(r));
   return tag;
 }

@@ -149,6 +149,7 @@ void ProducerClient::drive(Instant now) {
             }
             const std::uint64_t tag = next_tag_++;
             outstanding_.emplace(tag, Outstanding{a.batch, a.attempt});
+            request->id = http::RequestId{tag};  // an http::Pool echoes it: the outcome finds its tag
             requests_.push_back(ClientRequest{tag, std::move(*request)});
           } else if constexpr (std::is_same_v<T, TicketsCompleted<S2Policy>>) {
             RecordsCompleted done{a.first, a.last, tl::unexpected(Error{})};

@@ -130,7 +130,11 @@ struct Connect {
   ConnectionId id;  ///< the connection to open
 };
 /// Connection `id` has bytes to write: call take_write(id) (when no write is in progress
-/// on it) and report on_written.
+/// on it) and report on_written. After a write that wrote less than take_write handed
+/// out — a full send buffer, or EAGAIN reported as 0 bytes — no Write comes for the rest:
+/// wait until the socket is writable (POLLOUT), then call take_write again. (Were the
+/// Write repeated at once, a loop that drains commands until none is left would spin on
+/// EAGAIN and never reach its timer.)
 struct Write {
   ConnectionId id;  ///< the connection with bytes to write
 };
@@ -187,8 +191,10 @@ class Pool {
   void on_connect_failed(ConnectionId id, Instant now, std::string_view why);
   /// The bytes to write on `id` now (see Connection::take_write); empty when none.
   WriteView take_write(ConnectionId id, Instant now);
-  /// The write on `id` ended with `bytes` written (0 when it failed). The end of every
-  /// write handed out by take_write is reported here, before any on_error it caused.
+  /// The write on `id` ended with `bytes` written (0 when nothing was: EAGAIN, or a
+  /// failure, which on_error then reports). The end of every write handed out by
+  /// take_write is reported here, before any on_error it caused. Fewer bytes than handed
+  /// out: the rest waits for the caller's next take_write, with no Write command (see Write).
   void on_written(ConnectionId id, Instant now, std::size_t bytes);
   /// Bytes read on `id`.
   void on_bytes(ConnectionId id, Instant now, std::span<const char> bytes);
@@ -236,6 +242,10 @@ class Pool {
     std::string cipher;              ///< ciphertext not yet written to the socket
     std::size_t cipher_handed = 0;   ///< bytes of it handed to the write in progress
     bool tls_data_seen = false;      ///< the server sent application data (it accepted the session)
+    std::size_t handed_bytes = 0;    ///< what the write in progress was handed (take_write)
+    /// The last write wrote less than it was handed (a full send buffer): the caller
+    /// writes the rest when the socket is writable; no Write command until then.
+    bool write_short = false;
     [[nodiscard]] bool write_in_progress() const noexcept {
       return tls ? cipher_handed > 0 : connection.write_in_progress();
     }

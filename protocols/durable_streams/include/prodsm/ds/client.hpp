@@ -130,7 +130,7 @@ enum class RequestKind : std::uint8_t {
 /// One HTTP request the client wants sent; report its outcome with handle_outcome(tag).
 struct ClientRequest {
   std::uint64_t tag = 0;                   ///< echo back in handle_outcome
-  http::Request request;                   ///< bytes (head + body), HEAD flag, retry_safe (sequenced appends)
+  http::Request request;                   ///< bytes (head + body), HEAD flag, retry_safe (sequenced appends); id = tag
   RequestKind kind = RequestKind::append;  ///< a batch attempt or a stream close
   std::optional<RequestBatch> batch;       ///< kind == append: the batch attempt it carries
   std::uint64_t stream_close_op = 0;       ///< kind == stream_close: the op it is for

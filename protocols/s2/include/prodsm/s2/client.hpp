@@ -128,7 +128,7 @@ using RecordResult = tl::expected<RecordAck, Error>;
 /// One HTTP request the client wants sent; report its outcome with handle_outcome(tag).
 struct ClientRequest {
   std::uint64_t tag = 0;  ///< echo back in handle_outcome
-  http::Request request;  ///< bytes (head + protobuf body), retry_safe with match_seq_num
+  http::Request request;  ///< bytes (head + protobuf body), retry_safe with match_seq_num; id = tag
 };
 
 /// Records [first, last] (one batch) completed with one result (P2, P3, P4).
