@@ -102,7 +102,9 @@ bool DriverProcess::read_line(std::string& line) {
     const auto left =
         std::chrono::duration_cast<std::chrono::milliseconds>(deadline - std::chrono::steady_clock::now());
     if (left.count() <= 0) {
-      fail("the driver did not answer within the reply timeout");
+      fail("the driver did not answer within the reply timeout (" +
+           std::to_string(std::chrono::duration_cast<std::chrono::milliseconds>(reply_timeout_ns_).count()) + " ms)");
+      if (pid_ > 0) ::kill(pid_, SIGKILL);  // a hung driver is not left running (reaped by the destructor)
       return false;
     }
     pollfd p{from_child_, POLLIN, 0};
@@ -143,6 +145,10 @@ nlohmann::json DriverProcess::request(const nlohmann::json& message) {
   if (!parsed || !parsed->is_object()) {
     fail("the driver answered something that is not a JSON object (" +
          (parsed ? std::string("not an object") : parsed.error()) + "): " + reply.substr(0, 200));
+    return failed();
+  }
+  if (!parsed->contains("ok") || !parsed->at("ok").is_boolean()) {  // every reply says ok: true or false
+    fail("the driver's reply has no boolean \"ok\": " + reply.substr(0, 200));
     return failed();
   }
   return std::move(*parsed);

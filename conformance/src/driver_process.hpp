@@ -23,9 +23,10 @@ class DriverProcess {
 
   [[nodiscard]] bool alive() const noexcept { return pid_ > 0 && error_.empty(); }
   [[nodiscard]] const std::string& error() const noexcept { return error_; }
-  /// Sends one request and waits for its one-line reply; a JSON object, or an object
-  /// {"ok": false, "error": {"message": ...}} when the process failed (then alive() is
-  /// false for good).
+  /// Sends one request and waits for its one-line reply; a JSON object with a boolean
+  /// "ok", or an object {"ok": false, "error": {"message": ...}} when the process failed
+  /// — died, hung past the reply timeout (then killed), or replied with something else —
+  /// (then alive() is false for good).
   nlohmann::json request(const nlohmann::json& message);
 
  private:

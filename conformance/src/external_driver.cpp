@@ -3,6 +3,7 @@
 // (docs/conformance.md, "The driver protocol"). This side keeps the trace and the
 // simulated server; the driver only translates between the protocol and its SDK.
 #include <filesystem>
+#include <stdexcept>
 #include <nlohmann/json.hpp>
 
 #include "driver_json.hpp"
@@ -129,8 +130,10 @@ Observation observation_from(const json& j) {
     o.kind = Observation::Kind::closed;
     o.ok = j.value("ok", false);
     if (!o.ok) o.error = error_from(j.value("error", json::object()));
-  } else {
+  } else if (kind == "capacity") {
     o.kind = Observation::Kind::capacity;
+  } else {  // a typo must not read as a capacity signal
+    throw std::invalid_argument("unknown observation kind '" + kind + "'");
   }
   return o;
 }
@@ -193,6 +196,7 @@ class ExternalDriver final : public Driver {
 
   bool run(const Command& c) override {
     unsupported_.clear();
+    if (!target_failure_.empty()) return false;  // dead for good: nothing more is asked
     json request;
     Input input;
     input.at = now_;
@@ -255,8 +259,36 @@ class ExternalDriver final : public Driver {
     }
     const json reply = process_->request(request);
     if (!reply.value("ok", false)) {
-      unsupported_ = reply.contains("unsupported") ? reply.at("unsupported").dump()
-                                                   : "driver error: " + reply.value("error", json::object()).dump();
+      // Every producer takes a success and lets time pass: "unsupported" there would make
+      // each vector n/a and each generated run vacuous, a silent pass.
+      const bool essential = c.kind == Command::Kind::ack || c.kind == Command::Kind::advance;
+      if (reply.contains("unsupported") && !essential) {
+        unsupported_ = reply.at("unsupported").dump();
+      } else if (reply.contains("unsupported")) {
+        target_failure_ = std::string(kTargetFailedPrefix) + "the driver answered " + describe(c) +
+                          " with unsupported (" + reply.at("unsupported").dump() +
+                          "): every producer must take a success and let time pass";
+      } else {  // an error is the driver's failure, not something the SDK cannot express
+        target_failure_ = std::string(kTargetFailedPrefix) + "the driver failed at " + describe(c) + ": " +
+                          (process_->alive() ? reply.value("error", json::object()).dump() : process_->error());
+      }
+      for (auto it = session_rest.rbegin(); it != session_rest.rend(); ++it) server_.unanswer(it->first);
+      if (answered) server_.unanswer(answered->first);
+      return false;
+    }
+    // The reply is read whole before anything is recorded: one that does not follow the
+    // driver protocol (a wrong type, an unknown observation) is the driver's failure, not
+    // the vector's, and nothing of it reaches the trace.
+    SyncResult parsed_result;
+    std::vector<Observation> parsed_observed;
+    try {
+      parsed_result = result_from(reply.value("result", json()));
+      const json observed =
+          reply.contains("observed") && reply.at("observed").is_array() ? reply.at("observed") : json::array();
+      for (const auto& o : observed) parsed_observed.push_back(observation_from(o));
+    } catch (const std::exception& e) {
+      target_failure_ = std::string(kTargetFailedPrefix) + "the driver's reply to " + describe(c) +
+                        " does not follow the driver protocol: " + e.what() + "; reply: " + reply.dump().substr(0, 300);
       for (auto it = session_rest.rbegin(); it != session_rest.rend(); ++it) server_.unanswer(it->first);
       if (answered) server_.unanswer(answered->first);
       return false;
@@ -273,14 +305,11 @@ class ExternalDriver final : public Driver {
     }
     Step step;
     step.input = std::move(input);
-    step.result = result_from(reply.value("result", json()));
+    step.result = std::move(parsed_result);
     // The first close that completes is an observation (as prodsm's core reports it),
     // whether the SDK settled it at the call or later; later closes keep their result.
     bool closed_now = false;
-    const json observed =
-        reply.contains("observed") && reply.at("observed").is_array() ? reply.at("observed") : json::array();
-    for (const auto& o : observed) {
-      Observation obs = observation_from(o);
+    for (auto& obs : parsed_observed) {
       if (obs.kind == Observation::Kind::send) server_.sent(obs);
       if (obs.kind == Observation::Kind::closed) {
         if (closed_observed_) continue;  // an SDK may report a second close's outcome too
@@ -306,6 +335,7 @@ class ExternalDriver final : public Driver {
   [[nodiscard]] Capabilities capabilities() const override { return caps_; }
   [[nodiscard]] std::size_t unanswered_sends() const override { return server_.unanswered(); }
   [[nodiscard]] std::string unsupported_reason() const override { return unsupported_; }
+  [[nodiscard]] std::string target_failure() const override { return target_failure_; }
 
  private:
   using Answer = std::pair<detail::PendingSend, Response>;
@@ -337,6 +367,7 @@ class ExternalDriver final : public Driver {
   Trace trace_;
   Instant now_{};
   std::string unsupported_;
+  std::string target_failure_;  ///< set once the driver failed (target_failure())
   bool closed_observed_ = false;
 };
 
@@ -409,7 +440,7 @@ DriverFactory external_driver_factory(const ExternalTarget& target, TargetInfo* 
       Shared scratch;
       scratch.target = shared->target;
       if (!own->alive() || !hello(scratch, *own)) {
-        if (err) *err = own->error();
+        if (err) *err = std::string(kTargetFailedPrefix) + (own->alive() ? scratch.hello_error : own->error());
         return nullptr;
       }
       process = own.get();
@@ -418,7 +449,9 @@ DriverFactory external_driver_factory(const ExternalTarget& target, TargetInfo* 
         {{"op", "start"}, {"protocol", protocol == Protocol::s2 ? "s2" : "durable_streams"}, {"config", config}});
     if (!reply.value("ok", false)) {
       if (err) {
-        if (reply.contains("unsupported")) {
+        if (!process->alive()) {  // died, hung or answered garbage: not a refusal of the config
+          *err = std::string(kTargetFailedPrefix) + "start: " + process->error();
+        } else if (reply.contains("unsupported")) {
           *err = std::string(kUnsupportedPrefix) + reply.at("unsupported").get<std::string>();
         } else {
           const json e = reply.value("error", json::object());

@@ -28,6 +28,9 @@ struct Failure {
 thread_local std::optional<Failure> g_last_failure;
 thread_local bool g_lenient_config = false;
 thread_local const std::set<std::string>* g_known_failures = nullptr;
+/// Set once the target itself failed (Driver::target_failure): every later case is
+/// discarded at once and run_property reports the failure instead of a verdict.
+thread_local std::string g_target_failure;
 
 /// The config key a refusal names: "unsupported: <key>: why", or "<field>: why [key k]".
 std::string refused_key(const std::string& error) {
@@ -111,8 +114,15 @@ struct StepCommand final : rc::state::Command<Model, Sut> {
   explicit StepCommand(conformance::Command c) : command{std::move(c)} {}
   conformance::Command command;
   void run(const Model&, Sut& sut) const override {
-    if (sut.timing_only) return;            // judged no further (Sut::reproduces)
-    if (!sut.driver->run(command)) return;  // nothing to answer, or the target cannot express it
+    if (sut.timing_only) return;  // judged no further (Sut::reproduces)
+    if (!sut.driver->run(command)) {
+      // The target itself failed: stop judging it (every later case is discarded at once).
+      if (std::string why = sut.driver->target_failure(); !why.empty()) {
+        g_target_failure = std::move(why);
+        RC_DISCARD("the target failed");
+      }
+      return;  // nothing to answer, or the target cannot express it
+    }
     sut.executed.push_back(command);
     sut.judge(check_trace(sut.driver->trace(), sut.capabilities));
   }
@@ -283,6 +293,7 @@ const std::vector<PropertySpec>& default_properties() {
 }
 
 void conformance_property(const PropertySpec& spec, const DriverFactory& factory) {
+  if (!g_target_failure.empty()) RC_DISCARD("the target failed");
   const CoreConfig config = *gen_config(spec);
   const auto commands = *rc::state::gen::commands(Model{}, [&config](const Model&) {
     return rc::gen::map(gen_command(config), [](conformance::Command c) {
@@ -294,10 +305,19 @@ void conformance_property(const PropertySpec& spec, const DriverFactory& factory
   auto driver = factory(spec.protocol, config_json, &error);
   // A key the target cannot express (or, for another SDK, refuses) is left at its default.
   for (std::size_t tries = 0; !driver && tries < 32; ++tries) {
+    if (error.rfind(kTargetFailedPrefix, 0) == 0) {
+      g_target_failure = error;
+      RC_DISCARD("the target failed");
+    }
     const bool unsupported = error.rfind(kUnsupportedPrefix, 0) == 0;
     if (!unsupported && !g_lenient_config) break;
     const std::string key = refused_key(error);
     if (!config_json.contains(key)) RC_DISCARD("the target cannot run this property: " + error);
+    // The key that makes the property what it is (its sequencing) is not left out: the
+    // rest would be another property's run, reported under this one's name.
+    const bool defining = (spec.sequencing == Sequencing::ds_idempotent && key == "idempotent") ||
+                          (spec.sequencing == Sequencing::s2_match_seq_num && key == "match_seq_num");
+    if (defining) RC_DISCARD("the target cannot run this property: " + error);
     config_json.erase(key);
     driver = factory(spec.protocol, config_json, &error);
   }
@@ -370,8 +390,20 @@ void conformance_property(const PropertySpec& spec, const DriverFactory& factory
   }
 }
 
+bool property_exercises(const PropertySpec& spec, std::string_view clause) {
+  if (clause == "S1") return spec.protocol == Protocol::s2;
+  if (clause == "S2" || clause == "S3" || clause == "S4" || clause == "S5") {
+    return spec.sequencing == Sequencing::ds_idempotent;
+  }
+  if (clause == "S6") return spec.protocol == Protocol::durable_streams;
+  if (clause == "S8") return spec.sequencing != Sequencing::none;
+  if (clause == "B3") return false;  // limits are validated at create: config vectors
+  return true;
+}
+
 PropertyResult run_property(const PropertySpec& spec, const DriverFactory& factory, const PropertyOptions& options) {
   g_last_failure.reset();
+  g_target_failure.clear();
   g_lenient_config = options.lenient_config;
   g_known_failures = &options.known_failures;
   struct Reset {
@@ -395,6 +427,11 @@ PropertyResult run_property(const PropertySpec& spec, const DriverFactory& facto
                                                 metadata, params, quiet, rc::detail::configuration().reproduce);
   PropertyResult out;
   out.name = spec.name;
+  if (!g_target_failure.empty()) {  // whatever RapidCheck made of the discards: not judged
+    out.target_failure = g_target_failure.substr(std::min(g_target_failure.size(), kTargetFailedPrefix.size()));
+    out.description = "the target failed: " + out.target_failure;
+    return out;
+  }
   rc::detail::SuccessResult success;
   rc::detail::FailureResult failure;
   rc::detail::GaveUpResult gave_up;

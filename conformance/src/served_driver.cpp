@@ -107,14 +107,27 @@ class ServedDriver final : public detail::WireDriver {
     }
     const std::size_t i = begin(kind);
     if (c.kind == Command::Kind::submit) trace_.steps[i].input.record = c.record;
+    if (!target_failure_.empty()) return false;  // dead for good: nothing more is asked
     const json reply = process_->request(request);
     if (!reply.value("ok", false)) {
       trace_.steps.pop_back();
-      unsupported_ = reply.contains("unsupported") ? reply.at("unsupported").dump()
-                                                   : "driver error: " + reply.value("error", json::object()).dump();
+      if (reply.contains("unsupported")) {
+        unsupported_ = reply.at("unsupported").dump();
+      } else {  // an error is the driver's failure, not something the SDK cannot express
+        target_failure_ = std::string(kTargetFailedPrefix) + "the driver failed at " + describe(c) + ": " +
+                          (process_->alive() ? reply.value("error", json::object()).dump() : process_->error());
+      }
       return false;
     }
-    SyncResult result = detail::result_from(reply.value("result", json()));
+    SyncResult result;
+    try {
+      result = detail::result_from(reply.value("result", json()));
+    } catch (const std::exception& e) {
+      trace_.steps.pop_back();
+      target_failure_ = std::string(kTargetFailedPrefix) + "the driver's reply to " + describe(c) +
+                        " does not follow the driver protocol: " + e.what();
+      return false;
+    }
     if (result.kind == SyncResult::Kind::ticket) sends_.accepted(c.record);
     if (result.kind == SyncResult::Kind::barrier || c.kind == Command::Kind::close) sends_.cut();
     take_observed(reply);
@@ -144,7 +157,16 @@ class ServedDriver final : public detail::WireDriver {
         reply.contains("observed") && reply.at("observed").is_array() ? reply.at("observed") : json::array();
     bool any = false;
     for (const auto& o : observed) {
-      Observation obs = detail::observation_from(o);
+      Observation obs;
+      try {
+        obs = detail::observation_from(o);
+      } catch (const std::exception& e) {  // the driver's failure: recorded, nothing of it observed
+        if (target_failure_.empty()) {
+          target_failure_ = std::string(kTargetFailedPrefix) +
+                            "the driver reported an observation that does not follow the driver protocol: " + e.what();
+        }
+        return any;
+      }
       if (obs.kind == Observation::Kind::send) continue;  // sends are read off the wire
       if (obs.kind == Observation::Kind::closed) {
         if (closed_observed_) continue;  // an SDK may report a second close's outcome too

@@ -60,6 +60,17 @@ std::optional<std::string> check_vector_shape(const json& v) {
   if (v.contains("config") && !v.at("config").is_object() && !v.at("config").is_null()) {
     return "config: must be an object";
   }
+  if (v.contains("config") && v.at("config").is_object()) {
+    // An unknown key is the vector's mistake (a typo would otherwise run on a default and
+    // be charged to a clause); a bad value may be what a config vector is about (B3).
+    std::string why;
+    const Protocol p = v.value("protocol", "durable_streams") == "s2" ? Protocol::s2 : Protocol::durable_streams;
+    constexpr std::string_view kUnknown = ": unknown key";
+    if (!core_config_from_json(p, v.at("config"), &why) && why.size() >= kUnknown.size() &&
+        why.compare(why.size() - kUnknown.size(), kUnknown.size(), kUnknown) == 0) {
+      return why;
+    }
+  }
   if (v.contains("clauses")) {
     const json& c = v.at("clauses");
     if (!c.is_array()) return "clauses: must be an array of clause IDs";
@@ -167,6 +178,10 @@ VectorResult run_checked_vector(const json& v, const std::string& file, const Dr
   const json expect = v.value("expect", json::object());
   std::string error;
   auto driver = factory(protocol, config, &error);
+  if (!driver && error.rfind(kTargetFailedPrefix, 0) == 0) {  // not the config's fault: nothing judged
+    r.target_failure = error.substr(kTargetFailedPrefix.size());
+    return r;
+  }
   if (!driver && error.rfind(kUnsupportedPrefix, 0) == 0) {
     r.not_applicable = true;
     r.not_applicable_reason = error.substr(kUnsupportedPrefix.size());
@@ -204,6 +219,11 @@ VectorResult run_checked_vector(const json& v, const std::string& file, const Dr
     }
     const std::size_t before = driver->trace().steps.size();
     if (!driver->run(*command)) {
+      if (const std::string why = driver->target_failure(); !why.empty()) {
+        r.target_failure = "step " + std::to_string(i) + ": " + why.substr(std::min(why.size(), kTargetFailedPrefix.size()));
+        r.trace = driver->trace();
+        return r;
+      }
       if (const std::string why = driver->unsupported_reason(); !why.empty()) {
         r.not_applicable = true;
         r.not_applicable_reason = "step " + std::to_string(i) + ": " + why;
@@ -257,6 +277,11 @@ VectorResult run_checked_vector(const json& v, const std::string& file, const Dr
   };
   step_clause = primary;
   driver->finish();  // a real-time target's late actions are part of the trace
+  if (const std::string why = driver->target_failure(); !why.empty()) {  // e.g. an unreadable observation
+    r.target_failure = why.substr(std::min(why.size(), kTargetFailedPrefix.size()));
+    r.trace = driver->trace();
+    return r;
+  }
   r.trace = driver->trace();
   const Trace& trace = r.trace;
   std::uint64_t accepted = 0;

@@ -57,6 +57,7 @@ class WireDriver : public Driver {
   [[nodiscard]] Capabilities capabilities() const final { return caps_; }
   [[nodiscard]] std::size_t unanswered_sends() const final { return server_.unanswered(); }
   [[nodiscard]] std::string unsupported_reason() const final { return unsupported_; }
+  [[nodiscard]] std::string target_failure() const final { return target_failure_; }
   /// Waits a last quiet period (five times quiet_real_ns, at least 50 ms) and records what
   /// the target did in it as a timer step.
   void finish() final;
@@ -112,6 +113,7 @@ class WireDriver : public Driver {
   SimServer server_;
   Trace trace_;
   std::string unsupported_;
+  std::string target_failure_;  ///< the target itself failed (Driver::target_failure), with kTargetFailedPrefix
   std::vector<Pending> pending_;
 
  private:

@@ -334,13 +334,44 @@ TEST_F(Cli, ConformRefusesMalformedVectors) {
   const std::string dir = temp_path("vectors");
   ASSERT_EQ(std::system(("mkdir -p " + dir).c_str()), 0);
   for (const char* text : {"[]", "{not json", "{}", R"({"steps":[{"do":"explode"}]})",
-                           R"({"steps":[{"do":"flush"}],"clauses":["Z9"]})", R"({"expect":{"outcomes":5}})"}) {
+                           R"({"steps":[{"do":"flush"}],"clauses":["Z9"]})", R"({"expect":{"outcomes":5}})",
+                           R"({"config":{"linger_msx":1},"steps":[{"do":"flush"}]})"}) {  // a typo, not a refusal
     write_file(dir + "/v.json", text);
     const CliRun r = prodsm("conform --skip-properties --vectors " + dir);
     EXPECT_EQ(r.status, 2) << text << ": " << r.err;
     EXPECT_NE(r.err.find("v.json: malformed vector"), std::string::npos) << text << ": " << r.err;
   }
   ASSERT_EQ(std::system(("rm -rf " + dir).c_str()), 0);
+}
+
+// A driver that dies, answers garbage, an error, a reply of the wrong shape or an unknown
+// observation kind is the target's failure: exit 3 naming it, with nothing judged —
+// never "conformant" (each vector used to turn n/a, each generated command was skipped,
+// and the run passed), and never a malformed vector (the vectors are fine).
+TEST_F(Cli, ConformReportsAFailingDriverAsTheTargetsFailureNeverAPass) {
+  const std::string driver = std::string(PRODSM_NODE) + " " + PRODSM_SOURCE_DIR + "/tests/conformance/drivers/faulty_driver.mjs";
+  struct Case {
+    const char* mode;
+    const char* gist;
+  };
+  for (const Case& c : {Case{"crash", "the driver exited"}, Case{"garbage", "not a JSON object"},
+                        Case{"bad-ok", "no boolean \"ok\""}, Case{"error", "the SDK threw"},
+                        Case{"bad-type", "does not follow the driver protocol"},
+                        Case{"bad-kind", "unknown observation kind 'Done'"}, Case{"exit-at-start", "start: "}}) {
+    SCOPED_TRACE(c.mode);
+    for (const char* properties : {"--skip-properties", "--tests 5"}) {
+      const std::string vectors = std::string(properties) == "--skip-properties" ? "" : " --vectors " + temp_path("none");
+      if (!vectors.empty()) {  // properties only: an empty vectors directory
+        ASSERT_EQ(std::system(("mkdir -p " + temp_path("none")).c_str()), 0);
+      }
+      const CliRun r = prodsm("conform --target faulty --driver '" + driver + " " + c.mode + "' " + properties + vectors);
+      EXPECT_EQ(r.status, 3) << properties << "\n" << r.out << r.err;
+      EXPECT_NE(r.err.find("target faulty failed running"), std::string::npos) << r.err;
+      EXPECT_NE(r.err.find(c.gist), std::string::npos) << r.err;
+      EXPECT_EQ(r.out.find("conformant"), std::string::npos) << r.out;
+    }
+  }
+  ASSERT_EQ(std::system(("rm -rf " + temp_path("none")).c_str()), 0);
 }
 
 TEST_F(Cli, ConformRefusesUnusableOutputAndExpectFiles) {

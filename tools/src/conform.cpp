@@ -199,6 +199,15 @@ int run_conform(const ConformOptions& o) {
     std::fprintf(stderr, "prodsm conform: %d malformed vector file(s); nothing was judged\n", malformed);
     return kExitBadInput;
   }
+  // A target whose driver died, hung or answered garbage was not judged: that is neither a
+  // pass nor n/a (exit 3, as a driver that cannot start).
+  for (const auto& r : results) {
+    if (r.target_failure.empty()) continue;
+    std::fprintf(stderr, "prodsm conform: target %s failed running vector %s: %s\n", o.target.c_str(), r.name.c_str(),
+                 r.target_failure.c_str());
+    std::fprintf(stderr, "prodsm conform: nothing was judged\n");
+    return kExitServerError;
+  }
   if (results.empty() && o.skip_properties) {
     std::fprintf(stderr, "prodsm conform: nothing to check: no *.json vectors found and --skip-properties given\n");
     return kExitBadInput;
@@ -245,6 +254,7 @@ int run_conform(const ConformOptions& o) {
 
   // ---- properties ------------------------------------------------------------------------
   std::vector<cf::PropertyResult> properties;
+  std::vector<const cf::PropertySpec*> judged;  // properties that ran sequences (passed or failed)
   if (!o.skip_properties) {
     cf::PropertyOptions po;
     po.tests = o.tests;
@@ -259,10 +269,17 @@ int run_conform(const ConformOptions& o) {
       cf::PropertyOptions each = po;
       for (int round = 0; round < 12; ++round) {
         auto r = cf::run_property(spec, factory, each);
+        if (!r.target_failure.empty()) {
+          std::fprintf(stderr, "prodsm conform: target %s failed running property %s: %s\n", o.target.c_str(),
+                       spec.name.c_str(), r.target_failure.c_str());
+          std::fprintf(stderr, "prodsm conform: nothing more was judged\n");
+          return kExitServerError;
+        }
         if (r.not_applicable) {
           if (o.verbose) std::printf("property %-40s n/a (%s)\n", spec.name.c_str(), r.description.c_str());
           break;
         }
+        if (judged.empty() || judged.back() != &spec) judged.push_back(&spec);
         if (o.verbose) {
           std::printf("property %-40s %s (%d sequences)\n", spec.name.c_str(),
                       r.passed ? "pass" : ("FAIL " + (r.violation ? r.violation->clause : std::string("?"))).c_str(),
@@ -349,12 +366,20 @@ int run_conform(const ConformOptions& o) {
         }
         break;
     }
+    // A pass needs something that exercised the clause: a vector about it that ran, or a
+    // property whose runs can break it (S1 holds vacuously on Durable Streams traces).
+    const bool by_property = std::any_of(judged.begin(), judged.end(), [&](const cf::PropertySpec* spec) {
+      return cf::property_exercises(*spec, clause.id);
+    });
     if (v.kind == Verdict::Kind::pass &&
         (clause.coverage == cf::Coverage::trace || clause.coverage == cf::Coverage::config) && !v.exercised &&
-        o.skip_properties) {
+        !by_property) {
       v.kind = Verdict::Kind::not_applicable;
-      how = v.notes.empty() ? "no vector exercises it and properties were skipped"
-                            : "no vector about it could run: " + v.notes.front();
+      const std::string no_property = o.skip_properties ? "properties were skipped"
+                                      : judged.empty()  ? "no property could run"
+                                                        : "no property that exercises it could run";
+      how = v.notes.empty() ? "no vector exercises it and " + no_property
+                            : "no vector about it could run (" + v.notes.front() + ") and " + no_property;
     }
     switch (v.kind) {
       case Verdict::Kind::pass: verdict = "pass"; break;

@@ -67,6 +67,11 @@ class Driver {
   /// (e.g. "flush: the SDK has no non-terminal flush"); empty when it simply had nothing
   /// to do.
   [[nodiscard]] virtual std::string unsupported_reason() const { return {}; }
+  /// Why the last run() returned false because the target itself failed (an external
+  /// driver died, hung past the reply timeout, or answered garbage or an error instead
+  /// of "unsupported"): nothing it did from then on can be judged, and the run must not
+  /// report a pass or n/a. Empty otherwise.
+  [[nodiscard]] virtual std::string target_failure() const { return {}; }
 };
 
 /// The configuration of a conformance run for prodsm's core, either protocol.

@@ -58,5 +58,9 @@ DriverFactory served_driver_factory(const ExternalTarget& target, RealTimeOption
 
 /// Prefix of a factory error meaning "the target cannot express this" (not applicable).
 inline constexpr std::string_view kUnsupportedPrefix = "unsupported: ";
+/// Prefix of a factory error meaning "the target itself failed": its driver died, did not
+/// answer within the reply timeout, or answered something that is not a reply. Nothing
+/// can be judged; `prodsm conform` exits 3 (never a pass, never n/a).
+inline constexpr std::string_view kTargetFailedPrefix = "target failed: ";
 
 }  // namespace prodsm::conformance

@@ -13,6 +13,7 @@
 #include <optional>
 #include <set>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include <nlohmann/json.hpp>
@@ -68,7 +69,17 @@ struct PropertyResult {
   /// The target cannot run this property at all (every generated case was discarded:
   /// e.g. an SDK without plain appends); `description` says why.
   bool not_applicable = false;
+  /// Non-empty when the target itself failed (Driver::target_failure: its driver died,
+  /// hung or answered garbage): the property was not judged; `prodsm conform` exits 3.
+  std::string target_failure;
 };
+
+/// True when runs of `spec` can break `clause`: a clause about one protocol's sequencing
+/// holds vacuously on another's traces (S1 on Durable Streams, S2–S5 without the
+/// Durable Streams idempotent producer, S6 on S2, S8 without sequencing), and B3 is
+/// judged by config vectors only. A clause no vector and no such property exercised is
+/// reported n/a, never pass.
+bool property_exercises(const PropertySpec& spec, std::string_view clause);
 
 /// Runs one property against a target. Not thread-safe (RapidCheck's global state).
 PropertyResult run_property(const PropertySpec& spec, const DriverFactory& factory, const PropertyOptions& options);

@@ -70,6 +70,10 @@ struct VectorResult {
   /// clause, command or key, or nothing to check): the vector did not run, and its
   /// result is neither a pass nor a failure of the target. `prodsm conform` exits 2.
   std::string malformed;
+  /// Non-empty when the target itself failed while running the vector (its driver died,
+  /// hung past the reply timeout, or answered garbage or an error): the vector was not
+  /// judged, and `prodsm conform` exits 3 — never a pass, never n/a.
+  std::string target_failure;
   /// How many times the vector ran: 1, or up to kRealTimeAttempts on a real-time target
   /// (TraceConfig::measured_time) whose earlier runs failed; the verdict is the last run's.
   std::size_t attempts = 1;

@@ -1,0 +1,54 @@
+// SPDX-License-Identifier: Apache-2.0
+// A conformance driver (docs/conformance.md, "Driver protocol") that fails on purpose,
+// for `prodsm conform --driver`'s own tests: it answers hello and start like a Durable
+// Streams producer, then fails the first producer operation in the way its argument
+// names. `prodsm conform` must report each as the target's failure (exit 3), never as a
+// pass, an n/a or a malformed vector.
+//
+//   node faulty_driver.mjs crash|garbage|bad-ok|error|bad-type|bad-kind|exit-at-start
+import { createInterface } from "node:readline"
+
+const mode = process.argv[2] ?? ""
+const hello = {
+  ok: true,
+  driver: "faulty",
+  sdk: `faulty (${mode})`,
+  protocols: ["durable_streams"],
+  capabilities: {
+    per_record_completions: true,
+    flush_barrier: true,
+    abort: true,
+    synchronous_rejection: true,
+    virtual_time: true,
+    classifies_certainty: true,
+  },
+}
+
+const reply = (r) => process.stdout.write(JSON.stringify(r) + "\n")
+
+for await (const line of createInterface({ input: process.stdin })) {
+  const op = JSON.parse(line).op
+  if (op === "hello") {
+    reply(hello)
+  } else if (op === "start") {
+    if (mode === "exit-at-start") process.exit(1)
+    reply({ ok: true })
+  } else if (op === "stop") {
+    reply({ ok: true })
+    process.exit(0)
+  } else if (mode === "crash") {
+    process.exit(3)
+  } else if (mode === "garbage") {
+    process.stdout.write("this is not json\n")
+  } else if (mode === "bad-ok") {
+    reply({ ok: "yes", result: null, observed: [] })
+  } else if (mode === "error") {
+    reply({ ok: false, error: { message: "the SDK threw" } })
+  } else if (mode === "bad-type") {
+    reply({ ok: true, result: { ticket: "zero" }, observed: [] })
+  } else if (mode === "bad-kind") {
+    reply({ ok: true, result: { ticket: 0 }, observed: [{ kind: "Done", first: 0, last: 0, ok: true }] })
+  } else {
+    reply({ ok: false, error: { message: `unknown mode '${mode}'` } })
+  }
+}
