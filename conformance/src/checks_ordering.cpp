@@ -3,6 +3,7 @@
 // Each checker reads the trace through the index and the reference model's prediction
 // and names the steps that show a violation.
 #include <algorithm>
+#include <optional>
 #include <string>
 
 #include "checker_support.hpp"
@@ -29,6 +30,39 @@ Result check_p1(const Checked& c) {
                              ", submitted before the flush, completed",
                          {tk.submit_step, f.step, bd.step});
       }
+    }
+  }
+  // Submits take effect in call order on the wire too: each batch carries exactly its
+  // records in ticket order (bytes as submitted: Durable Streams bytes mode, S2; the JSON
+  // framing is the SDK's), and unsequenced batches — whose order at the server is their
+  // send order — go out first in ticket order (sequenced ones are put in order by the
+  // server: S2, S4, and may cross on pooled connections). A driver that sent a later
+  // plain batch first, or left a record out of a body and reported it ok, passed before.
+  std::optional<std::size_t> previous;  // the send index of the last unsequenced first attempt
+  for (std::size_t i = 0; i < x.sends.size(); ++i) {
+    const Observation* o = x.sends[i].obs;
+    if (o == nullptr || o->attempt != 1 || o->count == 0 || o->first_ticket + o->count > x.tickets.size()) continue;
+    const bool sequenced = o->stamp.sequenced || o->stamp.match_seq_num.has_value();
+    if (!sequenced && previous && o->first_ticket < x.sends[*previous].obs->first_ticket) {
+      return violation("P1",
+                       "the batch of " + t(o->first_ticket) + " was first sent after the batch of " +
+                           t(x.sends[*previous].obs->first_ticket) + ", which follows it: its records would reach " +
+                           "the stream out of submission order",
+                       {x.sends[*previous].step, x.sends[i].step});
+    }
+    if (!sequenced) previous = i;
+    if (x.config.protocol == Protocol::durable_streams && x.config.json) continue;
+    std::string records;
+    for (std::uint64_t k = o->first_ticket; k < o->first_ticket + o->count; ++k) {
+      records += x.trace.steps[x.tickets[k].submit_step].input.record;
+    }
+    if (o->body != records) {
+      return violation("P1",
+                       "the send of " + t(o->first_ticket) + ".." + std::to_string(o->first_ticket + o->count - 1) +
+                           " does not carry exactly those records, in ticket order (" +
+                           std::to_string(o->body.size()) + " body bytes for " + std::to_string(records.size()) +
+                           " record bytes)",
+                       {x.sends[i].step});
     }
   }
   return std::nullopt;
@@ -113,6 +147,13 @@ Result check_p4(const Checked& c) {
     if (batch == nullptr) {
       return violation("P4", "a successful completion does not lie within a batch that was sent", {d.step});
     }
+    // What the server acknowledged for the batch (its last valid ack): the completion must
+    // carry that, not a position of the SDK's own making.
+    const TraceAck* server = nullptr;
+    for (const std::size_t i : batch->sends) {
+      const Response* r = x.sends[i].response;
+      if (r != nullptr && r->kind == Response::Kind::ack && !r->invalid) server = &r->ack;
+    }
     if (x.config.protocol == Protocol::s2) {
       // The ack is the batch's [start, end): one position per record of the batch, and a
       // record reported on its own carries start + its index.
@@ -122,6 +163,13 @@ Result check_p4(const Checked& c) {
       if (a.end < a.start || (span != batch->count && span != records)) {
         return violation("P4", "S2 ack range does not give one position per record", {d.step});
       }
+      if (server != nullptr && span == batch->count && (a.start != server->start || a.end != server->end)) {
+        return violation("P4",
+                         t(d.obs->first_ticket) + " completed with positions [" + std::to_string(a.start) + ", " +
+                             std::to_string(a.end) + "), but the server acknowledged [" +
+                             std::to_string(server->start) + ", " + std::to_string(server->end) + ")",
+                         {d.step});
+      }
       if (a.seq_num && span == batch->count && *a.seq_num != a.start + (d.obs->first_ticket - batch->first)) {
         return violation(
             "P4",
@@ -130,6 +178,12 @@ Result check_p4(const Checked& c) {
       }
     } else if (d.obs->ack.next_offset.empty() && !d.obs->ack.duplicate) {
       return violation("P4", "Durable Streams success without next offset or duplicate flag", {d.step});
+    } else if (server != nullptr && !server->next_offset.empty() && !d.obs->ack.next_offset.empty() &&
+               d.obs->ack.next_offset != server->next_offset) {
+      return violation("P4",
+                       t(d.obs->first_ticket) + " completed with next offset '" + d.obs->ack.next_offset +
+                           "', but the server answered '" + server->next_offset + "'",
+                       {d.step});
     }
   }
   return std::nullopt;

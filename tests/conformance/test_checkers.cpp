@@ -77,6 +77,33 @@ TEST(Checkers, P1BarrierBeforeCoveredRecord) {
   EXPECT_TRUE(reports(t, "P1")) << reported(t);
 }
 
+// P1 on the wire: a send carries exactly its records in ticket order, and plain batches
+// go out first in ticket order (their order at the server). A driver that dropped a
+// record from a body, or sent a later plain batch first, passed before.
+TEST(Checkers, P1SendsCarryTheirRecordsInTicketOrder) {
+  const nlohmann::json one_per_batch = with(kLong, {{"max_batch_records", 1}});
+  Trace body = run(Protocol::durable_streams, one_per_batch, {submit("a"), submit("b"), simple("flush")});
+  EXPECT_FALSE(reports(body, "P1")) << reported(body);
+  find(body, Observation::Kind::send)->body = "x";
+  EXPECT_TRUE(reports(body, "P1")) << reported(body);
+
+  Trace order = run(Protocol::durable_streams, one_per_batch, {submit("a"), submit("b"), simple("flush")});
+  Observation* first = find(order, Observation::Kind::send);
+  ASSERT_NE(first, nullptr);
+  Observation* second = nullptr;
+  for (auto& step : order.steps) {
+    for (auto& o : step.observed) {
+      if (o.kind == Observation::Kind::send && &o != first) second = &o;
+    }
+  }
+  ASSERT_NE(second, nullptr);
+  std::swap(first->first_ticket, second->first_ticket);  // the later batch went out first
+  std::swap(first->body, second->body);
+  EXPECT_TRUE(reports(order, "P1")) << reported(order);
+  first->stamp.sequenced = second->stamp.sequenced = true;  // the server orders sequenced batches (S2, S4)
+  EXPECT_FALSE(reports(order, "P1")) << reported(order);
+}
+
 TEST(Checkers, P2CompletionTwice) {
   Trace t = run(Protocol::s2, kLong, {submit("a"), simple("flush"), answer("ack")});
   t.steps[2].observed.push_back(*find(t, Observation::Kind::done));
@@ -96,6 +123,22 @@ TEST(Checkers, P4AckRangeDoesNotMatchRecords) {
   Trace t = run(Protocol::s2, kLong, {submit("a"), submit("b"), simple("flush"), answer("ack")});
   find(t, Observation::Kind::done)->ack.end += 1;
   EXPECT_TRUE(reports(t, "P4")) << reported(t);
+}
+
+// P4: a success carries the server's acknowledgement. A driver that made up its own
+// offset or positions passed while only their presence was checked.
+TEST(Checkers, P4AckIsNotWhatTheServerAnswered) {
+  Trace ds = run(Protocol::durable_streams, kLong, {submit("a"), simple("flush"), answer("ack")});
+  EXPECT_FALSE(reports(ds, "P4")) << reported(ds);
+  find(ds, Observation::Kind::done)->ack.next_offset += "0";
+  EXPECT_TRUE(reports(ds, "P4")) << reported(ds);
+  Trace s2 = run(Protocol::s2, kLong, {submit("a"), submit("b"), simple("flush"), answer("ack")});
+  EXPECT_FALSE(reports(s2, "P4")) << reported(s2);
+  auto& ack = find(s2, Observation::Kind::done)->ack;
+  ack.start += 5;  // the same span, elsewhere in the stream
+  ack.end += 5;
+  if (ack.seq_num) *ack.seq_num += 5;
+  EXPECT_TRUE(reports(s2, "P4")) << reported(s2);
 }
 
 TEST(Checkers, B1BatchAboveLimits) {
