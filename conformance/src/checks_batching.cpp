@@ -64,6 +64,62 @@ Result check_b1(const Checked& c) {
   return std::nullopt;
 }
 
+/// B2, the other side: once time has moved past a record's linger (an `advance`, which
+/// fires every due timer), its batch has gone out — judged only where nothing may hold it
+/// back: virtual time, no send in flight (R1), no failure answered yet (a backoff, E4,
+/// holds later batches), no would-block, close or abort so far. A producer that waited
+/// ten lingers passed before.
+Result check_b2_late(const Checked& c) {
+  const auto& x = c.index;
+  const auto& cfg = x.config;
+  if (!cfg.linger_ns || c.caps.measured_time || !c.caps.virtual_time) return std::nullopt;
+  std::uint64_t next_unsent = 0;  // the oldest ticket no send carried yet
+  std::vector<bool> sent(x.tickets.size(), false);
+  for (std::size_t s = 0; s < x.trace.steps.size(); ++s) {
+    const Input& in = x.trace.steps[s].input;
+    if (in.kind == Input::Kind::close || in.kind == Input::Kind::abort || in.kind == Input::Kind::close_stream) break;
+    if (std::find(x.would_block_steps.begin(), x.would_block_steps.end(), s) != x.would_block_steps.end()) break;
+    // Any answer but a plain valid ack (a failure, an invalid ack: E5 fails the producer),
+    // and any failed outcome, may stop or hold back what follows: judged no further.
+    if (in.kind == Input::Kind::respond && (in.response.kind != Response::Kind::ack || in.response.invalid)) break;
+    if (in.kind == Input::Kind::respond_stream_close) break;
+    bool any_failure = false;
+    for (const auto& o : x.trace.steps[s].observed) {
+      const bool outcome = o.kind == Observation::Kind::done || o.kind == Observation::Kind::barrier ||
+                           o.kind == Observation::Kind::closed;
+      any_failure = any_failure || (outcome && !o.ok);
+    }
+    if (any_failure) break;
+    std::size_t outstanding = 0;
+    bool failed = false;
+    for (const auto& send : x.sends) {
+      if (send.step > s) continue;
+      if (send.obs != nullptr && send.obs->count > 0 && send.obs->first_ticket + send.obs->count <= sent.size()) {
+        for (std::uint64_t k = send.obs->first_ticket; k < send.obs->first_ticket + send.obs->count; ++k) sent[k] = true;
+      }
+      if (!send.response_step || *send.response_step > s) ++outstanding;
+      if (send.response != nullptr && send.response_step && *send.response_step <= s &&
+          send.response->kind == Response::Kind::fail) {
+        failed = true;
+      }
+    }
+    if (failed) break;
+    while (next_unsent < sent.size() && sent[next_unsent]) ++next_unsent;
+    if (in.kind != Input::Kind::advance || outstanding > 0 || next_unsent >= x.tickets.size()) continue;
+    const auto& tk = x.tickets[next_unsent];
+    if (tk.submit_step >= s) continue;
+    const Instant due = saturating_add(tk.at, *cfg.linger_ns);
+    if (in.at >= due) {
+      return violation("B2",
+                       t(next_unsent) + "'s linger ended at " +
+                           std::to_string(std::chrono::duration_cast<std::chrono::milliseconds>(due - tk.at).count()) +
+                           " ms after its submit, time moved past it with nothing in flight, and its batch was not sent",
+                       {tk.submit_step, s});
+    }
+  }
+  return std::nullopt;
+}
+
 Result check_b2(const Checked& c) {
   const auto& x = c.index;
   const auto& cfg = x.config;
@@ -92,7 +148,7 @@ Result check_b2(const Checked& c) {
                        {x.tickets[b.first].submit_step, send.step});
     }
   }
-  return std::nullopt;
+  return check_b2_late(c);
 }
 
 Result check_b4(const Checked& c) {

@@ -160,6 +160,16 @@ TEST(Checkers, B1CutWithRoomIsAllowedOnlyOnceLingerElapsed) {
   EXPECT_TRUE(reports(t, "B1")) << reported(t);
 }
 
+// B2's other side: time moved past the linger, nothing was in flight, and the batch was
+// still not sent (a producer waiting ten lingers passed before).
+TEST(Checkers, B2NotSentOnceTheLingerElapsed) {
+  Trace t = run(Protocol::durable_streams, {{"linger_ms", 5}},
+                {submit("a"), {{"do", "advance"}, {"ms", 3}}, {{"do", "advance"}, {"ms", 2}}});
+  EXPECT_FALSE(reports(t, "B2")) << reported(t);
+  t.config.linger_ns = 2ms;  // the same trace, judged against a shorter linger: late at 3 ms
+  EXPECT_TRUE(reports(t, "B2")) << reported(t);
+}
+
 TEST(Checkers, B2SentBeforeLinger) {
   Trace t = run(Protocol::durable_streams, {{"linger_ms", 5}}, {submit("a"), {{"do", "advance"}, {"ms", 5}}});
   t.config.linger_ns = 10ms;  // the same send, judged against a longer linger
