@@ -44,6 +44,12 @@ std::optional<Violation> check_replay(const Trace& first, const Trace& second) {
       if (a[k].body != b[k].body || a[k].record_ends != b[k].record_ends) {
         return Violation{"D2", "replaying the same inputs sent other bytes", {i}};
       }
+      // Within a step (an advance that fires several timers) each observation's own
+      // instant must replay too: a backoff jittered by an unseeded generator moves a
+      // resend inside the step, which the step's text alone does not show.
+      if (a[k].at != b[k].at) {
+        return Violation{"D2", "replaying the same inputs observed the same thing at another instant", {i}};
+      }
     }
   }
   if (first.steps.size() != second.steps.size()) {

@@ -387,6 +387,11 @@ TEST(Checkers, D2ReplayDiffers) {
   ASSERT_TRUE(check_replay(a, b).has_value());
   EXPECT_EQ(check_replay(a, b)->clause, "D2");
   EXPECT_FALSE(check_replay(a, a).has_value());
+  // The same observation at another instant within its step (an unseeded jitter).
+  Trace c = a;
+  find(c, Observation::Kind::send)->at = Instant{} + 3ms;
+  ASSERT_TRUE(check_replay(a, c).has_value());
+  EXPECT_NE(check_replay(a, c)->message.find("another instant"), std::string::npos);
 }
 
 TEST(Checkers, D3DeliveryTimeoutEarly) {
