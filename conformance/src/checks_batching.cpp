@@ -95,7 +95,8 @@ Result check_b2_late(const Checked& c) {
     for (const auto& send : x.sends) {
       if (send.step > s) continue;
       if (send.obs != nullptr && send.obs->count > 0 && send.obs->first_ticket + send.obs->count <= sent.size()) {
-        for (std::uint64_t k = send.obs->first_ticket; k < send.obs->first_ticket + send.obs->count; ++k) sent[k] = true;
+        const std::uint64_t end = send.obs->first_ticket + send.obs->count;
+        for (std::uint64_t k = send.obs->first_ticket; k < end; ++k) sent[k] = true;
       }
       if (!send.response_step || *send.response_step > s) ++outstanding;
       if (send.response != nullptr && send.response_step && *send.response_step <= s &&
@@ -110,11 +111,12 @@ Result check_b2_late(const Checked& c) {
     if (tk.submit_step >= s) continue;
     const Instant due = saturating_add(tk.at, *cfg.linger_ns);
     if (in.at >= due) {
-      return violation("B2",
-                       t(next_unsent) + "'s linger ended at " +
-                           std::to_string(std::chrono::duration_cast<std::chrono::milliseconds>(due - tk.at).count()) +
-                           " ms after its submit, time moved past it with nothing in flight, and its batch was not sent",
-                       {tk.submit_step, s});
+      return violation(
+          "B2",
+          t(next_unsent) + "'s linger ended at " +
+              std::to_string(std::chrono::duration_cast<std::chrono::milliseconds>(due - tk.at).count()) +
+              " ms after its submit, time moved past it with nothing in flight, and its batch was not sent",
+          {tk.submit_step, s});
     }
   }
   return std::nullopt;

@@ -59,9 +59,8 @@ Result check_p1(const Checked& c) {
     if (o->body != records) {
       return violation("P1",
                        "the send of " + t(o->first_ticket) + ".." + std::to_string(o->first_ticket + o->count - 1) +
-                           " does not carry exactly those records, in ticket order (" +
-                           std::to_string(o->body.size()) + " body bytes for " + std::to_string(records.size()) +
-                           " record bytes)",
+                           " does not carry exactly those records, in ticket order (" + std::to_string(o->body.size()) +
+                           " body bytes for " + std::to_string(records.size()) + " record bytes)",
                        {x.sends[i].step});
     }
   }

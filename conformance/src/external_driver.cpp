@@ -3,8 +3,8 @@
 // (docs/conformance.md, "The driver protocol"). This side keeps the trace and the
 // simulated server; the driver only translates between the protocol and its SDK.
 #include <filesystem>
-#include <stdexcept>
 #include <nlohmann/json.hpp>
+#include <stdexcept>
 
 #include "driver_json.hpp"
 #include "driver_process.hpp"

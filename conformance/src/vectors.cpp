@@ -220,7 +220,8 @@ VectorResult run_checked_vector(const json& v, const std::string& file, const Dr
     const std::size_t before = driver->trace().steps.size();
     if (!driver->run(*command)) {
       if (const std::string why = driver->target_failure(); !why.empty()) {
-        r.target_failure = "step " + std::to_string(i) + ": " + why.substr(std::min(why.size(), kTargetFailedPrefix.size()));
+        r.target_failure =
+            "step " + std::to_string(i) + ": " + why.substr(std::min(why.size(), kTargetFailedPrefix.size()));
         r.trace = driver->trace();
         return r;
       }

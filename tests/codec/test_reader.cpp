@@ -165,9 +165,8 @@ TEST(StreamReader, AJsonStreamsContentTypeTurnsJsonModeOnBeforeAnyData) {
   Drive collected;
   collected.options_json = true;
   collected.request();
-  Response r = Drive::head(200, {{"Stream-Next-Offset", "o1"},
-                                 {"Content-Type", "application/vnd.x+json"},
-                                 {"Stream-Up-To-Date", "true"}});
+  Response r = Drive::head(
+      200, {{"Stream-Next-Offset", "o1"}, {"Content-Type", "application/vnd.x+json"}, {"Stream-Up-To-Date", "true"}});
   r.body = "[{\"a\":1}, 4]";
   collected.reader.on_outcome(collected.now, std::move(r));
   collected.take_output();

@@ -272,9 +272,9 @@ TEST_F(Cli, InterruptAfterTheWholeInputWasReadLeavesNothingOutAndExits0) {
   const std::string u = url("sigint-after-eof");
   const std::string path = ds::StreamUrl::parse(u)->path;
   client.create(u, "application/octet-stream");
-  client.set_fault_mix(ReferenceServer::shared().url(),
-                       R"({"path":")" + path +
-                           R"(","method":"POST","probability":1,"seed":1,"faults":[{"delayMs":3000}]})");
+  client.set_fault_mix(
+      ReferenceServer::shared().url(),
+      R"({"path":")" + path + R"(","method":"POST","probability":1,"seed":1,"faults":[{"delayMs":3000}]})");
   const std::string input = temp_path("sigint-after-eof-in");
   const std::string err = temp_path("sigint-after-eof-err");
   {
@@ -295,7 +295,7 @@ TEST_F(Cli, InterruptAfterTheWholeInputWasReadLeavesNothingOutAndExits0) {
     ::execv(PRODSM_CLI, argv.data());
     ::_exit(98);
   }
-  bool held = false;  // the POST reached the server (and is held): the input was read whole
+  bool held = false;                        // the POST reached the server (and is held): the input was read whole
   for (int i = 0; i < 600 && !held; ++i) {  // up to 30 s
     auto counts = nlohmann::json::parse(client.fault_mix_counts(ReferenceServer::shared().url()), nullptr, false);
     held = counts.is_object() && counts.contains(path) && counts[path]["injected"][0].get<int>() > 0;
@@ -349,22 +349,25 @@ TEST_F(Cli, ConformRefusesMalformedVectors) {
 // never "conformant" (each vector used to turn n/a, each generated command was skipped,
 // and the run passed), and never a malformed vector (the vectors are fine).
 TEST_F(Cli, ConformReportsAFailingDriverAsTheTargetsFailureNeverAPass) {
-  const std::string driver = std::string(PRODSM_NODE) + " " + PRODSM_SOURCE_DIR + "/tests/conformance/drivers/faulty_driver.mjs";
+  const std::string driver =
+      std::string(PRODSM_NODE) + " " + PRODSM_SOURCE_DIR + "/tests/conformance/drivers/faulty_driver.mjs";
   struct Case {
     const char* mode;
     const char* gist;
   };
-  for (const Case& c : {Case{"crash", "the driver exited"}, Case{"garbage", "not a JSON object"},
-                        Case{"bad-ok", "no boolean \"ok\""}, Case{"error", "the SDK threw"},
-                        Case{"bad-type", "does not follow the driver protocol"},
-                        Case{"bad-kind", "unknown observation kind 'Done'"}, Case{"exit-at-start", "start: "}}) {
+  for (const Case& c :
+       {Case{"crash", "the driver exited"}, Case{"garbage", "not a JSON object"}, Case{"bad-ok", "no boolean \"ok\""},
+        Case{"error", "the SDK threw"}, Case{"bad-type", "does not follow the driver protocol"},
+        Case{"bad-kind", "unknown observation kind 'Done'"}, Case{"exit-at-start", "start: "}}) {
     SCOPED_TRACE(c.mode);
     for (const char* properties : {"--skip-properties", "--tests 5"}) {
-      const std::string vectors = std::string(properties) == "--skip-properties" ? "" : " --vectors " + temp_path("none");
+      const std::string vectors =
+          std::string(properties) == "--skip-properties" ? "" : " --vectors " + temp_path("none");
       if (!vectors.empty()) {  // properties only: an empty vectors directory
         ASSERT_EQ(std::system(("mkdir -p " + temp_path("none")).c_str()), 0);
       }
-      const CliRun r = prodsm("conform --target faulty --driver '" + driver + " " + c.mode + "' " + properties + vectors);
+      const CliRun r =
+          prodsm("conform --target faulty --driver '" + driver + " " + c.mode + "' " + properties + vectors);
       EXPECT_EQ(r.status, 3) << properties << "\n" << r.out << r.err;
       EXPECT_NE(r.err.find("target faulty failed running"), std::string::npos) << r.err;
       EXPECT_NE(r.err.find(c.gist), std::string::npos) << r.err;

@@ -20,19 +20,24 @@ namespace {
 class CliPlainAppends : public CliServerTest {
  protected:
   CliPlainAppends() : CliServerTest("cli-plain") {}
+  /// Answers `probability` of the POSTs to `u` with 503 (Retry-After: 0), from `seed`.
+  void refuse_posts(const std::string& u, double probability, int seed) {
+    nlohmann::json mix;
+    mix["path"] = ds::StreamUrl::parse(u)->path;
+    mix["method"] = "POST";
+    mix["probability"] = probability;
+    mix["seed"] = seed;
+    mix["faults"] = nlohmann::json::array({{{"status", 503}, {"retryAfter", 0}}});
+    client.set_fault_mix(ReferenceServer::shared().url(), mix.dump());
+  }
 };
 
 TEST_F(CliPlainAppends, KeepTheInputOrderWhileTheServerRefusesBatches) {
   ReferenceServer& server = ReferenceServer::shared();
   const std::string u = url("order");
   client.create(u, "application/octet-stream");
-  nlohmann::json mix;
-  mix["path"] = ds::StreamUrl::parse(u)->path;
-  mix["method"] = "POST";
-  mix["probability"] = 0.1;
-  mix["seed"] = 11;
-  mix["faults"] = nlohmann::json::array({{{"status", 503}, {"retryAfter", 0}}});
-  client.set_fault_mix(server.url(), mix.dump());
+  refuse_posts(u, 0.1, 11);
+  const std::string path = ds::StreamUrl::parse(u)->path;
   std::string input;
   for (int i = 0; i < 4000; ++i) input += std::to_string(i) + "\n";
   const CliRun r = prodsm("produce " + u + " --no-producer-id --max-batch-bytes 100 --linger-ms 0", input);
@@ -40,8 +45,8 @@ TEST_F(CliPlainAppends, KeepTheInputOrderWhileTheServerRefusesBatches) {
   client.clear_fault_mix(server.url());
   EXPECT_EQ(r.status, 0) << r.err;
   const auto injected = nlohmann::json::parse(counts, nullptr, false);
-  ASSERT_TRUE(injected.is_object() && injected.contains(mix["path"].get<std::string>())) << counts;
-  EXPECT_GE(injected[mix["path"].get<std::string>()]["injected"][0].get<int>(), 10)
+  ASSERT_TRUE(injected.is_object() && injected.contains(path)) << counts;
+  EXPECT_GE(injected[path]["injected"][0].get<int>(), 10)
       << "the test means something only if many batches were refused: " << counts;
   EXPECT_EQ(client.read_all(u, false), input) << "faults injected: " << counts << "\n" << r.out << r.err;
   EXPECT_EQ(r.err.find("out of order"), std::string::npos) << "one batch at a time: nothing to warn of\n" << r.err;
@@ -58,13 +63,7 @@ TEST_F(CliPlainAppends, ResendsWithSeveralInFlightAreWarnedOfUnlessVerified) {
     SCOPED_TRACE(verify);
     const std::string u = url(verify ? "several-verified" : "several");
     client.create(u, "application/octet-stream");
-    nlohmann::json mix;
-    mix["path"] = ds::StreamUrl::parse(u)->path;
-    mix["method"] = "POST";
-    mix["probability"] = 0.1;
-    mix["seed"] = 5;
-    mix["faults"] = nlohmann::json::array({{{"status", 503}, {"retryAfter", 0}}});
-    client.set_fault_mix(server.url(), mix.dump());
+    refuse_posts(u, 0.1, 5);
     const CliRun r = prodsm("produce " + u + " --no-producer-id --max-in-flight 4 --max-batch-bytes 100 --linger-ms 0" +
                                 (verify ? " --verify" : ""),
                             input);

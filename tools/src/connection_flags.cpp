@@ -26,8 +26,7 @@ void add_connection_flags(CLI::App& cmd, ConnectionFlags& f) {
 }
 
 std::optional<std::string> apply_connection_flags(const ConnectionFlags& f, http::TransportOptions& transport,
-                                                  HeaderProvider& provider,
-                                                  const std::vector<FixedHeader>& fixed,
+                                                  HeaderProvider& provider, const std::vector<FixedHeader>& fixed,
                                                   http::HeaderRule rule) {
   transport.tls.ca_file = f.cacert;
   transport.tls.ca_dir = f.capath;

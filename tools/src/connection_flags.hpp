@@ -44,12 +44,11 @@ void add_connection_flags(CLI::App& cmd, ConnectionFlags& flags);
 
 /// Fills `transport.tls` and `provider` from `flags`. `fixed` are the headers every
 /// request carries already (-H, a token from the environment): a name both fixed and
-/// provided is refused here, naming both sources (it would fail every request). The token file is read, the header command run, once here, so a broken one
-/// fails before anything is sent; its headers are checked with `rule`, the target
-/// protocol's rule on provided headers. Returns the message naming the bad flag, or nullopt.
+/// provided is refused here, naming both sources (it would fail every request). The token file is read, the header
+/// command run, once here, so a broken one fails before anything is sent; its headers are checked with `rule`, the
+/// target protocol's rule on provided headers. Returns the message naming the bad flag, or nullopt.
 std::optional<std::string> apply_connection_flags(const ConnectionFlags& flags, http::TransportOptions& transport,
-                                                  HeaderProvider& provider,
-                                                  const std::vector<FixedHeader>& fixed,
+                                                  HeaderProvider& provider, const std::vector<FixedHeader>& fixed,
                                                   http::HeaderRule rule = &ds::check_extra_header);
 
 }  // namespace prodsm::tools

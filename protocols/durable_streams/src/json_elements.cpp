@@ -95,8 +95,12 @@ int escaped_unit(std::string_view json, std::size_t i) noexcept {
   return unit;
 }
 
-bool is_high_surrogate(int unit) noexcept { return unit >= 0xD800 && unit <= 0xDBFF; }
-bool is_low_surrogate(int unit) noexcept { return unit >= 0xDC00 && unit <= 0xDFFF; }
+bool is_high_surrogate(int unit) noexcept {
+  return unit >= 0xD800 && unit <= 0xDBFF;
+}
+bool is_low_surrogate(int unit) noexcept {
+  return unit >= 0xDC00 && unit <= 0xDFFF;
+}
 
 }  // namespace
 

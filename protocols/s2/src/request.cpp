@@ -14,7 +14,6 @@ namespace {
 
 constexpr std::string_view kProtobuf = "application/protobuf";
 
-
 bool is_unreserved(char c) noexcept {
   return (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') || c == '-' || c == '.' ||
          c == '_' || c == '~';
@@ -145,7 +144,6 @@ void append_json_string(std::string& out, std::string_view s) {
   }
   out += '"';
 }
-
 
 }  // namespace
 

@@ -72,7 +72,7 @@ class PendingRecords {
  private:
   template <class Core>
   tl::expected<Ticket, Rejection> refuse(Core& core, Instant now) {
-    wanted_ = true;                 // R3: CapacityAvailable once the adapter delivered some
+    wanted_ = true;                // R3: CapacityAvailable once the adapter delivered some
     core.seal_partial_batch(now);  // R2: the records to deliver go out, whatever the linger
     return tl::unexpected(Rejection{RejectReason::would_block, "max_pending_records reached", {}});
   }

@@ -37,8 +37,8 @@
 #include <tl/expected.hpp>
 
 #include "prodsm/detail/ack_latency.hpp"
-#include "prodsm/detail/pending_records.hpp"
 #include "prodsm/detail/backoff.hpp"
+#include "prodsm/detail/pending_records.hpp"
 #include "prodsm/ds/http_codec.hpp"
 #include "prodsm/ds/results.hpp"
 #include "prodsm/durable_streams.hpp"
