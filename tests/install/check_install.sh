@@ -7,7 +7,8 @@
 #  4. a library-only build (tools, conformance, tests, bench, examples off; RapidCheck,
 #     CLI11, nlohmann_json, GoogleTest and Google Benchmark made unfindable) of shared
 #     libraries configures, builds and installs; its prefix is moved elsewhere, and the
-#     consumer built against the moved prefix runs.
+#     consumer built against the moved prefix runs;
+#  5. the CLI installed reads the conformance vectors installed with it.
 # usage: check_install.sh <build dir> <source dir>
 set -euo pipefail
 build="$1"
@@ -74,4 +75,19 @@ quiet cmake -S "$source/tests/install/consumer" -B "$scratch/consumer-shared" -G
   -DCMAKE_CXX_COMPILER=$cxx -DCMAKE_PREFIX_PATH="$scratch/moved-prefix"
 quiet cmake --build "$scratch/consumer-shared"
 LD_LIBRARY_PATH="$scratch/moved-prefix/lib" "$scratch/consumer-shared/consumer"
+# 5. The CLI installed (the tools component) finds its conformance data under the prefix,
+#    not in the source tree: a vector planted in the installed copy is the one it reads.
+quiet cmake --install "$build" --prefix "$scratch/tools-prefix" --component tools
+quiet ls "$scratch"/tools-prefix/share/prodsm/conformance/findings/ds-ts.verdicts.json
+quiet "$scratch/tools-prefix/bin/prodsm" conform --skip-properties
+echo '{not json' > "$scratch/tools-prefix/share/prodsm/conformance/vectors/planted.json"
+if "$scratch/tools-prefix/bin/prodsm" conform --skip-properties >"$scratch/step.log" 2>&1; then
+  echo "check_install: the installed prodsm did not read its installed vectors" >&2
+  exit 1
+fi
+if ! grep -q "$scratch/tools-prefix/share/prodsm/conformance/vectors/planted.json: malformed vector" "$scratch/step.log"; then
+  echo "check_install: the installed prodsm read vectors elsewhere:" >&2
+  tail -n 5 "$scratch/step.log" >&2
+  exit 1
+fi
 echo "check_install: ok"

@@ -25,9 +25,27 @@ namespace {
 
 namespace cf = prodsm::conformance;
 
+/// Where the conformance data (conformance/vectors, conformance/findings) is: installed
+/// beside this executable (<prefix>/share/prodsm, for <prefix>/bin/prodsm), else the
+/// source tree it was built from — so an installed prodsm does not depend on that tree.
+std::string conformance_data_root() {
+  std::error_code ec;
+  const std::filesystem::path exe = std::filesystem::read_symlink("/proc/self/exe", ec);
+  if (!ec) {
+    std::filesystem::path prefix = exe.parent_path();
+    for (const auto& part : std::filesystem::path(PRODSM_INSTALL_BINDIR)) {
+      (void)part;
+      prefix = prefix.parent_path();
+    }
+    const std::filesystem::path installed = prefix / PRODSM_INSTALL_DATADIR / "prodsm";
+    if (std::filesystem::is_directory(installed / "conformance" / "vectors", ec)) return installed.string();
+  }
+  return PRODSM_SOURCE_DIR;
+}
+
 struct ConformOptions {
   std::string target = "core";
-  std::vector<std::string> vectors{PRODSM_DEFAULT_VECTORS_DIR};
+  std::vector<std::string> vectors{conformance_data_root() + "/conformance/vectors"};
   int tests = 300;
   int max_size = 100;
   std::optional<std::uint64_t> seed;
@@ -523,7 +541,7 @@ void add_conform_command(CLI::App& app, std::function<int()>& run) {
         std::fprintf(stderr, "prodsm conform: --matrix: cannot find this executable: %s\n", ec.message().c_str());
         return static_cast<int>(kExitBadInput);
       }
-      m.source_dir = PRODSM_SOURCE_DIR;
+      m.source_dir = conformance_data_root();  // its conformance/vectors and conformance/findings
       if (o->vectors_given) m.vectors = o->vectors;
       m.tests = o->tests;
       m.max_size = o->max_size;
