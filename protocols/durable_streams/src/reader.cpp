@@ -3,6 +3,8 @@
 // bounded. See reader.hpp for the rules.
 #include "prodsm/ds/reader.hpp"
 
+#include "prodsm/http/detail/text.hpp"
+
 #include <algorithm>
 #include <utility>
 
@@ -256,8 +258,14 @@ void StreamReader::choose_mode(const http::Response& head) {
   // change meaning mid-read. A stream's Content-Type never changes, so every response
   // until then gives the same answer.
   if (summary_.json || !options_.json_from_content_type || delivered_ > 0 || committed_units_ > 0) return;
+  // Exactly application/json: only then does the server itself keep the stream as JSON
+  // messages and answer each page as one array (the reference server's JSON mode). A
+  // `+json` type is stored as sent there — bytes, whatever a producer framed — so it is
+  // read as bytes unless `json` asks otherwise.
   const auto content_type = head.header("Content-Type");
-  summary_.json = content_type && is_json_content_type(*content_type);
+  summary_.json = content_type && http::detail::iequals(http::detail::trim_ows(content_type->substr(
+                                                            0, content_type->find(';'))),
+                                                        "application/json");
 }
 
 bool StreamReader::on_data_bytes(std::span<const char> bytes) {

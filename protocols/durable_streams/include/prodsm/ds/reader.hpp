@@ -47,10 +47,11 @@ struct ReadOptions {
   std::string offset = "-1";
   /// A JSON stream: data is handed on element by element (each one JSON value).
   bool json = false;
-  /// With `json` false: read in JSON mode all the same when the stream's Content-Type
-  /// selects it (is_json_content_type of the first 200 response). Each page of a JSON
-  /// stream is a JSON array, so their bytes concatenated (`[1,2][3,4]`) are not one JSON
-  /// text; in JSON mode they are handed on element by element (PROTOCOL.md, JSON mode).
+  /// With `json` false: read in JSON mode all the same when the first 200 response's
+  /// Content-Type is `application/json` (parameters aside; not a `+json` type, which the
+  /// reference server stores as bytes). Each page of a JSON stream is a JSON array, so
+  /// their bytes concatenated (`[1,2][3,4]`) are not one JSON text; in JSON mode they are
+  /// handed on element by element (PROTOCOL.md, JSON mode).
   /// ReadChunk::json and ReadSummary::json tell which mode the read used. Default true.
   bool json_from_content_type = true;
   /// Most data bytes handed on (JSON: element bytes), 0..2^62; past it the read fails
