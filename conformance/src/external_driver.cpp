@@ -282,6 +282,12 @@ class ExternalDriver final : public Driver {
     SyncResult parsed_result;
     std::vector<Observation> parsed_observed;
     try {
+      if (reply.contains("observed") && !reply.at("observed").is_array()) {
+        throw std::invalid_argument("\"observed\" is not an array");
+      }
+      if (reply.contains("result") && !reply.at("result").is_null() && !reply.at("result").is_object()) {
+        throw std::invalid_argument("\"result\" is neither null nor an object");
+      }
       parsed_result = result_from(reply.value("result", json()));
       const json observed =
           reply.contains("observed") && reply.at("observed").is_array() ? reply.at("observed") : json::array();

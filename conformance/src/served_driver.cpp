@@ -5,6 +5,7 @@
 // flushes, closes and aborts, and reports outcomes; the harness reads the sends off the
 // wire and answers them there (wire_driver.hpp). Nothing of the SDK is injected.
 #include <nlohmann/json.hpp>
+#include <stdexcept>
 
 #include "driver_json.hpp"
 #include "driver_process.hpp"
@@ -121,6 +122,9 @@ class ServedDriver final : public detail::WireDriver {
     }
     SyncResult result;
     try {
+      if (reply.contains("result") && !reply.at("result").is_null() && !reply.at("result").is_object()) {
+        throw std::invalid_argument("\"result\" is neither null nor an object");
+      }
       result = detail::result_from(reply.value("result", json()));
     } catch (const std::exception& e) {
       trace_.steps.pop_back();
@@ -153,6 +157,12 @@ class ServedDriver final : public detail::WireDriver {
   bool collect_outcomes() override { return take_observed(process_->request({{"op", "poll"}, {"wait_ms", 1}})); }
 
   bool take_observed(const json& reply) {
+    if (reply.contains("observed") && !reply.at("observed").is_array()) {
+      if (target_failure_.empty()) {
+        target_failure_ = std::string(kTargetFailedPrefix) + "the driver's \"observed\" is not an array";
+      }
+      return false;
+    }
     const json observed =
         reply.contains("observed") && reply.at("observed").is_array() ? reply.at("observed") : json::array();
     bool any = false;

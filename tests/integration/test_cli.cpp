@@ -358,7 +358,8 @@ TEST_F(Cli, ConformReportsAFailingDriverAsTheTargetsFailureNeverAPass) {
   for (const Case& c :
        {Case{"crash", "the driver exited"}, Case{"garbage", "not a JSON object"}, Case{"bad-ok", "no boolean \"ok\""},
         Case{"error", "the SDK threw"}, Case{"bad-type", "does not follow the driver protocol"},
-        Case{"bad-kind", "unknown observation kind 'Done'"}, Case{"exit-at-start", "start: "}}) {
+        Case{"bad-kind", "unknown observation kind 'Done'"}, Case{"bad-observed", "\"observed\" is not an array"},
+        Case{"exit-at-start", "start: "}}) {
     SCOPED_TRACE(c.mode);
     for (const char* properties : {"--skip-properties", "--tests 5"}) {
       const std::string vectors =

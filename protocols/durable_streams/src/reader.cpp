@@ -263,9 +263,9 @@ void StreamReader::choose_mode(const http::Response& head) {
   // `+json` type is stored as sent there — bytes, whatever a producer framed — so it is
   // read as bytes unless `json` asks otherwise.
   const auto content_type = head.header("Content-Type");
-  summary_.json = content_type && http::detail::iequals(http::detail::trim_ows(content_type->substr(
-                                                            0, content_type->find(';'))),
-                                                        "application/json");
+  summary_.json =
+      content_type && http::detail::iequals(http::detail::trim_ows(content_type->substr(0, content_type->find(';'))),
+                                            "application/json");
 }
 
 bool StreamReader::on_data_bytes(std::span<const char> bytes) {

@@ -5,7 +5,7 @@
 // names. `prodsm conform` must report each as the target's failure (exit 3), never as a
 // pass, an n/a or a malformed vector.
 //
-//   node faulty_driver.mjs crash|garbage|bad-ok|error|bad-type|bad-kind|exit-at-start
+//   node faulty_driver.mjs crash|garbage|bad-ok|error|bad-type|bad-kind|bad-observed|exit-at-start
 import { createInterface } from "node:readline"
 
 const mode = process.argv[2] ?? ""
@@ -46,6 +46,8 @@ for await (const line of createInterface({ input: process.stdin })) {
     reply({ ok: false, error: { message: "the SDK threw" } })
   } else if (mode === "bad-type") {
     reply({ ok: true, result: { ticket: "zero" }, observed: [] })
+  } else if (mode === "bad-observed") {
+    reply({ ok: true, result: { ticket: 0 }, observed: "oops" })
   } else if (mode === "bad-kind") {
     reply({ ok: true, result: { ticket: 0 }, observed: [{ kind: "Done", first: 0, last: 0, ok: true }] })
   } else {

@@ -94,7 +94,9 @@ std::optional<std::string> check_vector_shape(const nlohmann::json& vector);
 /// check_vector_shape) is not run: the result carries `malformed`.
 VectorResult run_vector(const nlohmann::json& vector, const std::string& file, const DriverFactory& factory);
 
-/// Runs every *.json under `directory` and its subdirectories (sorted by path).
+/// Runs every *.json under `directory` and its subdirectories (sorted by path). Once a
+/// vector ends with `target_failure` the rest are checked (check_vector_shape) but not
+/// run: results for the malformed ones only.
 std::vector<VectorResult> run_vectors(const std::string& directory, const DriverFactory& factory);
 
 }  // namespace prodsm::conformance
