@@ -14,13 +14,14 @@
 //    then new requests in order (pipelined: in enqueue order overall; pool: one at a time);
 //    a request is handed out on one connection only (never moved);
 //  - the bytes of a write stay intact until its on_written, even after the Close;
-//  - a write with bytes is only ever found after a Write command for that connection;
+//  - a write with bytes is only ever found after a Write command for that connection, or
+//    after a short write on it (whose rest is the caller's to take: no Write comes for it);
 //  - commands: Connect ids new and increasing, one Close per connection, at most
 //    max_connections (pipelined: one) connections not closed; events for closed or
 //    unknown ids change nothing;
 //  - handle_timeout before every deadline changes nothing (D3); after handle_timeout(now)
 //    next_deadline() is not at or before now; outstanding work always has a deadline, a
-//    Write command or a write in progress to move it;
+//    Write command, a write in progress or the rest of a short write to move it;
 //  - outstanding() and stats().responses agree with the outcomes delivered.
 #include <fuzzer/FuzzedDataProvider.h>
 
@@ -113,6 +114,7 @@ struct Conn {
   bool close_seen = false;
   bool write_cmd = false;              ///< a Write command came and no take_write since
   bool writing = false;                ///< a take_write with bytes not yet reported by on_written
+  bool short_write = false;            ///< the last write wrote less than handed: the caller takes the rest
   http::WriteView view{};              ///< that write
   std::string taken;                   ///< its bytes when handed out
   std::vector<std::uint64_t> parts;    ///< the request of each of its spans
@@ -225,6 +227,7 @@ class Driver {
     Conn& k = conns_[c - 1];
     const http::WriteView v = pool_.take_write(id_of(c), now_);
     const bool had_cmd = std::exchange(k.write_cmd, false);
+    const bool was_short = std::exchange(k.short_write, false);
     if (k.writing || k.close_seen) {
       CHECK(v.empty());  // one write at a time; a closed connection writes nothing
       drain(0);
@@ -234,7 +237,7 @@ class Driver {
       drain(0);
       return;
     }
-    CHECK(had_cmd);  // bytes to write were announced by a Write command
+    CHECK(had_cmd || was_short);  // bytes to write were announced by a Write command, or left by a short write
     std::size_t total = 0;
     k.parts.clear();
     for (std::size_t i = 0; i < v.count; ++i) {
@@ -289,6 +292,7 @@ class Driver {
     const bool closed_before = k.close_seen;
     pool_.on_written(id_of(c), now_, n);
     k.writing = false;
+    k.short_write = n < k.view.bytes;  // the rest is the caller's to take when writable
     for (const std::uint64_t id : k.parts) {
       Req& q = reqs_[id - 1];
       const std::size_t w = std::min(n, q.bytes.size() - q.written);
@@ -389,6 +393,7 @@ class Driver {
       } else if (const auto* w = std::get_if<http::Write>(&*cmd)) {
         CHECK(w->id.value >= 1 && w->id.value <= conns_.size());
         CHECK(!conns_[w->id.value - 1].close_seen);
+        CHECK(!conns_[w->id.value - 1].short_write);  // the rest of a short write is the caller's to take
         conns_[w->id.value - 1].write_cmd = true;
       } else if (const auto* cl = std::get_if<http::Close>(&*cmd)) {
         CHECK(cl->id.value >= 1 && cl->id.value <= conns_.size());
@@ -406,7 +411,7 @@ class Driver {
     bool moving = false;  // something will move the outstanding requests on
     for (const Conn& k : conns_) {
       live += k.close_seen ? 0 : 1;
-      moving = moving || k.write_cmd || k.writing;
+      moving = moving || k.write_cmd || k.writing || (k.short_write && !k.close_seen);
     }
     for (std::size_t c = 1; c <= conns_.size(); ++c) {
       const Conn& k = conns_[c - 1];

@@ -381,8 +381,10 @@ void Pool::on_written(ConnectionId id, Instant now, std::size_t bytes) {
   Slot* s = find(id);
   if (s == nullptr) return;
   const auto before = s->connection.state();
-  s->write_short = bytes < s->handed_bytes;  // the rest when the socket is writable (see Write)
-  s->handed_bytes = 0;
+  if (s->handed_bytes > 0) {  // a write was in progress (a spurious report changes nothing)
+    s->write_short = bytes < s->handed_bytes;  // the rest when the socket is writable (see Write)
+    s->handed_bytes = 0;
+  }
   if (s->tls) {
     s->cipher.erase(0, std::min(bytes, s->cipher_handed));
     s->cipher_handed = 0;
