@@ -1,6 +1,7 @@
 // SPDX-License-Identifier: Apache-2.0
 #include "driver_process.hpp"
 
+#include "prodsm/conformance/external.hpp"
 #include "prodsm/conformance/json_limits.hpp"
 
 #include <fcntl.h>
@@ -123,6 +124,11 @@ bool DriverProcess::read_line(std::string& line) {
       return false;
     }
   }
+}
+
+std::string DriverProcess::failure_at(const std::string& what, const nlohmann::json& reply) const {
+  return std::string(kTargetFailedPrefix) + "the driver failed at " + what + ": " +
+         (alive() ? reply.value("error", nlohmann::json::object()).dump() : error_);
 }
 
 nlohmann::json DriverProcess::request(const nlohmann::json& message) {

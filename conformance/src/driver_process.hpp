@@ -28,6 +28,10 @@ class DriverProcess {
   /// — died, hung past the reply timeout (then killed), or replied with something else —
   /// (then alive() is false for good).
   nlohmann::json request(const nlohmann::json& message);
+  /// A failed reply as the target's failure (Driver::target_failure, with
+  /// kTargetFailedPrefix): "the driver failed at <what>: " and the reply's error, or the
+  /// process's own when it died, hung or answered garbage.
+  [[nodiscard]] std::string failure_at(const std::string& what, const nlohmann::json& reply) const;
 
  private:
   bool read_line(std::string& line);

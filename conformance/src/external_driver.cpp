@@ -269,8 +269,7 @@ class ExternalDriver final : public Driver {
                           " with unsupported (" + reply.at("unsupported").dump() +
                           "): every producer must take a success and let time pass";
       } else {  // an error is the driver's failure, not something the SDK cannot express
-        target_failure_ = std::string(kTargetFailedPrefix) + "the driver failed at " + describe(c) + ": " +
-                          (process_->alive() ? reply.value("error", json::object()).dump() : process_->error());
+        target_failure_ = process_->failure_at(describe(c), reply);
       }
       for (auto it = session_rest.rbegin(); it != session_rest.rend(); ++it) server_.unanswer(it->first);
       if (answered) server_.unanswer(answered->first);

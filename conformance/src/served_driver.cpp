@@ -115,8 +115,7 @@ class ServedDriver final : public detail::WireDriver {
       if (reply.contains("unsupported")) {
         unsupported_ = reply.at("unsupported").dump();
       } else {  // an error is the driver's failure, not something the SDK cannot express
-        target_failure_ = std::string(kTargetFailedPrefix) + "the driver failed at " + describe(c) + ": " +
-                          (process_->alive() ? reply.value("error", json::object()).dump() : process_->error());
+        target_failure_ = process_->failure_at(describe(c), reply);
       }
       return false;
     }

@@ -381,7 +381,7 @@ void Pool::on_written(ConnectionId id, Instant now, std::size_t bytes) {
   Slot* s = find(id);
   if (s == nullptr) return;
   const auto before = s->connection.state();
-  if (s->handed_bytes > 0) {  // a write was in progress (a spurious report changes nothing)
+  if (s->handed_bytes > 0) {                   // a write was in progress (a spurious report changes nothing)
     s->write_short = bytes < s->handed_bytes;  // the rest when the socket is writable (see Write)
     s->handed_bytes = 0;
   }
