@@ -34,7 +34,8 @@ std::string milliseconds_text(Duration d) {
 Connection::Connection(ConnectionOptions options, Instant now)
     : options_{std::move(options)},
       connect_deadline_{saturating_add(now, options_.connect_timeout_ns)},
-      parser_{options_.response_limits} {
+      parser_{options_.response_limits},
+      latest_now_{now} {
   if (options_.max_requests == 0) options_.max_requests = 1;
 }
 
@@ -73,6 +74,7 @@ Instant Connection::request_deadline(const Entry& head) const noexcept {
 // ---- inputs ------------------------------------------------------------------------------
 
 void Connection::on_connected(Instant now) {
+  now = observe(now);
   if (state_ != State::connecting) return;
   state_ = State::open;
   idle_since_ = now;
@@ -81,7 +83,7 @@ void Connection::on_connected(Instant now) {
 }
 
 void Connection::on_connect_failed(Instant now, std::string_view why) {
-  (void)now;
+  (void)observe(now);  // time is kept for the inputs after it
   if (state_ == State::closed) return;
   if (state_ == State::open) {  // a late report: the socket is unusable either way
     fail_all(std::string(why), Cause::lost);
@@ -91,7 +93,7 @@ void Connection::on_connect_failed(Instant now, std::string_view why) {
 }
 
 void Connection::on_connect_failed(Instant now, const Error& error) {
-  (void)now;
+  (void)observe(now);  // time is kept for the inputs after it
   if (state_ == State::closed) return;
   for (std::size_t i = resp_; i < entries_.size(); ++i) {
     Error e = error;
@@ -106,7 +108,7 @@ void Connection::on_connect_failed(Instant now, const Error& error) {
 }
 
 void Connection::enqueue(Instant now, Request request) {
-  (void)now;
+  now = observe(now);
   if (!can_accept() || request.bytes.empty()) {
     ++transport_failures_;
     outcomes_.push_back(Outcome{
@@ -126,6 +128,7 @@ void Connection::enqueue(Instant now, Request request) {
 }
 
 WriteView Connection::take_write(Instant now) {
+  now = observe(now);
   WriteView view;
   if (!wants_write()) return view;
   std::uint64_t pos = written_pos_;
@@ -147,6 +150,7 @@ WriteView Connection::take_write(Instant now) {
 }
 
 void Connection::on_written(Instant now, std::size_t bytes) {
+  now = observe(now);
   if (!write_in_progress()) return;
   written_pos_ += std::min<std::uint64_t>(bytes, handed_end_ - written_pos_);
   handed_end_ = written_pos_;  // the write ended; an unwritten rest is handed out again
@@ -165,6 +169,7 @@ void Connection::on_written(Instant now, std::size_t bytes) {
 }
 
 void Connection::on_bytes(Instant now, std::span<const char> bytes) {
+  now = observe(now);
   if (state_ != State::open) return;  // bytes after the close are not ours to read
   last_byte_at_ = now;
   std::size_t used = 0;
@@ -216,6 +221,7 @@ void Connection::on_bytes(Instant now, std::span<const char> bytes) {
 }
 
 void Connection::on_eof(Instant now) {
+  now = observe(now);
   if (state_ == State::closed) return;
   if (state_ == State::connecting) {
     on_connect_failed(now, "the connection closed while connecting");
@@ -235,6 +241,7 @@ void Connection::on_eof(Instant now) {
 }
 
 void Connection::on_error(Instant now, std::string_view why) {
+  now = observe(now);
   if (state_ == State::connecting) {
     on_connect_failed(now, why);
     return;
@@ -247,6 +254,7 @@ void Connection::close(std::string_view why) {
 }
 
 void Connection::handle_timeout(Instant now, Duration stall_timeout_ns) {
+  now = observe(now);
   if (state_ == State::connecting) {
     if (now >= connect_deadline_) {
       fail_all("connect to " + options_.peer + " timed out after " + milliseconds_text(options_.connect_timeout_ns),

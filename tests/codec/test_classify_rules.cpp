@@ -13,6 +13,18 @@ Error append_error(const Response& r, bool sequenced = true) {
   return a ? Error{} : a.error();
 }
 
+// ---- media_type ------------------------------------------------------------------------------
+
+// The media type is what precedes a parameter, trimmed, case kept (what the JSON checks compare).
+TEST(MediaType, IsTheTextBeforeAParameterTrimmed) {
+  EXPECT_EQ(media_type("application/json"), "application/json");
+  EXPECT_EQ(media_type(" Application/JSON ; charset=utf-8"), "Application/JSON");
+  EXPECT_EQ(media_type("text/plain;"), "text/plain");
+  EXPECT_EQ(media_type("\tapplication/x+json\t"), "application/x+json");
+  EXPECT_EQ(media_type(""), "");
+  EXPECT_EQ(media_type(";q=1"), "");
+}
+
 // ---- parse_protocol_number -----------------------------------------------------------------
 
 TEST(ParseProtocolNumber, AcceptsPlainDecimalUpTo2Pow53Minus1) {

@@ -244,6 +244,22 @@ TEST(StreamReader, Issue15_E4_5xx429And408AreRetriedWithBackoffAndRetryAfter) {
   EXPECT_EQ((*d.reader.result())->retries, 3u);
 }
 
+// E4: a retry that could only come after the read's timeout_ns (a Retry-After of an hour
+// against a 10 min read) is not waited for: the read fails now with the server's answer,
+// saying why it was not retried, instead of waiting silently until it times out.
+TEST(StreamReader, E4_ARetryPastTheReadsTimeoutFailsAtOnceNamingRetryAfter) {
+  Drive d;
+  d.request();
+  d.respond(503, {{"Retry-After", "3600"}}, {"busy"});
+  ASSERT_TRUE(d.reader.finished());
+  EXPECT_FALSE(d.reader.timed_out());
+  EXPECT_EQ(d.error().code, ErrorCode::unavailable);
+  EXPECT_NE(d.error().message.find("not retried"), std::string::npos) << d.error().message;
+  EXPECT_NE(d.error().message.find("Retry-After"), std::string::npos) << d.error().message;
+  EXPECT_NE(d.error().message.find("timeout_ns (600000 ms)"), std::string::npos) << d.error().message;
+  EXPECT_EQ(d.reader.summary().requests, 1u);
+}
+
 TEST(StreamReader, E4_ALostConnectionIsRetriedAtOnce) {
   Drive d;
   d.request();

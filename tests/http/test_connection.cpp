@@ -571,6 +571,28 @@ TEST(HttpConnection, StallDetectionIgnoresRequestsNotRetrySafe) {
   EXPECT_FALSE(s.conn().closed_by_stall()) << "closed by the request timeout";
 }
 
+// D3: a `now` that steps back is read as the latest instant an input brought. A request
+// handed out at 10 s and reported written "at 2 s" (the caller's clock stepped back) is
+// due from 10 s: no stall at 10.03 s, the stall deadline at 10.05 s (not 2.05 s).
+TEST(D3, AClockSteppedBackNeverMakesARequestOlder) {
+  ConnectionScript s;
+  s.connect();  // at 0 s
+  s.set_now(at(10s));
+  s.enqueue(get(1, true));
+  const WriteView v = s.take();
+  s.set_now(at(2s));
+  s.written(v.bytes);
+  EXPECT_EQ(s.conn().next_deadline(50ms), at(10s + 50ms));
+  s.set_now(at(10s + 30ms));
+  s.tick(50ms);
+  EXPECT_TRUE(s.outcomes().empty()) << "a stall 30 ms after the write";
+  EXPECT_FALSE(s.conn().closed_by_stall());
+  s.set_now(at(10s + 50ms));
+  s.tick(50ms);
+  ASSERT_EQ(s.outcomes().size(), 1U);
+  EXPECT_TRUE(s.conn().closed_by_stall());
+}
+
 // A stall timeout of 0 disables stall detection.
 TEST(HttpConnection, ZeroStallTimeoutDisablesStallDetection) {
   ConnectionScript s;

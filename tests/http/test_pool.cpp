@@ -710,6 +710,26 @@ TEST(R3, PoolModeOpensAtMostMaxConnections) {
   EXPECT_EQ(s.pool().outstanding(), 10U);
 }
 
+// D3: the pool reads a `now` that steps back as the latest instant an input brought: a
+// run whose clock steps back from 10 s to 2 s has the deadlines of one whose clock stayed.
+TEST(D3, PoolReadsAClockSteppedBackAsTheLatestInstant) {
+  auto run = [](Instant step_back_to) {
+    PoolScript s;
+    s.enqueue(get(1, true));
+    s.commands();
+    s.connect(1);  // at 0 s
+    s.set_now(at(10s));
+    s.tick();  // an input at 10 s
+    s.set_now(step_back_to);
+    s.write_all(1);
+    return s.pool().next_deadline();
+  };
+  const auto steady = run(at(10s));
+  ASSERT_TRUE(steady.has_value());
+  EXPECT_GT(*steady, at(10s));
+  EXPECT_EQ(run(at(2s)), steady);
+}
+
 // A spurious or repeated handle_timeout on a busy pool produces no command and no outcome.
 TEST(D3, PoolHandleTimeoutBeforeADeadlineIsANoOp) {
   PoolOptions o = pool_options(ConnectionMode::pool);

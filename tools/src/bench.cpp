@@ -21,6 +21,7 @@
 #include "commands.hpp"
 #include "figures.hpp"
 #include "interrupt.hpp"
+#include "io_runner.hpp"
 #include "numeric_flags.hpp"
 #include "prodsm/asio/producer.hpp"
 #include "prodsm/asio/stream_ops.hpp"
@@ -236,24 +237,6 @@ int measure(P& producer, const BenchOptions& o, const std::string& record) {
   return kExitOk;
 }
 
-/// The I/O thread of a run: runs `io` until destroyed; signals stay with the main thread.
-struct IoRunner {
-  ::asio::io_context io;
-  ::asio::executor_work_guard<::asio::io_context::executor_type> guard{::asio::make_work_guard(io)};
-  std::thread thread;
-  IoRunner() {
-    route_interrupts_here(true);  // the I/O thread inherits the blocked mask
-    thread = std::thread([this] { io.run(); });
-    route_interrupts_here(false);
-  }
-  ~IoRunner() {
-    guard.reset();
-    if (thread.joinable()) thread.join();
-  }
-  IoRunner(const IoRunner&) = delete;
-  IoRunner& operator=(const IoRunner&) = delete;
-};
-
 /// `prodsm bench s2://BASIN/STREAM`: the same load through asio::S2Producer.
 int run_bench_s2(const BenchOptions& o) {
   if (o.content_type_given) {
@@ -319,22 +302,11 @@ int run_bench(const BenchOptions& o) {
   }
   const std::string record = bench_record(o.record_bytes);
 
-  ::asio::io_context io;
-  auto guard = ::asio::make_work_guard(io);
   set_interrupt_message(
       "prodsm bench: interrupted: no more records are submitted; waiting until every record already accepted is "
       "acknowledged (at most --delivery-timeout-ms); interrupt again to abort at once\n");
-  route_interrupts_here(true);  // the I/O thread inherits the blocked mask
-  std::thread io_thread([&io] { io.run(); });
-  route_interrupts_here(false);
-  struct Joiner {
-    ::asio::executor_work_guard<::asio::io_context::executor_type>& guard;
-    std::thread& thread;
-    ~Joiner() {
-      guard.reset();
-      if (thread.joinable()) thread.join();
-    }
-  } joiner{guard, io_thread};
+  IoRunner runner;
+  ::asio::io_context& io = runner.io;
 
   auto producer = asio::Producer::create(io.get_executor(), options);
   if (!producer) {

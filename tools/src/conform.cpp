@@ -344,9 +344,13 @@ int run_conform(const ConformOptions& o) {
   std::printf("\nprodsm conform --target %s (%s): %zu/%zu vectors passed, %zu not applicable", o.target.c_str(),
               info.sdk.c_str(), vectors_passed, results.size() - vectors_na, vectors_na);
   if (!o.skip_properties) {
+    // A property that failed runs again with its clause set aside: its runs count once
+    // as a property, every run's sequences count.
     int sequences = 0;
     for (const auto& p : properties) sequences += p.tests;
-    std::printf(", %zu properties, %d generated sequences", properties.size(), sequences);
+    std::printf(", %zu properties", judged.size());
+    if (properties.size() != judged.size()) std::printf(" (%zu runs)", properties.size());
+    std::printf(", %d generated sequences", sequences);
   }
   std::printf("\n\n| clause | verdict | how |\n|---|---|---|\n");
   for (const auto& clause : cf::clauses()) {

@@ -26,6 +26,7 @@
 #include "figures.hpp"
 #include "input.hpp"
 #include "interrupt.hpp"
+#include "io_runner.hpp"
 #include "numeric_flags.hpp"
 #include "prodsm/asio/producer.hpp"
 #include "prodsm/asio/stream_ops.hpp"
@@ -93,25 +94,14 @@ int run_produce(const ProduceOptions& o) {
                                       json_mode ? o.producer.max_batch_bytes - 1 : o.producer.max_batch_bytes);
 
   // ---- producer -------------------------------------------------------------------------
-  ::asio::io_context io;
-  auto guard = ::asio::make_work_guard(io);
   set_interrupt_message(
       "prodsm produce: interrupted: input stopped; waiting until every record already accepted is acknowledged "
       "(at most --delivery-timeout-ms); interrupt again to abort at once (unacknowledged records may then be "
       "missing from the stream)\n");
   // Ends a read of stdin that the signal would miss (without /dev/null the race remains).
   (void)stop_stdin_on_interrupt();
-  route_interrupts_here(true);  // the I/O thread inherits the blocked mask
-  std::thread io_thread([&io] { io.run(); });
-  route_interrupts_here(false);
-  struct Joiner {
-    ::asio::executor_work_guard<::asio::io_context::executor_type>& guard;
-    std::thread& thread;
-    ~Joiner() {
-      guard.reset();
-      if (thread.joinable()) thread.join();
-    }
-  } joiner{guard, io_thread};
+  IoRunner runner;
+  ::asio::io_context& io = runner.io;
 
   auto producer = asio::Producer::create(io.get_executor(), options);
   if (!producer) {

@@ -17,6 +17,7 @@
 #include "figures.hpp"
 #include "input.hpp"
 #include "interrupt.hpp"
+#include "io_runner.hpp"
 #include "record_reader.hpp"
 
 namespace prodsm::tools {
@@ -66,24 +67,13 @@ int run_produce_s2(const S2ProduceArgs& a) {
   // the line's '\n' is not part of the record (Mode::lines).
   RecordReader reader = input_records(input, RecordReader::Mode::lines, a.producer.max_batch_bytes - 8);
 
-  ::asio::io_context io;
-  auto guard = ::asio::make_work_guard(io);
   set_interrupt_message(
       "prodsm produce: interrupted: input stopped; waiting until every record already accepted is acknowledged "
       "(at most --delivery-timeout-ms); interrupt again to abort at once\n");
   // Ends a read of stdin that the signal would miss (without /dev/null the race remains).
   (void)stop_stdin_on_interrupt();
-  route_interrupts_here(true);  // the I/O thread inherits the blocked mask
-  std::thread io_thread([&io] { io.run(); });
-  route_interrupts_here(false);
-  struct Joiner {
-    ::asio::executor_work_guard<::asio::io_context::executor_type>& guard;
-    std::thread& thread;
-    ~Joiner() {
-      guard.reset();
-      if (thread.joinable()) thread.join();
-    }
-  } joiner{guard, io_thread};
+  IoRunner runner;
+  ::asio::io_context& io = runner.io;
 
   auto producer = asio::S2Producer::create(io.get_executor(), options);
   if (!producer) {

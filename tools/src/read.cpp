@@ -10,6 +10,7 @@
 
 #include "commands.hpp"
 #include "interrupt.hpp"
+#include "io_runner.hpp"
 #include "numeric_flags.hpp"
 #include "producer_flags.hpp"
 #include "stream_read.hpp"
@@ -124,16 +125,12 @@ int run_read(const ReadOptions& o) {
 
   set_interrupt_message(
       "prodsm read: interrupted: stopping the read and flushing what arrived; interrupt again to abort at once\n");
-  ::asio::io_context io;
-  auto guard = ::asio::make_work_guard(io);
-  route_interrupts_here(true);  // the I/O thread inherits the blocked mask
-  std::thread io_thread([&io] { io.run(); });
-  route_interrupts_here(false);
+  IoRunner runner;
+  ::asio::io_context& io = runner.io;
   session_options.request_timeout_ns = std::chrono::milliseconds{o.request_timeout_ms};
   auto session = asio::Session::create(io.get_executor(), *url, session_options);
   if (!session) {
-    guard.reset();
-    io_thread.join();
+    runner.join();
     std::fprintf(stderr, "prodsm read: %s\n", session.error().c_str());
     return kExitBadInput;
   }
@@ -150,8 +147,7 @@ int run_read(const ReadOptions& o) {
   };
   CliReadResult r = run_cli_read(*session, *url, std::move(read), on_data, true);
   (*session)->close();
-  guard.reset();
-  io_thread.join();
+  runner.join();
   // Only a complete read closes the JSON array: a cut-off one must not look complete.
   if (r.outcome && r.outcome->json && !r.interrupted) out.write(first ? "[]\n" : "]\n");
   const bool output_ok = out.finish();

@@ -63,8 +63,12 @@ std::optional<std::string> check_extra_header(const Header& header) {
   }
 }
 
+std::string_view media_type(std::string_view content_type) noexcept {
+  return http::detail::trim_ows(content_type.substr(0, content_type.find(';')));
+}
+
 bool is_json_content_type(std::string_view content_type) noexcept {
-  const std::string_view media = http::detail::trim_ows(content_type.substr(0, content_type.find(';')));
+  const std::string_view media = media_type(content_type);
   constexpr std::string_view kSuffix = "+json";
   return http::detail::iequals(media, "application/json") ||
          (media.size() > kSuffix.size() && http::detail::iequals(media.substr(media.size() - kSuffix.size()), kSuffix));

@@ -263,9 +263,7 @@ void StreamReader::choose_mode(const http::Response& head) {
   // `+json` type is stored as sent there — bytes, whatever a producer framed — so it is
   // read as bytes unless `json` asks otherwise.
   const auto content_type = head.header("Content-Type");
-  summary_.json =
-      content_type && http::detail::iequals(http::detail::trim_ows(content_type->substr(0, content_type->find(';'))),
-                                            "application/json");
+  summary_.json = content_type && http::detail::iequals(media_type(*content_type), "application/json");
 }
 
 bool StreamReader::on_data_bytes(std::span<const char> bytes) {
@@ -373,7 +371,15 @@ void StreamReader::on_failed_attempt(Instant now, Error error) {
   }
   seen_ = 0;
   hash_resent_ = hash_resent_commit_;
-  retry_at_ = saturating_add(now, prodsm::detail::backoff_delay(options_.retry, attempts_, error, rng_));
+  const Duration wait_ns = prodsm::detail::backoff_delay(options_.retry, attempts_, error, rng_);
+  if (saturating_add(now, wait_ns) >= deadline_) {  // the retry could only find the read timed out
+    error.message += " (not retried: the retry would wait " + ms_text(wait_ns) +
+                     (error.retry_after_ns ? " as Retry-After asks" : "") + ", past the read's timeout_ns (" +
+                     ms_text(options_.timeout_ns) + "))";
+    fail(std::move(error));
+    return;
+  }
+  retry_at_ = saturating_add(now, wait_ns);
 }
 
 }  // namespace prodsm::ds

@@ -175,6 +175,10 @@ class Pool {
   Pool& operator=(const Pool&) = delete;
   ~Pool() = default;
 
+  // Every input takes `now` on a monotonic clock. A `now` earlier than one an input
+  // already brought is read as that latest instant: a clock stepped back never makes a
+  // request look older than it is (no spurious stall or request timeout, D3).
+
   // ---- requests -----------------------------------------------------------------------
   /// Queues a request (ids are the caller's). After close(), or with max_queued_requests
   /// waiting, it fails at once through poll_outcome (`closed`, or `unavailable`: definite).
@@ -279,6 +283,13 @@ class Pool {
   std::uint64_t connections_opened_ = 0;
   std::uint64_t connect_failures_ = 0;
   std::uint64_t stalls_ = 0;
+  Instant latest_now_{};  ///< the latest `now` of any input (time never goes backwards here)
+
+  /// `now`, or the latest instant an input brought if `now` is earlier (see Connection).
+  Instant observe(Instant now) noexcept {
+    if (now > latest_now_) latest_now_ = now;
+    return latest_now_;
+  }
 };
 
 }  // namespace prodsm::http

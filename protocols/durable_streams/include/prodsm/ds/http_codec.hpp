@@ -199,6 +199,11 @@ tl::expected<ReadResult, Error> classify_read(const Response& response);
 /// 204/200 -> success; 404 -> not_found; otherwise as classify_append's error cases.
 tl::expected<void, Error> classify_delete(const Response& response);
 
+/// The media type of a Content-Type value: the text before any parameter (`;`), with
+/// surrounding whitespace trimmed, case kept (RFC 9110 section 8.3.1). A view into
+/// `content_type`.
+[[nodiscard]] std::string_view media_type(std::string_view content_type) noexcept;
+
 /// True when `content_type` selects the protocol's JSON mode (PROTOCOL.md, JSON mode):
 /// media type `application/json` or any `+json` suffix, ASCII case-insensitive,
 /// parameters (`; charset=utf-8`) and surrounding whitespace ignored.

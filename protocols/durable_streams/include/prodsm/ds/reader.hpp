@@ -11,7 +11,9 @@
 ///
 /// Faults: a GET is idempotent, so 408, 429, 5xx and lost connections are retried with the
 /// jittered backoff of a RetryPolicy (Retry-After honoured, E4); 4xx, a malformed
-/// response and a JSON body that does not parse are not. A response that broke off after
+/// response and a JSON body that does not parse are not. A retry whose wait (a long
+/// Retry-After) would end past the read's timeout_ns is not waited for: the read fails at
+/// once with the server's answer and says so. A response that broke off after
 /// some of its data was handed on is read again from the same offset and the part
 /// already handed on is skipped — after checking that it is the same data (an
 /// append-only stream never changes what it holds; a server that does is refused).
