@@ -5,7 +5,7 @@
 #   scripts/fuzz.sh --long N [target ...]        run N seconds each, then merge new inputs
 #                                                into fuzz/corpus/<target> (minimized)
 #   --jobs J                                     targets fuzzed at once (default: nproc)
-# Targets: producer_events http_response http_transport config_validation record_reader s2_response (default: all).
+# Targets: producer_events http_response http_transport config_validation record_reader s2_response stream_reader (default: all).
 # Prints, per target, executions per second and total executions.
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -24,7 +24,7 @@ done
 case "$jobs" in
   '' | *[!0-9]* | 0) echo "fuzz.sh: --jobs wants a whole number of targets at once, at least 1 (got '$jobs')" >&2; exit 2 ;;
 esac
-[ ${#targets[@]} -gt 0 ] || targets=(producer_events http_response http_transport config_validation record_reader s2_response)
+[ ${#targets[@]} -gt 0 ] || targets=(producer_events http_response http_transport config_validation record_reader s2_response stream_reader)
 
 cmake --preset fuzz >/dev/null
 # Progress lines hidden; a compile error (ninja prints it on stdout) still shows.

@@ -67,7 +67,7 @@ run_stage() {  # name, then the command
   fi
   local line
   line=$(grep -E 'tests passed|tests failed out of' "$log_dir/$name.log" | tail -n 1)
-  [ -z "$line" ] && line=$(grep -E '^(producer_events|http_response|http_transport|config_validation|record_reader|s2_response) ' "$log_dir/$name.log" | tr '\n' ';')
+  [ -z "$line" ] && line=$(grep -E '^(producer_events|http_response|http_transport|config_validation|record_reader|s2_response|stream_reader) ' "$log_dir/$name.log" | tr '\n' ';')
   summary+=$(printf '%-12s %-7s %5ss  %s' "$name" "$result" "$((SECONDS - start))" "$line")$'\n'
   if [ "$result" = FAILED ]; then failures+=$(failure_excerpt "$name" "$log_dir/$name.log")$'\n'; fi
 }
