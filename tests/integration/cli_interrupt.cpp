@@ -17,6 +17,29 @@
 #include "cli_support.hpp"
 
 namespace prodsm::test {
+namespace {
+
+/// Starts `prodsm <args>` with stdin from `stdin_path` and stderr to `stderr_path`; its
+/// pid, or -1 when fork failed.
+pid_t spawn_prodsm(std::vector<std::string> args, const std::string& stdin_path, const std::string& stderr_path) {
+  std::string cli = PRODSM_CLI;
+  std::vector<char*> argv{cli.data()};  // built before the fork: the child only execs
+  for (auto& a : args) argv.push_back(a.data());
+  argv.push_back(nullptr);
+  const pid_t child = ::fork();
+  if (child == 0) {
+    const int in = ::open(stdin_path.c_str(), O_RDONLY);
+    const int errfd = ::open(stderr_path.c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0600);
+    if (in < 0 || errfd < 0) ::_exit(99);
+    ::dup2(in, 0);
+    ::dup2(errfd, 2);
+    ::execv(PRODSM_CLI, argv.data());
+    ::_exit(98);
+  }
+  return child;
+}
+
+}  // namespace
 
 void interrupt_produce_reading_a_fifo(std::vector<std::string> args, const std::function<std::string()>& read_back,
                                       bool named_with_dash_i, bool partial) {
@@ -27,21 +50,8 @@ void interrupt_produce_reading_a_fifo(std::vector<std::string> args, const std::
     args.push_back("-i");
     args.push_back(fifo);
   }
-  std::string cli = PRODSM_CLI;
-  std::vector<char*> argv{cli.data()};  // built before the fork: the child only execs
-  for (auto& a : args) argv.push_back(a.data());
-  argv.push_back(nullptr);
-  const pid_t child = ::fork();
+  const pid_t child = spawn_prodsm(std::move(args), named_with_dash_i ? "/dev/null" : fifo, err);
   ASSERT_GE(child, 0);
-  if (child == 0) {
-    const int in = named_with_dash_i ? ::open("/dev/null", O_RDONLY) : ::open(fifo.c_str(), O_RDONLY);
-    const int errfd = ::open(err.c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0600);
-    if (in < 0 || errfd < 0) ::_exit(99);
-    ::dup2(in, 0);
-    ::dup2(errfd, 2);
-    ::execv(PRODSM_CLI, argv.data());
-    ::_exit(98);
-  }
   const int out = ::open(fifo.c_str(), O_WRONLY);  // waits for the child to open it
   ASSERT_GE(out, 0);
   ASSERT_EQ(::write(out, "a\nb\n", 4), 4);
@@ -83,6 +93,31 @@ void interrupt_produce_reading_a_fifo(std::vector<std::string> args, const std::
   }
   EXPECT_EQ(read_back(), "a\nb\n") << "the incomplete line was never sent";
   std::remove(fifo.c_str());
+  std::remove(err.c_str());
+}
+
+void interrupt_produce_after_the_whole_input(std::vector<std::string> args, const std::function<bool()>& sent) {
+  const std::string err = temp_path("sigint-after-eof-err");
+  const pid_t child = spawn_prodsm(std::move(args), "/dev/null", err);
+  ASSERT_GE(child, 0);
+  bool held = false;
+  for (int i = 0; i < 600 && !held; ++i) {  // up to 30 s
+    held = sent();
+    if (!held) std::this_thread::sleep_for(std::chrono::milliseconds{50});
+  }
+  if (!held) {
+    ::kill(child, SIGKILL);
+    ::waitpid(child, nullptr, 0);
+    FAIL() << "the run never sent its batch: " << slurp(err);
+  }
+  ASSERT_EQ(::kill(child, SIGINT), 0);
+  int status = 0;
+  ASSERT_EQ(::waitpid(child, &status, 0), child);
+  ASSERT_TRUE(WIFEXITED(status)) << "killed by the signal instead of handling it";
+  EXPECT_EQ(WEXITSTATUS(status), 0) << slurp(err);
+  EXPECT_NE(slurp(err).find("interrupted after the whole input was read: nothing is left out"), std::string::npos)
+      << slurp(err);
+  EXPECT_EQ(slurp(err).find("input stopped"), std::string::npos) << slurp(err);
   std::remove(err.c_str());
 }
 

@@ -19,4 +19,11 @@ namespace prodsm::test {
 void interrupt_produce_reading_a_fifo(std::vector<std::string> args, const std::function<std::string()>& read_back,
                                       bool named_with_dash_i, bool partial);
 
+/// Runs `prodsm <args>` (stdin /dev/null: args name the input with -i), waits (bounded,
+/// 30 s) until `sent()` — the input was read whole and its batch reached the server, which
+/// holds it — then sends SIGINT and checks (gtest assertions): the CLI exits 0 (every
+/// record was appended), says "interrupted after the whole input was read: nothing is
+/// left out" and never "input stopped".
+void interrupt_produce_after_the_whole_input(std::vector<std::string> args, const std::function<bool()>& sent);
+
 }  // namespace prodsm::test

@@ -10,6 +10,7 @@
 #include <string>
 #include <vector>
 
+#include <nlohmann/json.hpp>
 #include <tl/expected.hpp>
 
 #include "prodsm/asio/session.hpp"
@@ -92,6 +93,19 @@ inline tl::expected<void, std::string> inject_s2_faults(const std::shared_ptr<as
   if (!response) return tl::unexpected(response.error().describe());
   if (response->status / 100 != 2) return tl::unexpected("fault injection: HTTP " + std::to_string(response->status));
   return {};
+}
+
+/// How many faults of `kind` the server injected so far (GET /_test/faults), or an error.
+inline tl::expected<int, std::string> s2_faults_injected(const std::shared_ptr<asio::Session>& session,
+                                                         const s2::Endpoint& endpoint, const std::string& kind) {
+  http::Request request;
+  request.bytes = "GET /_test/faults HTTP/1.1\r\nHost: " + endpoint.authority() + "\r\n\r\n";
+  auto response = exchange(session, std::move(request));
+  if (!response) return tl::unexpected(response.error().describe());
+  if (response->status != 200) return tl::unexpected("fault counts: HTTP " + std::to_string(response->status));
+  const auto counts = nlohmann::json::parse(response->body, nullptr, false);
+  if (!counts.is_object() || !counts.contains("injected")) return tl::unexpected("fault counts: " + response->body);
+  return counts["injected"].value(kind, 0);
 }
 
 }  // namespace prodsm::test

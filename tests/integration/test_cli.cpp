@@ -276,44 +276,18 @@ TEST_F(Cli, InterruptAfterTheWholeInputWasReadLeavesNothingOutAndExits0) {
       ReferenceServer::shared().url(),
       R"({"path":")" + path + R"(","method":"POST","probability":1,"seed":1,"faults":[{"delayMs":3000}]})");
   const std::string input = temp_path("sigint-after-eof-in");
-  const std::string err = temp_path("sigint-after-eof-err");
   {
     std::ofstream f(input, std::ios::binary);
     f << "a\nb\n";
   }
-  std::string cli = PRODSM_CLI;
-  std::vector<std::string> args{"produce", u, "-q", "--linger-ms", "60000", "-i", input};
-  std::vector<char*> argv{cli.data()};  // built before the fork: the child only execs
-  for (auto& a : args) argv.push_back(a.data());
-  argv.push_back(nullptr);
-  const pid_t child = ::fork();
-  ASSERT_GE(child, 0);
-  if (child == 0) {
-    const int errfd = ::open(err.c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0600);
-    if (errfd < 0) ::_exit(99);
-    ::dup2(errfd, 2);
-    ::execv(PRODSM_CLI, argv.data());
-    ::_exit(98);
-  }
-  bool held = false;                        // the POST reached the server (and is held): the input was read whole
-  for (int i = 0; i < 600 && !held; ++i) {  // up to 30 s
+  interrupt_produce_after_the_whole_input({"produce", u, "-q", "--linger-ms", "60000", "-i", input}, [&] {
+    // The POST reached the server (and is held): the input was read whole.
     auto counts = nlohmann::json::parse(client.fault_mix_counts(ReferenceServer::shared().url()), nullptr, false);
-    held = counts.is_object() && counts.contains(path) && counts[path]["injected"][0].get<int>() > 0;
-    if (!held) std::this_thread::sleep_for(std::chrono::milliseconds{20});
-  }
-  ASSERT_TRUE(held) << "the run never sent its batch";
-  ASSERT_EQ(::kill(child, SIGINT), 0);
-  int status = 0;
-  ASSERT_EQ(::waitpid(child, &status, 0), child);
+    return counts.is_object() && counts.contains(path) && counts[path]["injected"][0].get<int>() > 0;
+  });
   client.clear_fault_mix(ReferenceServer::shared().url());
-  ASSERT_TRUE(WIFEXITED(status)) << "killed by the signal instead of handling it";
-  EXPECT_EQ(WEXITSTATUS(status), 0) << slurp(err);
-  EXPECT_NE(slurp(err).find("interrupted after the whole input was read: nothing is left out"), std::string::npos)
-      << slurp(err);
-  EXPECT_EQ(slurp(err).find("input stopped"), std::string::npos) << slurp(err);
   EXPECT_EQ(client.read_all(u, false), "a\nb\n");
   std::remove(input.c_str());
-  std::remove(err.c_str());
 }
 
 // With stdin closed (`<&-`), prodsm opens /dev/null on it first: it reads no descriptor

@@ -96,6 +96,29 @@ TEST_F(CliS2, InterruptWhileReadingAFifoStopsAtOnceAndDropsTheFragment) {
   }
 }
 
+// An interrupt after the whole input was read stops nothing (as for Durable Streams):
+// the run waits for the acknowledgements, exits 0 and says nothing is left out. The
+// server holds the only append for 3 s, so the signal comes while the run waits for it.
+TEST_F(CliS2, InterruptAfterTheWholeInputWasReadLeavesNothingOutAndExits0) {
+  const std::string stream = server().stream_name("sigint-after-eof");
+  ASSERT_TRUE(test::create_s2_stream(control_, server().endpoint(), stream));
+  const int delays_before = test::s2_faults_injected(control_, server().endpoint(), "delay").value_or(-1);
+  ASSERT_GE(delays_before, 0);
+  ASSERT_TRUE(test::inject_s2_faults(control_, server().endpoint(),
+                                     R"([{"kind":"delay","stream":")" + stream + R"(","delay_ms":3000}])"));
+  const std::string input = test::temp_path("s2-sigint-after-eof-in");
+  {
+    std::ofstream f(input, std::ios::binary);
+    f << "a\nb\n";
+  }
+  test::interrupt_produce_after_the_whole_input(
+      {"produce", "s2://" + std::string(test::S2TestServer::kBasin) + "/" + stream, "--endpoint", server().url(), "-q",
+       "--linger-ms", "60000", "-i", input},
+      [&] { return test::s2_faults_injected(control_, server().endpoint(), "delay").value_or(0) > delays_before; });
+  EXPECT_EQ(bodies(stream), (std::vector<std::string>{"a", "b"}));
+  std::remove(input.c_str());
+}
+
 TEST_F(CliS2, AppendsWithoutCreateFailWhenTheStreamIsMissing) {  // E2: not_found, definite
   std::string stream;
   const CliRun r = prodsm("produce " + target("missing", stream) + " -q", "a\n");

@@ -71,6 +71,16 @@ bool interrupted() noexcept {
   return g_interrupted != 0;
 }
 
+void announce_input_read(bool nothing_left_out) noexcept {
+  set_interrupt_message(
+      nothing_left_out
+          ? "prodsm produce: interrupted after the whole input was read: nothing is left out; waiting until every "
+            "record is acknowledged (at most --delivery-timeout-ms); interrupt again to abort at once "
+            "(unacknowledged records may then be missing from the stream)\n"
+          : "prodsm produce: interrupted after the input had already stopped; waiting until every record already "
+            "accepted is acknowledged (at most --delivery-timeout-ms); interrupt again to abort at once\n");
+}
+
 void set_interrupt_message(const char* message) noexcept {
   // With the signals blocked on this thread (the one they are routed to), so the handler
   // never sees a new pointer with an old length or the reverse.

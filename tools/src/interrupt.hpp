@@ -25,6 +25,12 @@ bool interrupted() noexcept;
 /// the signals are routed to) when what an interrupt would stop changes.
 void set_interrupt_message(const char* message) noexcept;
 
+/// `prodsm produce` once no more input is read (Durable Streams and S2 alike): an
+/// interrupt from now on stops only the waiting for acknowledgements, and the run ends as
+/// it would have without it. `nothing_left_out`: the whole input was read and accepted
+/// (no bad line, no failure), so the message says nothing is left out.
+void announce_input_read(bool nothing_left_out) noexcept;
+
 /// Makes the first signal also end the reading of stdin, without a race: the handler
 /// puts /dev/null over file descriptor 0 (dup2(2)), so a read that starts after the
 /// signal, even one just past the caller's interrupted() check, sees end of file at once

@@ -240,17 +240,7 @@ int run_produce(const ProduceOptions& o) {
   }
   progress.update(records, reader.bytes_read(), true);
   if (prefix && !resume_problem && !bad_line && !interrupted) resume_problem = prefix->at_end();
-  if (!interrupted) {
-    // No more input is read: an interrupt from now on stops nothing but the waiting (a
-    // second one aborts), and the run ends as it would have without it.
-    set_interrupt_message(
-        !failure && !bad_line && !resume_problem
-            ? "prodsm produce: interrupted after the whole input was read: nothing is left out; waiting until every "
-              "record is acknowledged (at most --delivery-timeout-ms); interrupt again to abort at once "
-              "(unacknowledged records may then be missing from the stream)\n"
-            : "prodsm produce: interrupted after the input had already stopped; waiting until every record already "
-              "accepted is acknowledged (at most --delivery-timeout-ms); interrupt again to abort at once\n");
-  }
+  if (!interrupted) announce_input_read(!failure && !bad_line && !resume_problem);
 
   // Everything accepted is flushed, whatever stopped the input (nothing is lost).
   if (auto e = timed_flush(true); e && !failure) failure = e;

@@ -143,6 +143,7 @@ int run_produce_s2(const S2ProduceArgs& a) {
     record_bytes += record.size();
     if (a.flush_every > 0 && records % a.flush_every == 0) timed_flush(false);
   }
+  if (!interrupted) announce_input_read(!failure && !bad_line);
   // Everything accepted is flushed, whatever stopped the input (nothing is lost).
   if (auto e = timed_flush(true); e && !failure) failure = e;
   auto close_result = producer->async_close(::asio::use_future).get();
