@@ -92,6 +92,47 @@ TEST(C4, BlockingTwoProducersShareOneSession) {
   EXPECT_EQ(client.read_all(second, false), want_b);
 }
 
+// C4: producers attached to a session that is closed under them fail their records with
+// `closed` instead of hanging. A request made after the close fails inside exchange(),
+// on the thread that made it and with the producer's lock held (the submitting thread's
+// flush, or the session's I/O thread delivering the failures of requests in flight): the
+// handler ran inline and locked that lock again, a deadlock, until the drive took such
+// outcomes itself.
+TEST(C4, BlockingProducersOnAClosedSessionFailTheirRecordsInsteadOfDeadlocking) {
+  TestClient client;
+  const std::string url = new_stream(client, "closed-session", "text/plain");
+  const std::string held = new_stream(client, "closed-session-held", "text/plain");
+  auto session = blocking::Session::create(ds::StreamUrl::parse(url).value()).value();
+  auto p = blocking::Producer::attach(session, parity_options(url, "closed-1")).value();
+  auto q = blocking::Producer::attach(session, parity_options(held, "closed-2")).value();
+  ASSERT_TRUE(p.submit("a").has_value());
+  ASSERT_TRUE(p.flush(kWait).has_value());
+  // q's records are in flight (the server holds its appends) when the session closes.
+  client.set_fault_mix(ReferenceServer::shared().url(),
+                       R"({"path":")" + ds::StreamUrl::parse(held)->path +
+                           R"(","method":"POST","probability":1,"seed":1,"faults":[{"delayMs":500}]})");
+  std::vector<blocking::RecordTicket> in_flight;
+  for (int i = 0; i < 5; ++i) in_flight.push_back(q.submit("q" + std::to_string(i)).value());
+  session->close();
+  client.clear_fault_mix(ReferenceServer::shared().url());
+  auto late = p.submit("b");  // accepted: the producer is open; its request fails at once
+  ASSERT_TRUE(late.has_value());
+  EXPECT_FALSE(p.flush(kWait).has_value()) << "a record failed";
+  const auto outcome = late->wait(kWait);
+  ASSERT_TRUE(outcome.has_value()) << "the record's outcome never came";
+  ASSERT_FALSE(outcome->has_value());
+  EXPECT_EQ(outcome->error().code, ErrorCode::closed) << outcome->error().describe();
+  EXPECT_EQ(outcome->error().certainty, Certainty::definite);
+  for (const auto& t : in_flight) {
+    const auto r = t.wait(kWait);
+    ASSERT_TRUE(r.has_value()) << "a record in flight at the close never completed";
+    EXPECT_FALSE(r->has_value());
+  }
+  EXPECT_FALSE(q.close(kWait).has_value());
+  EXPECT_FALSE(p.close(kWait).has_value());
+  EXPECT_EQ(client.read_all(url, false), "a");
+}
+
 // C1 + S6: the records, then the final record with the close; the producer refuses later
 // submits (C2); a second call returns the same result.
 TEST(CloseWithStream, BlockingFlushesThenClosesTheStreamWithTheFinalRecord) {

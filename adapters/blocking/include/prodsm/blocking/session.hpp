@@ -56,7 +56,9 @@ class Session : public std::enable_shared_from_this<Session> {
 
   /// Sends one request (its id is assigned here) and calls `done` on the I/O thread with
   /// its response or a classified failure. Requests are written in call order. After
-  /// close(), fails with `closed`.
+  /// close(), fails with `closed`, definite — calling `done` at once, on the calling
+  /// thread, before exchange() returns (a caller holding a lock `done` takes must not
+  /// call it with that lock held; the producers take such outcomes in their drive).
   void exchange(http::Request request, ExchangeHandler done);
   /// Sends one request and waits for its outcome, up to `timeout_ns` (then `cancelled`,
   /// indefinite: the request goes on). From the I/O thread (inside a handler) it does

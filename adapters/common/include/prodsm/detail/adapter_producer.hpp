@@ -70,6 +70,11 @@ struct AdapterProducer {
   /// The client's next deadline as of the last drive (every input ends with one, and only
   /// inputs move it): what due_now() compares with and the adapter arms its timer at.
   std::optional<Instant> next_deadline_at;
+  /// Outcomes a session completed inline, inside exchange() while this producer's drive
+  /// held mu (a closed blocking session fails a request at once): the drive hands them to
+  /// the client once exchange() returned, rather than the handler locking mu a second
+  /// time on the same thread (a deadlock).
+  std::vector<std::pair<std::uint64_t, ExchangeResult>> inline_outcomes;
 
   /// The clock, with every deadline already due applied first (mu held): an input that
   /// arrives after a deadline but before the adapter's timer ran finds the deadline's
@@ -123,16 +128,29 @@ struct AdapterProducer {
     // delivery timeout.
     bool routed = true;
     while (routed) {
-      while (auto r = client.poll_request()) {
-        session->exchange(std::move(r->request), [weak = self().weak_from_this(), tag = r->tag](ExchangeResult result) {
-          auto strong = weak.lock();
-          if (!strong) return;
-          std::lock_guard lock(strong->mu);
-          const Instant at = strong->due_now();
-          strong->client.handle_outcome(at, tag, std::move(result));
-          strong->drive(at);
-          strong->observe_events();
-        });
+      bool handled_inline = true;
+      while (handled_inline) {
+        while (auto r = client.poll_request()) {
+          const DrivingMark driving{this};
+          session->exchange(
+              std::move(r->request), [weak = self().weak_from_this(), tag = r->tag](ExchangeResult result) {
+                auto strong = weak.lock();
+                if (!strong) return;
+                if (DrivingMark::current == static_cast<AdapterProducer*>(strong.get())) {  // inline: mu is held here
+                  strong->inline_outcomes.emplace_back(tag, std::move(result));
+                  return;
+                }
+                std::lock_guard lock(strong->mu);
+                const Instant at = strong->due_now();
+                strong->client.handle_outcome(at, tag, std::move(result));
+                strong->drive(at);
+                strong->observe_events();
+              });
+        }
+        handled_inline = !inline_outcomes.empty();
+        for (auto& [tag, result] : std::exchange(inline_outcomes, {})) {  // may make requests: drained again
+          client.handle_outcome(now, tag, std::move(result));
+        }
       }
       routed = false;
       while (auto event = client.poll_event()) {
@@ -164,6 +182,18 @@ struct AdapterProducer {
 
  private:
   Derived& self() { return static_cast<Derived&>(*this); }
+
+  /// Marks the producer whose drive is calling exchange() on this thread, so a handler
+  /// the session runs inline (before exchange() returns) is told apart from one that
+  /// runs later on another thread or turn.
+  struct DrivingMark {
+    static inline thread_local AdapterProducer* current = nullptr;
+    explicit DrivingMark(AdapterProducer* p) noexcept : previous{std::exchange(current, p)} {}
+    ~DrivingMark() { current = previous; }
+    DrivingMark(const DrivingMark&) = delete;
+    DrivingMark& operator=(const DrivingMark&) = delete;
+    AdapterProducer* previous;
+  };
 };
 
 }  // namespace prodsm::detail
