@@ -71,6 +71,10 @@ Instant Connection::request_deadline(const Entry& head) const noexcept {
   return saturating_add(from, options_.request_timeout_ns);
 }
 
+bool Connection::awaiting_response() const noexcept {
+  return resp_ < entries_.size() && entries_[resp_].handed;
+}
+
 // ---- inputs ------------------------------------------------------------------------------
 
 void Connection::on_connected(Instant now) {

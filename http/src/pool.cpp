@@ -98,6 +98,11 @@ bool Pool::knows(ConnectionId id) const noexcept {
   return find(id) != nullptr;
 }
 
+bool Pool::awaiting_response(ConnectionId id) const noexcept {
+  const Slot* s = find(id);
+  return s != nullptr && s->connection.awaiting_response();
+}
+
 std::size_t Pool::live_connections() const noexcept {
   return static_cast<std::size_t>(std::count_if(
       slots_.begin(), slots_.end(), [](const Slot& s) { return s.connection.state() != Connection::State::closed; }));

@@ -116,6 +116,9 @@ const MODES = new Set([
   // POST: Connection: close after every response / every response in HTTP/1.0.
   "append-close",
   "append-http10",
+  // POST: stored; the connection is closed right after every response (a FIN, as a proxy
+  // closing an idle keep-alive connection does), without Connection: close.
+  "append-close-quietly",
   // POST: acknowledged as appended (200, honest headers) but not stored.
   "append-lost",
   // POST: stored; the acknowledgement's head trickled one byte per TRICKLE_MS.
@@ -289,6 +292,8 @@ function handlePost(req, res, mode, s, body) {
       break
     case "append-http10":
       return raw(res, `HTTP/1.0 ${status} OK\r\n${headLines}Content-Length: 0\r\n\r\n`)
+    case "append-close-quietly":
+      return raw(res, `HTTP/1.1 ${status} OK\r\n${headLines}Content-Length: 0\r\n\r\n`)
     case "append-trickle":
       return trickle(res, Buffer.from(`HTTP/1.1 ${status} OK\r\n${headLines}Content-Length: 0\r\n\r\n`))
     case "append-endless": {

@@ -730,6 +730,25 @@ TEST(D3, PoolReadsAClockSteppedBackAsTheLatestInstant) {
   EXPECT_EQ(run(at(2s)), steady);
 }
 
+// awaiting_response: only while a request handed to a write has no response — what tells
+// an adapter that an end of file in the socket is no answer (the server closed it idle).
+TEST(HttpPool, AwaitingResponseOnlyWhileAHandedOutRequestIsUnanswered) {
+  PoolScript s;
+  EXPECT_FALSE(s.pool().awaiting_response(ConnectionId{1})) << "unknown connection";
+  s.enqueue(get(1));
+  s.commands();
+  s.connect(1);
+  EXPECT_FALSE(s.pool().awaiting_response(ConnectionId{1})) << "queued, nothing handed out";
+  const WriteView v = s.take(1);
+  EXPECT_TRUE(s.pool().awaiting_response(ConnectionId{1})) << "handed to a write";
+  s.written(1, v.bytes);
+  EXPECT_TRUE(s.pool().awaiting_response(ConnectionId{1}));
+  s.feed(1, ok());
+  EXPECT_FALSE(s.pool().awaiting_response(ConnectionId{1})) << "answered";
+  s.enqueue(get(2));
+  EXPECT_FALSE(s.pool().awaiting_response(ConnectionId{1})) << "the next request is not handed out yet";
+}
+
 // A spurious or repeated handle_timeout on a busy pool produces no command and no outcome.
 TEST(D3, PoolHandleTimeoutBeforeADeadlineIsANoOp) {
   PoolOptions o = pool_options(ConnectionMode::pool);

@@ -1,7 +1,7 @@
 // SPDX-License-Identifier: Apache-2.0
 #pragma once
 // What the blocking adapter's clause tests share: producer options for a URL, a liveness
-// poll, and a scripted in-process HTTP/1.1 server for transport misbehaviour.
+// poll, and the scripted in-process HTTP/1.1 server (fake_server.hpp).
 
 #include <gtest/gtest.h>
 
@@ -14,8 +14,10 @@
 #include <chrono>
 #include <functional>
 #include <string>
+#include <string_view>
 #include <thread>
 
+#include "fake_server.hpp"
 #include "liveness.hpp"
 #include "prodsm/blocking/producer.hpp"
 
@@ -29,94 +31,5 @@ inline blocking::ProducerOptions options_for(const std::string& url, const std::
   }
   return o;
 }
-
-/// A scripted HTTP/1.1 server on 127.0.0.1 for transport misbehaviour: one connection at
-/// a time; for the n-th request (from 0) `script(n)` says what to do.
-class FakeServer {
- public:
-  enum class Action { respond, drop, hang };
-  struct Reply {
-    Action action = Action::respond;
-    std::string bytes;
-  };
-  static Reply ok_plain() {
-    return {Action::respond, "HTTP/1.1 204 No Content\r\nStream-Next-Offset: 0000_0001\r\n\r\n"};
-  }
-
-  explicit FakeServer(std::function<Reply(int)> script) : script_{std::move(script)} {
-    listen_fd_ = ::socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
-    sockaddr_in addr{};
-    addr.sin_family = AF_INET;
-    addr.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-    socklen_t len = sizeof addr;
-    EXPECT_EQ(::bind(listen_fd_, reinterpret_cast<sockaddr*>(&addr), sizeof addr), 0);
-    EXPECT_EQ(::listen(listen_fd_, 8), 0);
-    ::getsockname(listen_fd_, reinterpret_cast<sockaddr*>(&addr), &len);
-    port_ = ntohs(addr.sin_port);
-    thread_ = std::thread([this] { run(); });
-  }
-  ~FakeServer() {
-    stop_ = true;
-    thread_.join();
-    ::close(listen_fd_);
-  }
-  [[nodiscard]] std::string url() const { return "http://127.0.0.1:" + std::to_string(port_) + "/s"; }
-  std::atomic<int> connections{0};  ///< accepted
-  std::atomic<int> eofs{0};         ///< connections the client closed
-  std::atomic<int> requests{0};
-
- private:
-  bool wait_readable(int fd) {
-    while (!stop_) {
-      pollfd p{fd, POLLIN, 0};
-      if (::poll(&p, 1, 20) > 0) return true;
-    }
-    return false;
-  }
-  void run() {
-    while (wait_readable(listen_fd_)) {
-      const int fd = ::accept(listen_fd_, nullptr, nullptr);
-      if (fd < 0) continue;
-      ++connections;
-      serve(fd);
-      ::close(fd);
-    }
-  }
-  void serve(int fd) {
-    std::string buffer;
-    bool hang = false;
-    char chunk[4096];
-    while (wait_readable(fd)) {
-      const ssize_t n = ::recv(fd, chunk, sizeof chunk, 0);
-      if (n <= 0) {
-        ++eofs;
-        return;
-      }
-      buffer.append(chunk, static_cast<std::size_t>(n));
-      while (!hang) {
-        const auto head_end = buffer.find("\r\n\r\n");
-        if (head_end == std::string::npos) break;
-        std::size_t body = 0;
-        if (auto at = buffer.find("Content-Length: "); at != std::string::npos && at < head_end) {
-          body = std::stoul(buffer.substr(at + 16));
-        }
-        if (buffer.size() < head_end + 4 + body) break;
-        buffer.erase(0, head_end + 4 + body);
-        const Reply reply = script_(requests++);
-        if (reply.action == Action::drop) return;
-        if (reply.action == Action::hang) {
-          hang = true;
-          break;
-        }
-        (void)!::send(fd, reply.bytes.data(), reply.bytes.size(), MSG_NOSIGNAL);
-      }
-    }
-  }
-  std::function<Reply(int)> script_;
-  int listen_fd_ = -1;
-  std::uint16_t port_ = 0;
-  std::atomic<bool> stop_{false};
-  std::thread thread_;
-};
 
 }  // namespace prodsm::test

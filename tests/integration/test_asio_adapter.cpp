@@ -15,6 +15,7 @@
 #include <future>
 #include <thread>
 
+#include "fake_server.hpp"
 #include "io_thread.hpp"
 #include "prodsm/asio/producer.hpp"
 #include "prodsm/asio/stream_ops.hpp"
@@ -35,6 +36,35 @@ asio::ProducerOptions options_for(const std::string& url) {
 
 // A1: plain callbacks run in ticket order from one FIFO dispatcher, even with records
 // submitted from two threads.
+// E2: a server may close an idle keep-alive connection at any time (RFC 9112 section
+// 9.3.1). Its FIN arrives while the session's strand is busy (the first response's
+// handler waits 100 ms, so the read that would see the end of file waits too) and before
+// the next request is written: the session looks at the socket first, and the request
+// fails definite ("closed before the request was sent"), where written on the closed
+// connection it would be lost and count as possibly applied.
+TEST(E2, ARequestIsNotWrittenOnAConnectionTheServerClosedWhileIdle) {
+  FakeServer fake([](int) {
+    return FakeServer::Reply{FakeServer::Action::respond_and_close, FakeServer::ok_plain().bytes};
+  });
+  IoThread io;
+  auto session = asio::Session::create(io.io.get_executor(), ds::StreamUrl::parse(fake.url()).value()).value();
+  std::promise<ExchangeResult> second;
+  session->exchange(FakeServer::post("a"), [&](ExchangeResult first) {
+    EXPECT_TRUE(first.has_value());
+    std::this_thread::sleep_for(100ms);  // on the strand: the server's FIN arrives meanwhile
+    session->exchange(FakeServer::post("b"), [&](ExchangeResult r) { second.set_value(std::move(r)); });
+  });
+  auto future = second.get_future();
+  ASSERT_EQ(future.wait_for(std::chrono::seconds{30}), std::future_status::ready);
+  const ExchangeResult r = future.get();
+  ASSERT_FALSE(r.has_value()) << "the server closed the connection: nothing could answer";
+  EXPECT_EQ(r.error().code, ErrorCode::connection_lost);
+  EXPECT_EQ(r.error().certainty, Certainty::definite) << r.error().describe();
+  EXPECT_NE(r.error().message.find("closed before the request was sent"), std::string::npos) << r.error().describe();
+  EXPECT_EQ(fake.requests.load(), 1);
+  session->close();
+}
+
 TEST(A1, CallbacksRunInTicketOrderFromOneDispatcher) {
   IoThread io;
   TestClient client;

@@ -5,6 +5,7 @@
 #include <gtest/gtest.h>
 
 #include <chrono>
+#include <future>
 #include <thread>
 
 #include "blocking_test_support.hpp"
@@ -42,6 +43,34 @@ TEST(E2, BlockingDroppedConnectionAfterTheWriteIsConnectionLostIndefinite) {
   EXPECT_EQ(r.error().code, ErrorCode::connection_lost);
   EXPECT_EQ(r.error().certainty, Certainty::indefinite);
   EXPECT_EQ(fake.requests.load(), 1) << "E4: an indefinite failure of a plain append is not resent";
+}
+
+// E2: a server may close an idle keep-alive connection at any time (RFC 9112 section
+// 9.3.1). Here its FIN arrives while the I/O thread is busy (the first response's
+// handler waits 100 ms) and before the next request is written: the session looks at the
+// socket before writing on a connection that awaits no response, so the request fails
+// definite ("closed before the request was sent") and even a plain append is resent.
+// Written on the closed connection, it would be lost and count as possibly applied.
+TEST(E2, BlockingARequestIsNotWrittenOnAConnectionTheServerClosedWhileIdle) {
+  FakeServer fake([](int) {
+    return FakeServer::Reply{FakeServer::Action::respond_and_close, FakeServer::ok_plain().bytes};
+  });
+  auto session = blocking::Session::create(ds::StreamUrl::parse(fake.url()).value()).value();
+  std::promise<ExchangeResult> second;
+  session->exchange(FakeServer::post("a"), [&](ExchangeResult first) {
+    EXPECT_TRUE(first.has_value());
+    std::this_thread::sleep_for(100ms);  // on the I/O thread: the server's FIN arrives meanwhile
+    session->exchange(FakeServer::post("b"), [&](ExchangeResult r) { second.set_value(std::move(r)); });
+  });
+  auto future = second.get_future();
+  ASSERT_EQ(future.wait_for(std::chrono::seconds{30}), std::future_status::ready);
+  const ExchangeResult r = future.get();
+  ASSERT_FALSE(r.has_value()) << "the server closed the connection: nothing could answer";
+  EXPECT_EQ(r.error().code, ErrorCode::connection_lost);
+  EXPECT_EQ(r.error().certainty, Certainty::definite) << r.error().describe();
+  EXPECT_NE(r.error().message.find("closed before the request was sent"), std::string::npos) << r.error().describe();
+  EXPECT_EQ(fake.requests.load(), 1);
+  session->close();
 }
 
 // E2: no response within request_timeout_ns → connection_lost, indefinite; the

@@ -159,6 +159,19 @@ TEST_F(CliHostileAppend, Http10Responses) {
   EXPECT_TRUE(same_bytes(lines(40), server().stored(u)));
 }
 
+// A server (or a proxy reloading) that closes each connection right after its response,
+// without Connection: close, as it may close any idle keep-alive connection: each batch
+// goes out on a new connection, and the stream holds exactly the input. (A batch written
+// just before the server's FIN arrives is lost and possibly applied: the idempotent
+// producer resends it safely. The adapters look at the socket before writing on an idle
+// connection, so one written after the FIN arrived is not lost: E2 tests of each adapter.)
+TEST_F(CliHostileAppend, AConnectionClosedAfterEachResponseWithoutNoticeLosesNoBatch) {
+  const std::string u = server().stream("append-close-quietly", "q");
+  const CliRun r = produce(u, kBatches, lines(60));
+  ASSERT_EQ(r.status, 0) << r.err << r.out;
+  EXPECT_TRUE(same_bytes(lines(60), server().stored(u)));
+}
+
 // A response head trickled one byte at a time is slow, not wrong; if the wait for it is
 // taken for a stall, the resend is a true duplicate (S3): the stream holds the input once.
 TEST_F(CliHostileAppend, ATrickledAcknowledgementIsSlowNotWrong) {

@@ -202,6 +202,10 @@ class Connection {
   [[nodiscard]] std::uint64_t responses() const noexcept { return responses_; }
   /// Requests failed by the transport (connect, loss, timeout, stall, malformed).
   [[nodiscard]] std::uint64_t transport_failures() const noexcept { return transport_failures_; }
+  /// True while a request some of whose bytes were handed to a write has no response
+  /// yet. While false, any byte or end of file the socket holds is not an answer: an end
+  /// of file means the server closed the connection before the next request's bytes.
+  [[nodiscard]] bool awaiting_response() const noexcept;
   /// True when the connection closed because a retry_safe request stalled.
   [[nodiscard]] bool closed_by_stall() const noexcept { return closed_by_stall_; }
 

@@ -234,6 +234,14 @@ class Pool {
   /// True when `id` names a connection that may still report events (open, connecting,
   /// or closed with a write in progress).
   [[nodiscard]] bool knows(ConnectionId id) const noexcept;
+  /// True while a request handed to a write on `id` has no response yet (see
+  /// Connection::awaiting_response); false for unknown ids. Before carrying out a Write
+  /// on a connection that awaits nothing, an adapter looks whether the peer already
+  /// closed the socket (recv with MSG_PEEK returns 0): a server may close an idle
+  /// keep-alive connection at any time (RFC 9112 section 9.3.1), and a request written
+  /// after its FIN is lost yet would count as possibly applied. Then it reports on_eof
+  /// instead of writing, and the requests go out on a new connection, definite.
+  [[nodiscard]] bool awaiting_response(ConnectionId id) const noexcept;
 
  private:
   explicit Pool(PoolOptions options) noexcept;
