@@ -12,7 +12,8 @@
 //    response and never fails protocol_error; `unavailable` and `closed` are definite;
 //  - take_write hands out exactly the unwritten rest of the requests on the connection,
 //    then new requests in order (pipelined: in enqueue order overall; pool: one at a time);
-//    a request is handed out on one connection only (never moved);
+//    a request is handed out on one connection only, unless none of its bytes were
+//    written there and that connection ended (pipelined: the pool queues it again, first);
 //  - the bytes of a write stay intact until its on_written, even after the Close;
 //  - a write with bytes is only ever found after a Write command for that connection, or
 //    after a short write on it (whose rest is the caller's to take: no Write comes for it);
@@ -254,13 +255,16 @@ class Driver {
       CHECK(id >= 1 && id <= reqs_.size());
       Req& q = reqs_[id - 1];
       CHECK(span == q.bytes);  // a new request starts at its first byte
-      CHECK(!q.handed);        // never handed out twice, never on two connections
       CHECK(q.outcomes == 0);  // nothing was decided about it yet
       CHECK(!q.refused);
+      // Handed out again only when none of its bytes were written and its (pipelined)
+      // connection ended: the pool queued it again, first.
+      const bool again = q.handed;
+      if (again) CHECK(pipelined_ && q.written == 0 && q.conn != c && conns_[q.conn - 1].close_seen);
       CHECK(k.handed.empty() || k.handed.back() < id);  // in enqueue order on the connection
       if (pipelined_) {
-        CHECK(id > last_handed_);  // pipelined: in enqueue order overall
-        last_handed_ = id;
+        CHECK(id > last_handed_ || again);  // pipelined: in enqueue order overall, the queued-again first
+        last_handed_ = std::max(last_handed_, id);
       } else {
         for (const std::uint64_t prev : k.handed) CHECK(reqs_[prev - 1].outcomes == 1);  // one at a time
       }

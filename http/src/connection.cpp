@@ -295,6 +295,10 @@ void Connection::handle_timeout(Instant now, Duration stall_timeout_ns) {
 
 // ---- outputs -----------------------------------------------------------------------------
 
+std::vector<Unprocessed> Connection::take_unprocessed() {
+  return std::exchange(unprocessed_, {});
+}
+
 std::optional<Outcome> Connection::poll_outcome() {
   if (outcomes_.empty()) return std::nullopt;
   Outcome out = std::move(outcomes_.front());
@@ -350,14 +354,24 @@ void Connection::deliver_response(Instant now, Response response) {
 /// connection closes. Bytes stay alive while a write still uses them.
 void Connection::fail_all(const std::string& why, Cause cause) {
   if (state_ == State::closed) return;
+  // Handed back (hand_back_unprocessed) only when none of them was handed out (those come
+  // first, and fail indefinite): the caller's resends of those must go out first, so the
+  // rest fails with them and the caller resends everything in its own order.
+  const bool hand_back = options_.hand_back_unprocessed && (cause == Cause::lost || cause == Cause::closed_after) &&
+                         (resp_ >= entries_.size() || !entries_[resp_].handed);
   for (std::size_t i = resp_; i < entries_.size(); ++i) {
     Entry& e = entries_[i];
     Error error;
-    // Behind a closing response the server processed nothing more (RFC 9112 9.6), so a
-    // request handed out there is definite too (connection.hpp, third rule); any other
-    // loss of a handed-out request leaves its outcome unknown.
-    if (e.handed && cause != Cause::closed_after) {
-      error = make_error(ErrorCode::connection_lost, Certainty::indefinite, true, why);
+    // Any loss of a handed-out request leaves its outcome unknown — behind a closing
+    // response too: RFC 9112 9.6 forbids a server to process requests after it, but one
+    // that had read a pipelined request may (Node's HTTP server stores it and then drops
+    // its response), and a plain append resent as if it had not been would be doubled.
+    if (e.handed) {
+      error = make_error(ErrorCode::connection_lost, Certainty::indefinite, true,
+                         cause == Cause::closed_after ? why +
+                                                            "; the request was already sent, so it may have been "
+                                                            "processed anyway"
+                                                      : why);
     } else {
       switch (cause) {
         case Cause::connect_failed: error = make_error(ErrorCode::unavailable, Certainty::definite, true, why); break;
@@ -374,6 +388,11 @@ void Connection::fail_all(const std::string& why, Cause cause) {
                              "the connection was closed before the request was sent (" + why + ")");
           break;
       }
+    }
+    if (hand_back) {       // every one of them is definite here
+      e.responded = true;  // decided here: handed back, no outcome
+      unprocessed_.push_back(Unprocessed{e.request, std::move(error)});
+      continue;
     }
     if (cause != Cause::local_close) ++transport_failures_;
     finish(e, tl::unexpected(std::move(error)));

@@ -6,6 +6,7 @@
 
 #include <algorithm>
 #include <utility>
+#include <vector>
 
 #include "prodsm/http/detail/text.hpp"
 
@@ -168,6 +169,10 @@ Pool::Slot& Pool::open_connection(Instant now) {
   o.request_timeout_ns = options_.transport.request_timeout_ns;
   o.response_limits = options_.transport.response_limits;
   o.max_requests = options_.transport.mode == ConnectionMode::pipelined ? options_.transport.max_pipelined_requests : 1;
+  // Queued again, first and in order (after_event): on the one pipelined connection that
+  // keeps them ahead of everything after them. In pool mode a later request may already be
+  // on another connection; there the caller's resend decides, as for any failure.
+  o.hand_back_unprocessed = options_.transport.mode == ConnectionMode::pipelined;
   const ConnectionId id{next_connection_id_++};
   slots_.push_back(Slot{id, Connection(std::move(o), now), false, false, nullptr, {}, 0, false});
   commands_.emplace_back(Connect{id});
@@ -228,6 +233,23 @@ void Pool::dispatch(Instant now) {
 void Pool::after_event(Slot& slot, Connection::State before) {
   Connection& c = slot.connection;
   while (auto outcome = c.poll_outcome()) outcomes_.push_back(std::move(*outcome));
+  // Requests the server certainly did not process go out again before anything queued
+  // after them (they were dispatched before it), so a connection the server closed with
+  // requests behind its response never lets a later request overtake them. Their caller
+  // sees no failure, and nothing but the order of arrival changes for the server.
+  // One that was queued again kMaxRequeues times fails, and so do those behind it (a
+  // later one sent again could land before its caller's resend).
+  std::vector<Unprocessed> back = c.take_unprocessed();
+  std::size_t again = 0;
+  while (again < back.size() && !closed_ && back[again].request.requeues < kMaxRequeues) ++again;
+  for (std::size_t i = again; i < back.size(); ++i) {
+    outcomes_.push_back(Outcome{back[i].request.id, tl::unexpected(std::move(back[i].error))});
+  }
+  for (std::size_t i = again; i-- > 0;) {
+    ++back[i].request.requeues;
+    ++requeued_;
+    queue_.push_front(std::move(back[i].request));
+  }
   if (auto wait = c.poll_wait_sample()) note_sample(*wait);
   if (c.state() == Connection::State::closed && !slot.close_sent) {
     slot.close_sent = true;
@@ -522,6 +544,7 @@ PoolStats Pool::stats() const noexcept {
   s.connections_opened = connections_opened_;
   s.connect_failures = connect_failures_;
   s.stalls = stalls_;
+  s.requeued = requeued_;
   for (const Slot& slot : slots_) {
     s.requests_written += slot.connection.requests_written();
     s.responses += slot.connection.responses();

@@ -730,6 +730,78 @@ TEST(D3, PoolReadsAClockSteppedBackAsTheLatestInstant) {
   EXPECT_EQ(run(at(2s)), steady);
 }
 
+// E2 + P1: requests behind a response that closes the connection, none of them written
+// yet, were not processed: they go out again on the next connection, first and in order,
+// ahead of a request enqueued after them, and their caller sees no failure.
+TEST(E2, PoolSendsUnwrittenRequestsBehindAClosingResponseAgainFirstAndInOrder) {
+  PoolScript s;
+  s.enqueue(get(1));
+  EXPECT_EQ(s.commands().connects, (Ids{1}));
+  s.connect(1);
+  EXPECT_EQ(s.write_all(1), request_bytes(1));
+  s.enqueue(get(2));  // on the connection, not yet written
+  s.enqueue(get(3));
+  s.feed(1, status_response(200, "Connection: close\r\n"));
+  auto out = s.outcomes();
+  ASSERT_EQ(out.size(), 1U) << "2 and 3 are not failed: they go out again";
+  EXPECT_TRUE(IsResponse(out[0], 1, 200));
+  const Commands c = s.commands();
+  EXPECT_EQ(c.closes, (Ids{1}));
+  EXPECT_EQ(c.connects, (Ids{2}));
+  s.enqueue(get(4));  // made after the close: behind them
+  s.connect(2);
+  EXPECT_EQ(s.write_all(2), request_bytes(2) + request_bytes(3) + request_bytes(4));
+  s.feed(2, ok() + ok() + ok());
+  out = s.outcomes();
+  ASSERT_EQ(out.size(), 3U);
+  EXPECT_TRUE(IsResponse(out[0], 2, 200));
+  EXPECT_TRUE(IsResponse(out[1], 3, 200));
+  EXPECT_TRUE(IsResponse(out[2], 4, 200));
+  EXPECT_EQ(s.pool().stats().requeued, 2U);
+}
+
+// E2: a request never written when its connection ended (the server closed it idle) goes
+// out again, at most Pool::kMaxRequeues times; then it fails definite, so a server that
+// closes every connection before a request is written is no loop.
+TEST(E2, PoolSendsAnUnwrittenRequestAgainAtMostKMaxRequeuesTimes) {
+  PoolScript s;
+  s.enqueue(get(1));
+  for (std::uint64_t conn = 1; conn <= Pool::kMaxRequeues + 1; ++conn) {
+    EXPECT_EQ(s.commands().connects, (Ids{conn}));
+    s.connect(conn);
+    s.eof(conn);  // before anything was written
+    const auto out = s.outcomes();
+    if (conn <= Pool::kMaxRequeues) {
+      EXPECT_TRUE(out.empty()) << "queued again, time " << conn;
+      continue;
+    }
+    ASSERT_EQ(out.size(), 1U);
+    EXPECT_TRUE(IsFailure(out[0], 1, ErrorCode::connection_lost, Certainty::definite));
+    EXPECT_NE(error_of(out[0]).message.find("closed before the request was sent"), std::string::npos);
+  }
+  EXPECT_EQ(s.pool().stats().requeued, Pool::kMaxRequeues);
+}
+
+// E2: a request written when its connection was lost may have been processed: it fails
+// indefinite, and those behind it fail with it (definite) rather than go out again ahead
+// of its resend — the caller resends them all in its own order.
+TEST(E2, PoolFailsTheRequestsBehindOneThatMayHaveBeenProcessed) {
+  PoolScript s;
+  s.enqueue(get(1));
+  s.commands();
+  s.connect(1);
+  s.write_all(1);
+  s.enqueue(get(2));
+  s.enqueue(get(3));
+  s.eof(1);
+  const auto out = s.outcomes();
+  ASSERT_EQ(out.size(), 3U);
+  EXPECT_TRUE(IsFailure(out[0], 1, ErrorCode::connection_lost, Certainty::indefinite));
+  EXPECT_TRUE(IsFailure(out[1], 2, ErrorCode::connection_lost, Certainty::definite));
+  EXPECT_TRUE(IsFailure(out[2], 3, ErrorCode::connection_lost, Certainty::definite));
+  EXPECT_EQ(s.pool().stats().requeued, 0U);
+}
+
 // awaiting_response: only while a request handed to a write has no response — what tells
 // an adapter that an end of file in the socket is no answer (the server closed it idle).
 TEST(HttpPool, AwaitingResponseOnlyWhileAHandedOutRequestIsUnanswered) {

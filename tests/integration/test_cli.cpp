@@ -44,6 +44,20 @@ TEST_F(Cli, ProducesAFileAndVerifiesIt) {
 }
 
 // A pipe named with -i is read like stdin (it cannot be seeked for its size).
+// E4: --max-attempts bounds the sends per batch (retry.max_attempts), and the failure
+// names the flag to change; out of its range it is bad input.
+TEST_F(Cli, MaxAttemptsBoundsTheRetriesAndTheFailureNamesIt) {
+  const std::string nowhere = "http://127.0.0.1:1/nowhere";  // connection refused: definite, retried
+  const CliRun r = prodsm("produce " + nowhere + " -q --max-attempts 2", "a\n");
+  EXPECT_EQ(r.status, 3) << r.err;
+  EXPECT_NE(r.err.find("gave up after 2 attempts (--max-attempts 2;"), std::string::npos) << r.err;
+  for (const char* bad : {"0", "1001"}) {
+    const CliRun refused = prodsm("produce " + nowhere + " -q --max-attempts " + bad, "a\n");
+    EXPECT_EQ(refused.status, 2) << bad << ": " << refused.err;
+    EXPECT_NE(refused.err.find("--max-attempts"), std::string::npos) << refused.err;
+  }
+}
+
 TEST_F(Cli, ReadsAPipeGivenWithDashI) {
   const std::string u = url("pipe");
   const CliRun r = prodsm("produce " + u + " --create --verify -i /dev/stdin", "a\nb\nc\n", Stdin::pipe);

@@ -359,13 +359,7 @@ int run_produce(const ProduceOptions& o) {
     return kExitBadInput;
   }
   if (failure) {
-    if (failure->code == ErrorCode::delivery_timeout) {  // name the flag, not the config field
-      const std::string field = "delivery_timeout_ns";
-      if (const auto at = failure->message.find(field); at != std::string::npos) {
-        failure->message.replace(at, field.size(),
-                                 "--delivery-timeout-ms (" + std::to_string(o.producer.delivery_timeout_ms) + " ms)");
-      }
-    }
+    name_retry_flags(*failure, o.producer);
     std::fprintf(stderr, "prodsm produce: %s\n", failure->describe().c_str());
     if (failure->code == ErrorCode::protocol_error && stats.core.first_attempt_duplicate_records > 0) {
       std::fprintf(stderr, "%s",

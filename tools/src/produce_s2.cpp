@@ -187,6 +187,7 @@ int run_produce_s2(const S2ProduceArgs& a) {
     return failure ? kExitServerError : kExitBadInput;
   }
   if (failure) {
+    name_retry_flags(*failure, a.producer);
     std::fprintf(stderr, "prodsm produce: %s\n", failure->describe().c_str());
     return kExitServerError;
   }

@@ -41,8 +41,29 @@ void add_producer_flags(CLI::App& cmd, ProducerFlags& f) {
       ->capture_default_str();
   add_decimal_option(cmd, "--request-timeout-ms", f.request_timeout_ms, 1, 600'000, "Per-request timeout, 1..600000");
   add_decimal_option(cmd, "--delivery-timeout-ms", f.delivery_timeout_ms, 1, 86'400'000,
-                     "Per-record delivery deadline, 1..86400000 (above --linger-ms)");
+                     "Per-record delivery deadline, 1..86400000 (above --linger-ms); retries also stop after "
+                     "--max-attempts");
+  add_decimal_option(cmd, "--max-attempts", f.max_attempts, 1, Bounds::kMaxAttemptsCap,
+                     "Sends per batch including the first, 1..1000 (default 10: about 2.5 s of retries with "
+                     "the backoff from 5 ms doubling; 1000 leaves --delivery-timeout-ms the only bound)");
   add_connection_flags(cmd, f.connection);
+}
+
+void name_retry_flags(Error& failure, const ProducerFlags& f) {
+  if (failure.code == ErrorCode::delivery_timeout) {
+    const std::string field = "delivery_timeout_ns";
+    if (const auto at = failure.message.find(field); at != std::string::npos) {
+      failure.message.replace(at, field.size(),
+                              "--delivery-timeout-ms (" + std::to_string(f.delivery_timeout_ms) + " ms)");
+    }
+  }
+  const std::string gave_up = "gave up after ";
+  if (const auto at = failure.message.rfind(gave_up); at != std::string::npos) {
+    if (const auto end = failure.message.find(" attempts", at); end != std::string::npos) {
+      failure.message.insert(end + 9, " (--max-attempts " + std::to_string(f.max_attempts) +
+                                          "; more ride out a longer outage, up to --delivery-timeout-ms)");
+    }
+  }
 }
 
 std::optional<std::string> apply_producer_flags(const ProducerFlags& f, asio::ProducerOptions& options) {
@@ -71,6 +92,7 @@ std::optional<std::string> apply_producer_flags(const ProducerFlags& f, asio::Pr
   // --no-producer-id sends one batch at a time unless --max-in-flight says otherwise.
   core.max_in_flight = f.no_producer_id && !f.max_in_flight_given ? 1 : f.max_in_flight;
   core.delivery_timeout_ns = std::chrono::milliseconds{f.delivery_timeout_ms};
+  core.retry.max_attempts = f.max_attempts;
   options.session.mode =
       f.connection_mode == "pipelined" ? asio::ConnectionMode::pipelined : asio::ConnectionMode::pool;
   options.session.max_connections = core.max_in_flight;

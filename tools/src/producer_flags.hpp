@@ -33,7 +33,10 @@ struct ProducerFlags {
   std::string connection_mode = "pipelined";    ///< --connection-mode: pipelined | pool
   std::uint64_t request_timeout_ms = 30'000;    ///< --request-timeout-ms, 1..600000 (ms)
   std::uint64_t delivery_timeout_ms = 120'000;  ///< --delivery-timeout-ms, 1..86400000 (ms, E6)
-  ConnectionFlags connection;                   ///< TLS and per-request header flags
+  /// --max-attempts: sends per batch including the first, 1..1000 (retry.max_attempts, E4);
+  /// default the library's 10.
+  std::uint32_t max_attempts = RetryPolicy{}.max_attempts;
+  ConnectionFlags connection;  ///< TLS and per-request header flags
 };
 
 /// Registers the flags above (and the connection flags) on `cmd` (range checks that need no context are CLI11
@@ -47,6 +50,11 @@ void add_producer_flags(CLI::App& cmd, ProducerFlags& flags);
 /// apply_connection_flags) and `options.extra_headers` from `flags`. Returns the message naming the bad flag
 /// (e.g. "--linger-ms: 'x' is not a number of milliseconds in 0..3600000 or 'off'").
 std::optional<std::string> apply_producer_flags(const ProducerFlags& flags, asio::ProducerOptions& options);
+
+/// Rewrites a terminal failure's text to name the flags that bound it: the config field
+/// delivery_timeout_ns becomes "--delivery-timeout-ms (N ms)" (E6), and "gave up after N
+/// attempts" gets "(--max-attempts N; ...)" (E4), so the user sees which flag to change.
+void name_retry_flags(Error& failure, const ProducerFlags& flags);
 
 /// Parses `-H 'Name: value'` (value's leading blanks dropped) and checks it with `rule`,
 /// the target protocol's (ds::check_extra_header, s2::check_extra_header, or for headers

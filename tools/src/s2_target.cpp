@@ -85,6 +85,7 @@ std::optional<std::string> apply_s2_flags(const S2Target& target, const S2Flags&
            "append twice or out of order)";
   }
   core.delivery_timeout_ns = std::chrono::milliseconds{f.delivery_timeout_ms};
+  core.retry.max_attempts = f.max_attempts;
   options.session.mode =
       f.connection_mode == "pipelined" ? http::ConnectionMode::pipelined : http::ConnectionMode::pool;
   if (core.max_in_flight > 1 && options.session.mode != http::ConnectionMode::pipelined) {

@@ -8,6 +8,15 @@
 #include <prodsm/durable_streams.hpp>
 #include <prodsm/version.hpp>
 
+// The library and its users compile Asio's handler allocator one way (FindAsio.cmake,
+// prodsm.pc): a standard header included first must not switch it to aligned_alloc.
+#ifndef ASIO_DISABLE_STD_ALIGNED_ALLOC
+#error "ASIO_DISABLE_STD_ALIGNED_ALLOC must come with prodsm::asio (CMake target and prodsm.pc)"
+#endif
+#ifdef ASIO_HAS_STD_ALIGNED_ALLOC
+#error "Asio chose std::aligned_alloc: the library's translation units may not have"
+#endif
+
 static_assert(PRODSM_VERSION == PRODSM_VERSION_MAJOR * 10000 + PRODSM_VERSION_MINOR * 100 + PRODSM_VERSION_PATCH);
 
 int main() {

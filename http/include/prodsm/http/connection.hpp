@@ -11,9 +11,16 @@
 ///  - a request some of whose bytes were handed to a write and whose response did not
 ///    arrive complete (reset, EOF, request timeout, stall) fails **indefinite**:
 ///    `connection_lost`, indefinite, retryable;
-///  - requests behind a response that closes the connection (`Connection: close`) were
-///    not processed by the server (RFC 9112 §9.6): definite;
+///  - requests behind a response that closes the connection (`Connection: close`): the
+///    ones not yet handed to a write definite; the ones already written indefinite, as
+///    above — RFC 9112 §9.6 forbids the server to process them, but a server that had
+///    read a pipelined request may anyway (Node's HTTP server does), and a plain append
+///    resent as unprocessed would then be doubled;
 ///  - a malformed response: the parser's `protocol_error`, indefinite, not retryable.
+///
+/// With ConnectionOptions::hand_back_unprocessed (what the Pool sets), the definite
+/// `connection_lost` ones — never handed to a write, with none before them that was —
+/// are handed back (take_unprocessed) instead of failing, for the pool to send again.
 ///
 /// A response that arrives before the adapter reported its request's write as complete
 /// is valid (a socket can deliver the answer before the write completion runs); the
@@ -34,6 +41,7 @@
 #include <span>
 #include <string>
 #include <string_view>
+#include <vector>
 
 #include <tl/expected.hpp>
 
@@ -75,6 +83,10 @@ struct Request {
   /// which refuses the names the S2 codec manages. Null: the session's default (the
   /// adapters' sessions use ds::check_extra_header). The connection itself ignores it.
   HeaderRule header_rule = nullptr;
+  /// Times a Pool queued this request again because its connection ended without the
+  /// server processing it (ConnectionOptions::hand_back_unprocessed); at most
+  /// Pool::kMaxRequeues. Starts at 0; the pool counts.
+  std::uint32_t requeues = 0;
 };
 
 /// The outcome of one request: its response, or a classified transport failure.
@@ -110,6 +122,22 @@ struct ConnectionOptions {
   ResponseLimits response_limits{};
   /// Most requests outstanding on the connection (pipelining depth, R3), >= 1.
   std::uint32_t max_requests = 32;
+  /// When the connection ends (lost, or closed by a response), the requests the server
+  /// certainly did not process — none of whose bytes were handed to a write — are handed
+  /// back through take_unprocessed() with the definite error they would have failed
+  /// with, instead of failing: a Pool sends them again, first and in order, on another
+  /// connection. Only when no request before them was handed out (that one fails
+  /// indefinite, and the caller's resend of it must come first: then they fail too,
+  /// definite). Not for a failed connect or close(). Default false: they fail (definite)
+  /// as outcomes.
+  bool hand_back_unprocessed = false;
+};
+
+/// A request handed back unprocessed (ConnectionOptions::hand_back_unprocessed), with
+/// the definite error it would have failed with.
+struct Unprocessed {
+  Request request;  ///< as enqueued (a copy: a write in progress may still use the original)
+  Error error;      ///< connection_lost, definite, retryable
 };
 
 /// One HTTP/1.1 client connection (see the file comment). Not thread-safe.
@@ -202,6 +230,9 @@ class Connection {
   [[nodiscard]] std::uint64_t responses() const noexcept { return responses_; }
   /// Requests failed by the transport (connect, loss, timeout, stall, malformed).
   [[nodiscard]] std::uint64_t transport_failures() const noexcept { return transport_failures_; }
+  /// The requests handed back unprocessed since the last call, in request order (see
+  /// ConnectionOptions::hand_back_unprocessed); they get no outcome here.
+  std::vector<Unprocessed> take_unprocessed();
   /// True while a request some of whose bytes were handed to a write has no response
   /// yet. While false, any byte or end of file the socket holds is not an answer: an end
   /// of file means the server closed the connection before the next request's bytes.
@@ -259,7 +290,8 @@ class Connection {
   Instant previous_response_at_{};  ///< when the previous response completed
   Instant last_byte_at_{};          ///< last byte received
   Instant idle_since_{};
-  Instant latest_now_{};  ///< the latest `now` of any input (time never goes backwards here)
+  Instant latest_now_{};                  ///< the latest `now` of any input (time never goes backwards here)
+  std::vector<Unprocessed> unprocessed_;  ///< handed back, not yet taken
   std::deque<Outcome> outcomes_;
   std::optional<Duration> wait_sample_;
   std::string close_reason_;

@@ -14,9 +14,16 @@
 ///    on a fresh connection ahead of an older one still waiting for its connect).
 ///
 /// Faults (see connection.hpp for how each request is classified):
-///  - a connection that dies fails every request on it at once: the ones it had written
-///    indefinite, the ones it had not written definite — none is silently moved to
-///    another connection, so the caller resends everything in its own order;
+///  - a connection that dies (or is closed by a response: `Connection: close`, a proxy's
+///    keep-alive limit) fails the requests it had written (indefinite: the server may
+///    have processed them) and, with them, the ones behind (definite), so the caller
+///    resends everything in its own order. When it had written none of them — the server
+///    closed an idle connection, or a closing response left only unwritten requests
+///    behind — those are queued again instead (pipelined mode), first and in order, and go
+///    out on the next connection before anything enqueued after them (PoolStats::requeued;
+///    at most kMaxRequeues times each, then they fail definite). Failed back to the caller one by
+///    one, a request the caller made meanwhile (the next batch, once the response before
+///    them freed room) could go out ahead of them;
 ///  - a stalled response — the server swallowed the request, a hung backend, a proxy —
 ///    is noticed for retry_safe requests by *stall detection*: the oldest request may go
 ///    without a first response byte, once it is due, for twice the longest head-of-line
@@ -155,6 +162,10 @@ struct PoolStats {
   std::uint64_t responses = 0;           ///< complete responses delivered
   std::uint64_t transport_failures = 0;  ///< requests failed by the transport (E2)
   std::uint64_t stalls = 0;              ///< connections replaced by stall detection
+  /// Requests queued again, first and in order, after their connection ended without
+  /// the server processing them (a response that closed it with requests behind, an end
+  /// of file before they were written): Pool::kMaxRequeues at most per request.
+  std::uint64_t requeued = 0;
 };
 
 /// The connections to one server (see the file comment). Not thread-safe: one driver
@@ -240,8 +251,15 @@ class Pool {
   /// closed the socket (recv with MSG_PEEK returns 0): a server may close an idle
   /// keep-alive connection at any time (RFC 9112 section 9.3.1), and a request written
   /// after its FIN is lost yet would count as possibly applied. Then it reports on_eof
-  /// instead of writing, and the requests go out on a new connection, definite.
+  /// instead of writing, and the requests, never written, are queued again for a new
+  /// connection.
   [[nodiscard]] bool awaiting_response(ConnectionId id) const noexcept;
+
+  /// How often one request is queued again after its connection ended without the
+  /// server processing it (PoolStats::requeued); once more and it fails with that
+  /// connection's error (connection_lost, definite, retryable: the caller's retry policy
+  /// takes over), so a server that closes every connection before answering is no loop.
+  static constexpr std::uint32_t kMaxRequeues = 3;
 
  private:
   explicit Pool(PoolOptions options) noexcept;
@@ -291,6 +309,7 @@ class Pool {
   std::uint64_t connections_opened_ = 0;
   std::uint64_t connect_failures_ = 0;
   std::uint64_t stalls_ = 0;
+  std::uint64_t requeued_ = 0;
   Instant latest_now_{};  ///< the latest `now` of any input (time never goes backwards here)
 
   /// `now`, or the latest instant an input brought if `now` is earlier (see Connection).

@@ -7,8 +7,10 @@
 /// 9112 section 9.3.1); its FIN may have arrived while the next request was being made.
 /// Written after the FIN, the request is lost, and since its bytes were handed to the
 /// socket it would count as possibly applied (indefinite: a plain append is then never
-/// resent). Seen first, the end of file is reported instead (Pool::on_eof), and the
-/// request fails definite and goes out on a new connection. Not part of the public API.
+/// resent). Seen first, the end of file is reported instead (Pool::on_eof): the request,
+/// never written, is queued again and goes out on a new connection. What remains is the
+/// FIN that arrives between this look and the write (microseconds, not the length of a
+/// queue of handlers). Not part of the public API.
 
 #include <sys/socket.h>
 
