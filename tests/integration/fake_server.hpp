@@ -12,6 +12,7 @@
 #include <atomic>
 #include <chrono>
 #include <functional>
+#include <future>
 #include <string>
 #include <string_view>
 #include <thread>
@@ -116,5 +117,27 @@ class FakeServer {
   std::atomic<bool> stop_{false};
   std::thread thread_;
 };
+
+/// E2, for either adapter's session to a FakeServer whose every answer closes the
+/// connection (Action::respond_and_close): the first response's handler waits 100 ms on
+/// the session's thread, so the server's FIN is in the socket and not yet read when the
+/// second request is made; checks that request was not written into the closed
+/// connection but sent again on a new one (answered: two connections, two requests).
+template <class SessionPtr>
+void expect_no_write_into_a_connection_closed_while_idle(const SessionPtr& session, const FakeServer& fake) {
+  std::promise<std::string> second;  // empty: answered; else why not
+  session->exchange(FakeServer::post("a"), [&](auto first) {
+    EXPECT_TRUE(first.has_value());
+    std::this_thread::sleep_for(std::chrono::milliseconds{100});  // the server's FIN arrives meanwhile
+    session->exchange(FakeServer::post("b"),
+                      [&](auto r) { second.set_value(r ? std::string() : r.error().describe()); });
+  });
+  auto future = second.get_future();
+  ASSERT_EQ(future.wait_for(std::chrono::seconds{30}), std::future_status::ready);
+  const std::string failure = future.get();
+  EXPECT_EQ(failure, "") << "not sent again on a new connection";
+  EXPECT_EQ(fake.requests.load(), 2);
+  EXPECT_EQ(fake.connections.load(), 2);
+}
 
 }  // namespace prodsm::test

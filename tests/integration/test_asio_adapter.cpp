@@ -48,18 +48,7 @@ TEST(E2, ARequestIsNotWrittenOnAConnectionTheServerClosedWhileIdle) {
   });
   IoThread io;
   auto session = asio::Session::create(io.io.get_executor(), ds::StreamUrl::parse(fake.url()).value()).value();
-  std::promise<ExchangeResult> second;
-  session->exchange(FakeServer::post("a"), [&](ExchangeResult first) {
-    EXPECT_TRUE(first.has_value());
-    std::this_thread::sleep_for(100ms);  // on the strand: the server's FIN arrives meanwhile
-    session->exchange(FakeServer::post("b"), [&](ExchangeResult r) { second.set_value(std::move(r)); });
-  });
-  auto future = second.get_future();
-  ASSERT_EQ(future.wait_for(std::chrono::seconds{30}), std::future_status::ready);
-  const ExchangeResult r = future.get();
-  ASSERT_TRUE(r.has_value()) << "sent again on a new connection: " << r.error().describe();
-  EXPECT_EQ(fake.requests.load(), 2);
-  EXPECT_EQ(fake.connections.load(), 2);
+  expect_no_write_into_a_connection_closed_while_idle(session, fake);
   session->close();
 }
 

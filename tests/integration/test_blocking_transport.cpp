@@ -56,18 +56,7 @@ TEST(E2, BlockingARequestIsNotWrittenOnAConnectionTheServerClosedWhileIdle) {
     return FakeServer::Reply{FakeServer::Action::respond_and_close, FakeServer::ok_plain().bytes};
   });
   auto session = blocking::Session::create(ds::StreamUrl::parse(fake.url()).value()).value();
-  std::promise<ExchangeResult> second;
-  session->exchange(FakeServer::post("a"), [&](ExchangeResult first) {
-    EXPECT_TRUE(first.has_value());
-    std::this_thread::sleep_for(100ms);  // on the I/O thread: the server's FIN arrives meanwhile
-    session->exchange(FakeServer::post("b"), [&](ExchangeResult r) { second.set_value(std::move(r)); });
-  });
-  auto future = second.get_future();
-  ASSERT_EQ(future.wait_for(std::chrono::seconds{30}), std::future_status::ready);
-  const ExchangeResult r = future.get();
-  ASSERT_TRUE(r.has_value()) << "sent again on a new connection: " << r.error().describe();
-  EXPECT_EQ(fake.requests.load(), 2);
-  EXPECT_EQ(fake.connections.load(), 2);
+  expect_no_write_into_a_connection_closed_while_idle(session, fake);
   session->close();
 }
 
