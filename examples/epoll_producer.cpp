@@ -204,6 +204,16 @@ struct Loop {
   void write_requests(prodsm::http::ConnectionId id) {
     auto it = fd_of.find(id.value);
     if (it == fd_of.end() || connecting[id.value] || write_blocked[id.value]) return;
+    if (!pool.awaiting_response(id)) {
+      // Nothing is expected on this connection: an end of file already in the socket means
+      // the server closed it while idle. Say so instead of writing into it (the request
+      // would be lost and count as possibly applied); the pool sends it on a new connection.
+      char byte = 0;
+      if (::recv(it->second, &byte, 1, MSG_PEEK | MSG_DONTWAIT) == 0) {
+        pool.on_eof(id, now());
+        return;
+      }
+    }
     const prodsm::http::WriteView view = pool.take_write(id, now());
     if (view.empty()) return;
     std::array<iovec, prodsm::http::WriteView::kMaxParts> iov{};
