@@ -140,7 +140,8 @@ Observation observation_from(const json& j) {
 
 SyncResult result_from(const json& r) {
   SyncResult out;
-  if (!r.is_object()) return out;
+  if (r.is_null()) return out;
+  if (!r.is_object()) throw std::invalid_argument("\"result\" is neither null nor an object");
   if (r.contains("ticket")) {
     out.kind = SyncResult::Kind::ticket;
     out.value = r.at("ticket").get<std::uint64_t>();
@@ -165,6 +166,12 @@ SyncResult result_from(const json& r) {
     }
   }
   return out;
+}
+
+json observed_of(const json& reply) {
+  if (!reply.contains("observed")) return json::array();
+  if (!reply.at("observed").is_array()) throw std::invalid_argument("\"observed\" is not an array");
+  return reply.at("observed");
 }
 
 }  // namespace detail
@@ -281,15 +288,8 @@ class ExternalDriver final : public Driver {
     SyncResult parsed_result;
     std::vector<Observation> parsed_observed;
     try {
-      if (reply.contains("observed") && !reply.at("observed").is_array()) {
-        throw std::invalid_argument("\"observed\" is not an array");
-      }
-      if (reply.contains("result") && !reply.at("result").is_null() && !reply.at("result").is_object()) {
-        throw std::invalid_argument("\"result\" is neither null nor an object");
-      }
+      const json observed = detail::observed_of(reply);
       parsed_result = result_from(reply.value("result", json()));
-      const json observed =
-          reply.contains("observed") && reply.at("observed").is_array() ? reply.at("observed") : json::array();
       for (const auto& o : observed) parsed_observed.push_back(observation_from(o));
     } catch (const std::exception& e) {
       target_failure_ = std::string(kTargetFailedPrefix) + "the driver's reply to " + describe(c) +

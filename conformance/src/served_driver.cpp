@@ -4,8 +4,8 @@
 // driver process (the JSON-lines driver protocol, docs/conformance.md) only submits,
 // flushes, closes and aborts, and reports outcomes; the harness reads the sends off the
 // wire and answers them there (wire_driver.hpp). Nothing of the SDK is injected.
+#include <exception>
 #include <nlohmann/json.hpp>
-#include <stdexcept>
 
 #include "driver_json.hpp"
 #include "driver_process.hpp"
@@ -121,9 +121,6 @@ class ServedDriver final : public detail::WireDriver {
     }
     SyncResult result;
     try {
-      if (reply.contains("result") && !reply.at("result").is_null() && !reply.at("result").is_object()) {
-        throw std::invalid_argument("\"result\" is neither null nor an object");
-      }
       result = detail::result_from(reply.value("result", json()));
     } catch (const std::exception& e) {
       trace_.steps.pop_back();
@@ -156,14 +153,13 @@ class ServedDriver final : public detail::WireDriver {
   bool collect_outcomes() override { return take_observed(process_->request({{"op", "poll"}, {"wait_ms", 1}})); }
 
   bool take_observed(const json& reply) {
-    if (reply.contains("observed") && !reply.at("observed").is_array()) {
-      if (target_failure_.empty()) {
-        target_failure_ = std::string(kTargetFailedPrefix) + "the driver's \"observed\" is not an array";
-      }
+    json observed;
+    try {
+      observed = detail::observed_of(reply);
+    } catch (const std::exception& e) {
+      if (target_failure_.empty()) target_failure_ = std::string(kTargetFailedPrefix) + "the driver's " + e.what();
       return false;
     }
-    const json observed =
-        reply.contains("observed") && reply.at("observed").is_array() ? reply.at("observed") : json::array();
     bool any = false;
     for (const auto& o : observed) {
       Observation obs;

@@ -78,7 +78,7 @@ bool Connection::awaiting_response() const noexcept {
 // ---- inputs ------------------------------------------------------------------------------
 
 void Connection::on_connected(Instant now) {
-  now = observe(now);
+  now = latest_now_.observe(now);
   if (state_ != State::connecting) return;
   state_ = State::open;
   idle_since_ = now;
@@ -87,7 +87,7 @@ void Connection::on_connected(Instant now) {
 }
 
 void Connection::on_connect_failed(Instant now, std::string_view why) {
-  (void)observe(now);  // time is kept for the inputs after it
+  (void)latest_now_.observe(now);  // time is kept for the inputs after it
   if (state_ == State::closed) return;
   if (state_ == State::open) {  // a late report: the socket is unusable either way
     fail_all(std::string(why), Cause::lost);
@@ -97,7 +97,7 @@ void Connection::on_connect_failed(Instant now, std::string_view why) {
 }
 
 void Connection::on_connect_failed(Instant now, const Error& error) {
-  (void)observe(now);  // time is kept for the inputs after it
+  (void)latest_now_.observe(now);  // time is kept for the inputs after it
   if (state_ == State::closed) return;
   for (std::size_t i = resp_; i < entries_.size(); ++i) {
     Error e = error;
@@ -112,7 +112,7 @@ void Connection::on_connect_failed(Instant now, const Error& error) {
 }
 
 void Connection::enqueue(Instant now, Request request) {
-  now = observe(now);
+  now = latest_now_.observe(now);
   if (!can_accept() || request.bytes.empty()) {
     ++transport_failures_;
     outcomes_.push_back(Outcome{
@@ -132,7 +132,7 @@ void Connection::enqueue(Instant now, Request request) {
 }
 
 WriteView Connection::take_write(Instant now) {
-  now = observe(now);
+  now = latest_now_.observe(now);
   WriteView view;
   if (!wants_write()) return view;
   std::uint64_t pos = written_pos_;
@@ -154,7 +154,7 @@ WriteView Connection::take_write(Instant now) {
 }
 
 void Connection::on_written(Instant now, std::size_t bytes) {
-  now = observe(now);
+  now = latest_now_.observe(now);
   if (!write_in_progress()) return;
   written_pos_ += std::min<std::uint64_t>(bytes, handed_end_ - written_pos_);
   handed_end_ = written_pos_;  // the write ended; an unwritten rest is handed out again
@@ -173,7 +173,7 @@ void Connection::on_written(Instant now, std::size_t bytes) {
 }
 
 void Connection::on_bytes(Instant now, std::span<const char> bytes) {
-  now = observe(now);
+  now = latest_now_.observe(now);
   if (state_ != State::open) return;  // bytes after the close are not ours to read
   last_byte_at_ = now;
   std::size_t used = 0;
@@ -225,7 +225,7 @@ void Connection::on_bytes(Instant now, std::span<const char> bytes) {
 }
 
 void Connection::on_eof(Instant now) {
-  now = observe(now);
+  now = latest_now_.observe(now);
   if (state_ == State::closed) return;
   if (state_ == State::connecting) {
     on_connect_failed(now, "the connection closed while connecting");
@@ -245,7 +245,7 @@ void Connection::on_eof(Instant now) {
 }
 
 void Connection::on_error(Instant now, std::string_view why) {
-  now = observe(now);
+  now = latest_now_.observe(now);
   if (state_ == State::connecting) {
     on_connect_failed(now, why);
     return;
@@ -258,7 +258,7 @@ void Connection::close(std::string_view why) {
 }
 
 void Connection::handle_timeout(Instant now, Duration stall_timeout_ns) {
-  now = observe(now);
+  now = latest_now_.observe(now);
   if (state_ == State::connecting) {
     if (now >= connect_deadline_) {
       fail_all("connect to " + options_.peer + " timed out after " + milliseconds_text(options_.connect_timeout_ns),

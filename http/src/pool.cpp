@@ -118,7 +118,7 @@ std::size_t Pool::outstanding() const noexcept {
 // ---- requests ------------------------------------------------------------------------------
 
 void Pool::enqueue(Instant now, Request request) {
-  now = observe(now);
+  now = latest_now_.observe(now);
   if (request.bytes.empty()) {
     outcomes_.push_back(Outcome{
         request.id, tl::unexpected(make_error(ErrorCode::unavailable, Certainty::definite, false, "empty request"))});
@@ -142,7 +142,7 @@ void Pool::enqueue(Instant now, Request request) {
 }
 
 void Pool::close(Instant now) {
-  (void)observe(now);  // time is kept for the inputs after it
+  (void)latest_now_.observe(now);  // time is kept for the inputs after it
   if (closed_) return;
   closed_ = true;
   // Connects not yet carried out never happen: their slots are closed below.
@@ -309,7 +309,7 @@ void Pool::sweep() {
 // ---- socket events -------------------------------------------------------------------------
 
 void Pool::on_connected(ConnectionId id, Instant now) {
-  now = observe(now);
+  now = latest_now_.observe(now);
   Slot* s = find(id);
   if (s == nullptr || s->connection.state() != Connection::State::connecting) return;
   if (options_.tls) {  // https://: the connection opens once the handshake is done
@@ -326,7 +326,7 @@ void Pool::on_connected(ConnectionId id, Instant now) {
 }
 
 void Pool::on_connect_failed(ConnectionId id, Instant now, std::string_view why) {
-  now = observe(now);
+  now = latest_now_.observe(now);
   Slot* s = find(id);
   if (s == nullptr) return;
   const auto before = s->connection.state();
@@ -337,7 +337,7 @@ void Pool::on_connect_failed(ConnectionId id, Instant now, std::string_view why)
 }
 
 WriteView Pool::take_write(ConnectionId id, Instant now) {
-  now = observe(now);
+  now = latest_now_.observe(now);
   Slot* s = find(id);
   if (s == nullptr) return {};
   s->write_pending = false;
@@ -409,7 +409,7 @@ void Pool::tls_pump(Slot& s, Instant now) {
 }
 
 void Pool::on_written(ConnectionId id, Instant now, std::size_t bytes) {
-  now = observe(now);
+  now = latest_now_.observe(now);
   Slot* s = find(id);
   if (s == nullptr) return;
   const auto before = s->connection.state();
@@ -430,7 +430,7 @@ void Pool::on_written(ConnectionId id, Instant now, std::size_t bytes) {
 }
 
 void Pool::on_bytes(ConnectionId id, Instant now, std::span<const char> bytes) {
-  now = observe(now);
+  now = latest_now_.observe(now);
   Slot* s = find(id);
   if (s == nullptr) return;
   const auto before = s->connection.state();
@@ -448,7 +448,7 @@ void Pool::on_bytes(ConnectionId id, Instant now, std::span<const char> bytes) {
 }
 
 void Pool::on_eof(ConnectionId id, Instant now) {
-  now = observe(now);
+  now = latest_now_.observe(now);
   Slot* s = find(id);
   if (s == nullptr) return;
   const auto before = s->connection.state();
@@ -463,7 +463,7 @@ void Pool::on_eof(ConnectionId id, Instant now) {
 }
 
 void Pool::on_error(ConnectionId id, Instant now, std::string_view why) {
-  now = observe(now);
+  now = latest_now_.observe(now);
   Slot* s = find(id);
   if (s == nullptr) return;
   const auto before = s->connection.state();
@@ -512,7 +512,7 @@ std::optional<Instant> Pool::next_deadline() const {
 }
 
 void Pool::handle_timeout(Instant now) {
-  now = observe(now);
+  now = latest_now_.observe(now);
   const Duration stall = stall_timeout();
   for (Slot& s : slots_) {
     const auto before = s.connection.state();

@@ -17,7 +17,6 @@
 #include <array>
 #include <map>
 #include <mutex>
-#include <system_error>
 #include <unordered_map>
 #include <utility>
 #include <vector>
@@ -118,16 +117,8 @@ struct Session::Impl : prodsm::detail::PoolExchanges, std::enable_shared_from_th
     auto it = sockets.find(w.id.value);
     if (it == sockets.end() || it->second->writing) return;
     auto socket = it->second;
-    if (!pool.awaiting_response(w.id)) {  // closed by the server while idle? (peer_closed.hpp)
-      int err = 0;
-      switch (prodsm::detail::peek_peer(socket->socket.native_handle(), err)) {
-        case prodsm::detail::PeerState::open: break;
-        case prodsm::detail::PeerState::closed: pool.on_eof(w.id, steady_now()); return;
-        case prodsm::detail::PeerState::failed:
-          pool.on_error(w.id, steady_now(),
-                        "the connection failed before the request was written: " + std::system_category().message(err));
-          return;
-      }
+    if (prodsm::detail::report_peer_closed_before_write(pool, w.id, socket->socket.native_handle(), steady_now())) {
+      return;  // closed by the server while idle: reported instead of written into
     }
     const http::WriteView view = pool.take_write(w.id, steady_now());
     if (view.empty()) return;

@@ -89,19 +89,9 @@ void Session::Impl::close_socket(std::uint64_t id) {
 
 void Session::Impl::write_some(std::uint64_t id, Socket& s, Instant now) {
   const http::ConnectionId cid{id};
-  if (!pool.awaiting_response(cid)) {  // closed by the server while idle? (peer_closed.hpp)
-    int err = 0;
-    switch (prodsm::detail::peek_peer(s.fd, err)) {
-      case prodsm::detail::PeerState::open: break;
-      case prodsm::detail::PeerState::closed:
-        s.write_wanted = false;
-        pool.on_eof(cid, now);
-        return;
-      case prodsm::detail::PeerState::failed:
-        s.write_wanted = false;
-        pool.on_error(cid, now, "the connection failed before the request was written: " + errno_text(err));
-        return;
-    }
+  if (prodsm::detail::report_peer_closed_before_write(pool, cid, s.fd, now)) {
+    s.write_wanted = false;  // closed by the server while idle: reported instead of written into
+    return;
   }
   const http::WriteView view = pool.take_write(cid, now);
   if (view.empty()) {

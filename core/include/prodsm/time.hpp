@@ -31,4 +31,25 @@ constexpr Instant saturating_add(Instant at, Duration d) noexcept {
   return at + d;
 }
 
+/// The latest instant a state machine's inputs brought (D3): time never goes backwards
+/// for it. observe(now) is `now`, or that latest instant when `now` is earlier (a caller's
+/// clock stepped back), and remembers it — so a deadline never fires early and a request
+/// never looks older than it is. The core, http::Connection and http::Pool keep one.
+class LatestInstant {
+ public:
+  constexpr LatestInstant() noexcept = default;
+  /// Starting at `start`.
+  constexpr explicit LatestInstant(Instant start) noexcept : latest_{start} {}
+  /// `now`, or the latest instant seen when `now` is earlier; remembered.
+  constexpr Instant observe(Instant now) noexcept {
+    if (now > latest_) latest_ = now;
+    return latest_;
+  }
+  /// The latest instant seen.
+  [[nodiscard]] constexpr Instant latest() const noexcept { return latest_; }
+
+ private:
+  Instant latest_{};
+};
+
 }  // namespace prodsm

@@ -64,7 +64,7 @@ struct alignas(64) Producer<Policy>::Impl {
   Batch* open_ = nullptr;    ///< the partial batch (always the newest), if any
   std::uint64_t next_ticket = 0;
   std::uint64_t unacked_bytes = 0;  ///< R1
-  Instant last_now{};
+  LatestInstant last_now{};
   std::uint64_t max_batch_bytes;    ///< config.max_batch_bytes, kept here for the fast path
   std::uint64_t max_unacked_bytes;  ///< config.max_unacked_bytes, likewise
   std::uint32_t max_batch_records;  ///< the open batch's record cap: config.max_batch_records, or less
@@ -109,10 +109,7 @@ struct alignas(64) Producer<Policy>::Impl {
   bool live() const { return detail::is_live(lifecycle); }
 
   /// Time never goes backwards inside the core: a smaller `now` is read as the last one.
-  Instant observe(Instant now) {
-    if (now > last_now) last_now = now;
-    return last_now;
-  }
+  Instant observe(Instant now) { return last_now.observe(now); }
 
   void emit(ActionType action) {
     actions.push_back(std::move(action));

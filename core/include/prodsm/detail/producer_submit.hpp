@@ -110,7 +110,7 @@ inline auto Producer<Policy>::Impl::accept(Instant now, std::span<const std::byt
   const std::uint64_t ticket = accept_fast(now, record);
   if (ticket != kNoTicket) [[likely]]
     return Ticket{ticket};
-  return accept_slow(last_now, record);  // accept_fast observed `now`
+  return accept_slow(last_now.latest(), record);  // accept_fast observed `now`
 }
 
 template <class Policy>

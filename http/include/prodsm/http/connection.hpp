@@ -241,13 +241,6 @@ class Connection {
   [[nodiscard]] bool closed_by_stall() const noexcept { return closed_by_stall_; }
 
  private:
-  /// `now`, or the latest instant an input brought if `now` is earlier: a caller's clock
-  /// that steps back never makes a request look older than it is (no spurious stall or
-  /// request timeout, D3).
-  Instant observe(Instant now) noexcept {
-    if (now > latest_now_) latest_now_ = now;
-    return latest_now_;
-  }
   struct Entry {
     Request request;
     std::uint64_t start = 0;  ///< position of its first byte in the connection's write stream
@@ -290,7 +283,7 @@ class Connection {
   Instant previous_response_at_{};  ///< when the previous response completed
   Instant last_byte_at_{};          ///< last byte received
   Instant idle_since_{};
-  Instant latest_now_{};                  ///< the latest `now` of any input (time never goes backwards here)
+  LatestInstant latest_now_;              ///< the latest `now` of any input (time never goes backwards here)
   std::vector<Unprocessed> unprocessed_;  ///< handed back, not yet taken
   std::deque<Outcome> outcomes_;
   std::optional<Duration> wait_sample_;

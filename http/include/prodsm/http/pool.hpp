@@ -19,11 +19,11 @@
 ///    have processed them) and, with them, the ones behind (definite), so the caller
 ///    resends everything in its own order. When it had written none of them — the server
 ///    closed an idle connection, or a closing response left only unwritten requests
-///    behind — those are queued again instead (pipelined mode), first and in order, and go
-///    out on the next connection before anything enqueued after them (PoolStats::requeued;
-///    at most kMaxRequeues times each, then they fail definite). Failed back to the caller one by
-///    one, a request the caller made meanwhile (the next batch, once the response before
-///    them freed room) could go out ahead of them;
+///    behind — those are queued again instead (pipelined mode), first and in order, and
+///    go out on the next connection before anything enqueued after them
+///    (PoolStats::requeued; at most kMaxRequeues times each, then they fail definite).
+///    Failed back to the caller one by one, a request the caller made meanwhile (the next
+///    batch, once the response before them freed room) could go out ahead of them;
 ///  - a stalled response — the server swallowed the request, a hung backend, a proxy —
 ///    is noticed for retry_safe requests by *stall detection*: the oldest request may go
 ///    without a first response byte, once it is due, for twice the longest head-of-line
@@ -310,13 +310,7 @@ class Pool {
   std::uint64_t connect_failures_ = 0;
   std::uint64_t stalls_ = 0;
   std::uint64_t requeued_ = 0;
-  Instant latest_now_{};  ///< the latest `now` of any input (time never goes backwards here)
-
-  /// `now`, or the latest instant an input brought if `now` is earlier (see Connection).
-  Instant observe(Instant now) noexcept {
-    if (now > latest_now_) latest_now_ = now;
-    return latest_now_;
-  }
+  LatestInstant latest_now_;  ///< the latest `now` of any input (time never goes backwards here)
 };
 
 }  // namespace prodsm::http

@@ -128,9 +128,8 @@ struct AdapterProducer {
     // delivery timeout.
     bool routed = true;
     while (routed) {
-      bool handled_inline = true;
-      while (handled_inline) {
-        while (auto r = client.poll_request()) {
+      while (auto r = client.poll_request()) {
+        {
           const DrivingMark driving{this};
           session->exchange(
               std::move(r->request), [weak = self().weak_from_this(), tag = r->tag](ExchangeResult result) {
@@ -147,8 +146,8 @@ struct AdapterProducer {
                 strong->observe_events();
               });
         }
-        handled_inline = !inline_outcomes.empty();
-        for (auto& [tag, result] : std::exchange(inline_outcomes, {})) {  // may make requests: drained again
+        // An outcome given inline (a resend it makes is polled next in this loop).
+        for (auto& [tag, result] : std::exchange(inline_outcomes, {})) {
           client.handle_outcome(now, tag, std::move(result));
         }
       }

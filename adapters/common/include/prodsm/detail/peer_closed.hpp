@@ -15,6 +15,10 @@
 #include <sys/socket.h>
 
 #include <cerrno>
+#include <cstring>
+#include <string>
+
+#include "prodsm/http/pool.hpp"
 
 namespace prodsm::detail {
 
@@ -35,6 +39,24 @@ inline PeerState peek_peer(int fd, int& error) noexcept {
   if (errno == EAGAIN || errno == EWOULDBLOCK || errno == EINTR) return PeerState::open;
   error = errno;
   return PeerState::failed;
+}
+
+/// Before carrying out a Write on `id` (socket `fd`): when the connection awaits no
+/// response and the peer already closed the socket, or it failed, reports that to the
+/// pool (on_eof, or on_error naming errno) and returns true — the caller writes nothing.
+/// False: write as usual.
+inline bool report_peer_closed_before_write(http::Pool& pool, http::ConnectionId id, int fd, Instant now) {
+  if (pool.awaiting_response(id)) return false;
+  int error = 0;
+  switch (peek_peer(fd, error)) {
+    case PeerState::open: return false;
+    case PeerState::closed: pool.on_eof(id, now); return true;
+    case PeerState::failed:
+      pool.on_error(id, now,
+                    "the connection failed before the request was written: " + std::string(std::strerror(error)));
+      return true;
+  }
+  return false;
 }
 
 }  // namespace prodsm::detail
