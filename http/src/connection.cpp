@@ -285,6 +285,12 @@ void Connection::handle_timeout(Instant now, Duration stall_timeout_ns) {
   }
   if (stall_timeout_ns.count() > 0 && h->request.retry_safe && !response_started_) {
     if (const auto due = head_due(); due && now >= saturating_add(*due, stall_timeout_ns)) {
+      auto& second_look = entries_[resp_].stall_second_look_at;
+      if (!second_look) {  // the first look: the caller's loop reads its sockets before the second
+        second_look = saturating_add(now, kStallSecondLookNs);
+        return;
+      }
+      if (now < *second_look) return;
       closed_by_stall_ = true;
       fail_all("no response from " + options_.peer + " within " + milliseconds_text(stall_timeout_ns) +
                    " of the request being due (stalled; the connection is replaced)",
@@ -320,7 +326,11 @@ std::optional<Instant> Connection::next_deadline(Duration stall_timeout_ns) cons
   Instant when = request_deadline(*h);
   if (write_deadline) when = std::min(when, *write_deadline);
   if (stall_timeout_ns.count() > 0 && h->request.retry_safe && !response_started_) {
-    if (const auto due = head_due()) when = std::min(when, saturating_add(*due, stall_timeout_ns));
+    if (const auto due = head_due()) {
+      Instant stall_at = saturating_add(*due, stall_timeout_ns);
+      if (h->stall_second_look_at) stall_at = std::max(stall_at, *h->stall_second_look_at);
+      when = std::min(when, stall_at);
+    }
   }
   return when;
 }

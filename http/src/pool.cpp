@@ -256,8 +256,10 @@ void Pool::after_event(Slot& slot, Connection::State before) {
     commands_.emplace_back(Close{slot.id});
     if (c.closed_by_stall()) {
       ++stalls_;  // every replacement counts, also once the doubling below is capped
-      // Until the next response: a server slower than measured is waited for longer.
+      // Until kStallHoldResponses responses in a row: a server slower than measured is
+      // waited for longer, until its slow answers are measured.
       if (stall_backoff_ < 16) ++stall_backoff_;
+      responses_since_stall_ = 0;
     }
     if (before == Connection::State::connecting && !closed_) {
       ++connect_failures_;
@@ -499,7 +501,9 @@ void Pool::note_sample(Duration wait) {
     wait_max_current_ = Duration{0};
     bucket_samples_ = 0;
   }
-  stall_backoff_ = 0;  // a response came: the doublings since the last one end
+  // Enough responses without a stall: the doublings end (a single fast response does not
+  // end them, or a server answering some requests slowly would have every slow one cut).
+  if (++responses_since_stall_ >= kStallHoldResponses) stall_backoff_ = 0;
 }
 
 std::optional<Instant> Pool::next_deadline() const {

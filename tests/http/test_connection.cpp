@@ -551,6 +551,13 @@ TEST(D3, StallFiresOnlyAfterTheRequestIsDueNeverEarly) {
   EXPECT_TRUE(s.outcomes().empty());
   s.set_now(at(550ms));
   s.tick(50ms);
+  EXPECT_TRUE(s.outcomes().empty()) << "the first look past the deadline only arms the second";
+  EXPECT_EQ(s.conn().next_deadline(50ms), at(550ms) + Connection::kStallSecondLookNs);
+  s.advance(Connection::kStallSecondLookNs - 1ns);
+  s.tick(50ms);
+  EXPECT_TRUE(s.outcomes().empty()) << "the second look, never early";
+  s.advance(1ns);
+  s.tick(50ms);
   const auto out = s.outcomes();
   ASSERT_EQ(out.size(), 1U);
   EXPECT_TRUE(IsFailure(out[0], 1, ErrorCode::connection_lost, Certainty::indefinite));
@@ -594,6 +601,8 @@ TEST(D3, AClockSteppedBackNeverMakesARequestOlder) {
   EXPECT_FALSE(s.conn().closed_by_stall());
   s.set_now(at(10s + 50ms));
   s.tick(50ms);
+  s.advance(Connection::kStallSecondLookNs);
+  s.tick(50ms);  // the second look declares it
   ASSERT_EQ(s.outcomes().size(), 1U);
   EXPECT_TRUE(s.conn().closed_by_stall());
 }
@@ -631,6 +640,8 @@ TEST(HttpConnection, StallClockStartsAfterThePreviousResponse) {
   EXPECT_TRUE(s.outcomes().empty());
   s.set_now(at(150ms));
   s.tick(50ms);
+  s.advance(Connection::kStallSecondLookNs);
+  s.tick(50ms);  // the second look declares it
   const auto out = s.outcomes();
   ASSERT_EQ(out.size(), 1U);
   EXPECT_TRUE(IsFailure(out[0], 2, ErrorCode::connection_lost, Certainty::indefinite));

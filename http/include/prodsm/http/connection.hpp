@@ -195,8 +195,15 @@ class Connection {
   /// Processes the connect, request and stall deadlines due at `now` (never early, D3).
   /// `stall_timeout_ns`: how long the oldest request, when retry_safe, may go without a
   /// first response byte after it is due (fully written and every earlier response
-  /// complete); 0 disables stall detection.
+  /// complete); 0 disables stall detection. A stall is declared at a second look, at least
+  /// kStallSecondLookNs after the first found the request past its stall deadline, so
+  /// that the caller's loop reads its sockets in between: a loop that was busy elsewhere
+  /// and handles its timer before its readable socket does not take the response waiting
+  /// there for a stall.
   void handle_timeout(Instant now, Duration stall_timeout_ns);
+  /// The least time between the look that finds a request past its stall deadline and
+  /// the look that declares the stall (ns): one pass of the caller's event loop.
+  static constexpr Duration kStallSecondLookNs = std::chrono::milliseconds{1};
 
   // ---- outputs ------------------------------------------------------------------------
   /// The next outcome, in request order, or nullopt.
@@ -249,6 +256,9 @@ class Connection {
     Instant handed_at{};      ///< when its first byte was handed out (request timeout)
     bool written = false;     ///< every byte confirmed written
     Instant written_at{};     ///< when the last byte was confirmed written
+    /// Set by the look that found it past its stall deadline: when the second look may
+    /// declare the stall (handle_timeout).
+    std::optional<Instant> stall_second_look_at;
     [[nodiscard]] std::uint64_t end() const noexcept { return start + request.bytes.size(); }
   };
 

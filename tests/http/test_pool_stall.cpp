@@ -1,0 +1,263 @@
+// SPDX-License-Identifier: Apache-2.0
+// http::Pool's stall detection on byte scripts: the stall timeout is twice the longest
+// measured head-of-line wait, doubles after stalls and holds the doublings for
+// kStallHoldResponses responses, never exceeds the request timeout, and a stall is
+// declared only at a second look. Virtual time only, no sockets.
+#include <gtest/gtest.h>
+
+#include "prodsm/http/pool.hpp"
+#include "script.hpp"
+
+namespace prodsm::http::test {
+namespace {
+
+/// Runs the pool's timer as an event loop would, at each next_deadline(), until an
+/// outcome comes (a stall takes two looks: the one that finds it, the one that declares it).
+std::vector<Outcome> run_timer_until_outcome(PoolScript& s) {
+  for (int looks = 0; looks < 8; ++looks) {
+    const auto deadline = s.pool().next_deadline();
+    if (!deadline) break;
+    s.set_now(std::max(s.now(), *deadline));
+    s.tick();
+    auto out = s.outcomes();
+    if (!out.empty()) return out;
+  }
+  return {};
+}
+
+// Before any measured wait the stall timeout is stall.initial_ns; disabled, it is 0.
+TEST(HttpPool, StallTimeoutIsInitialBeforeAnySample) {
+  PoolOptions o = pool_options();
+  o.transport.stall.initial_ns = 700ms;
+  EXPECT_EQ(PoolScript(o).pool().stall_timeout(), Duration{700ms});
+  o.transport.stall.enabled = false;
+  EXPECT_EQ(PoolScript(o).pool().stall_timeout(), Duration{0});
+}
+
+// After measured waits the stall timeout is twice the longest one (at least stall.min_ns).
+TEST(HttpPool, StallTimeoutIsTwiceTheLongestMeasuredWait) {
+  PoolScript s;
+  s.enqueue(get(1));
+  s.connect(1);
+  s.round_trip(1, 10ms, ok());
+  EXPECT_EQ(s.pool().stall_timeout(), Duration{20ms});
+  s.enqueue(get(2));
+  s.round_trip(1, 3ms, ok());
+  EXPECT_EQ(s.pool().stall_timeout(), Duration{20ms}) << "the longest wait counts";
+  s.enqueue(get(3));
+  s.round_trip(1, 12ms, ok());
+  EXPECT_EQ(s.pool().stall_timeout(), Duration{24ms});
+  PoolScript fast;
+  fast.enqueue(get(1));
+  fast.connect(1);
+  fast.round_trip(1, 0ms, ok());
+  EXPECT_EQ(fast.pool().stall_timeout(), fast.pool().options().transport.stall.min_ns) << "never below min_ns";
+}
+
+// The window of measured waits forgets a long wait after 128 to 256 responses.
+TEST(HttpPool, StallWindowForgetsOldWaits) {
+  PoolScript s;
+  s.enqueue(get(1));
+  s.connect(1);
+  s.round_trip(1, 30ms, ok());
+  for (std::uint64_t id = 2; id <= 255; ++id) {
+    s.enqueue(get(id));
+    s.round_trip(1, 4ms, ok());
+  }
+  EXPECT_EQ(s.pool().stall_timeout(), Duration{60ms}) << "remembered for at least 128 responses";
+  s.enqueue(get(256));
+  s.round_trip(1, 4ms, ok());
+  EXPECT_EQ(s.pool().stall_timeout(), Duration{8ms}) << "forgotten after 256";
+  EXPECT_EQ(s.outcomes().size(), 256U);
+}
+
+// A stalled retry_safe request fails indefinite, its connection is replaced, and the next request opens a new one.
+TEST(HttpPool, StallReplacesTheConnection) {
+  PoolScript s;
+  s.enqueue(get(1));
+  s.connect(1);
+  s.round_trip(1, 10ms, ok());  // stall timeout 20 ms
+  s.outcomes();
+  s.commands();
+  s.enqueue(get(2, true));
+  s.write_all(1);
+  ASSERT_EQ(s.pool().next_deadline(), s.now() + 20ms);
+  s.advance(20ms - 1ns);
+  s.tick();
+  EXPECT_TRUE(s.outcomes().empty()) << "never early";
+  s.advance(1ns);
+  s.tick();
+  EXPECT_TRUE(s.outcomes().empty()) << "the first look past the deadline only arms the second";
+  ASSERT_EQ(s.pool().next_deadline(), s.now() + Connection::kStallSecondLookNs);
+  s.advance(Connection::kStallSecondLookNs - 1ns);
+  s.tick();
+  EXPECT_TRUE(s.outcomes().empty()) << "the second look, never early";
+  s.advance(1ns);
+  s.tick();
+  const auto out = s.outcomes();
+  ASSERT_EQ(out.size(), 1U);
+  EXPECT_TRUE(IsFailure(out[0], 2, ErrorCode::connection_lost, Certainty::indefinite));
+  EXPECT_TRUE(error_of(out[0]).retryable);
+  EXPECT_EQ(s.commands().closes, Ids{1});
+  EXPECT_EQ(s.pool().stats().stalls, 1U);
+  s.enqueue(get(3, true));
+  EXPECT_EQ(s.commands().connects, Ids{2});
+}
+
+// A request that is not retry_safe is never given up by stall detection, only by the request timeout.
+TEST(HttpPool, StallDetectionOnlyForRetrySafeRequests) {
+  PoolScript s;
+  s.enqueue(get(1));
+  s.connect(1);
+  s.write_all(1);
+  EXPECT_EQ(s.pool().next_deadline(), at(10s)) << "the request timeout, not the stall timeout (1 s)";
+  s.set_now(at(5s));
+  s.tick();
+  EXPECT_TRUE(s.outcomes().empty());
+  EXPECT_EQ(s.pool().stats().stalls, 0U);
+}
+
+// Each stall doubles the stall timeout; the doublings hold until kStallHoldResponses
+// responses in a row came without a stall (one fast response does not end them).
+TEST(HttpPool, StallTimeoutDoublingsHoldUntilKStallHoldResponsesCameWithoutAStall) {
+  PoolScript s;
+  s.enqueue(get(1));
+  s.connect(1);
+  s.round_trip(1, 10ms, ok());
+  ASSERT_EQ(s.pool().stall_timeout(), Duration{20ms});
+  ASSERT_EQ(s.outcomes().size(), 1U);
+  std::uint64_t conn = 1;  // stalls on connection 1, then on its replacement 2
+  for (const Duration expected : {Duration{40ms}, Duration{80ms}}) {
+    s.enqueue(get(10 + conn, true));
+    s.connect(conn);  // a no-op for the already open connection 1
+    s.write_all(conn);
+    const auto out = run_timer_until_outcome(s);
+    ASSERT_EQ(out.size(), 1U);
+    EXPECT_TRUE(IsFailure(out[0], 10 + conn, ErrorCode::connection_lost, Certainty::indefinite));
+    EXPECT_EQ(s.pool().stall_timeout(), expected);
+    ++conn;
+  }
+  for (std::uint64_t id = 100; id < 100 + Pool::kStallHoldResponses; ++id) {
+    s.enqueue(get(id, true));
+    s.connect(conn);  // opens the replacement once, then a no-op
+    s.round_trip(conn, 5ms, ok());
+    if (id + 1 < 100 + Pool::kStallHoldResponses) {
+      EXPECT_EQ(s.pool().stall_timeout(), Duration{80ms}) << "response " << id - 99 << ": the doublings hold";
+    }
+  }
+  EXPECT_EQ(s.pool().stall_timeout(), Duration{20ms}) << "kStallHoldResponses responses end the doublings";
+  EXPECT_EQ(s.pool().stats().stalls, 2U);
+}
+
+// A server that answers every third request 50 ms late, after a window of fast answers
+// (stall timeout 5 ms): a few stalls double the timeout past 50 ms, the slow answers are
+// then measured, and stalls end. Were the doublings ended by the next fast response, every
+// slow request would be cut, never measured, and stall detection would fail every third
+// attempt for as long as the server stays so.
+TEST(HttpPool, AServerAnsweringSomeRequestsSlowlyIsSoonWaitedForLongEnough) {
+  PoolScript s;
+  std::uint64_t conn = 1;
+  s.enqueue(get(1, true));
+  s.connect(conn);
+  s.round_trip(conn, 1ms, ok());
+  s.outcomes();
+  ASSERT_EQ(s.pool().stall_timeout(), Duration{5ms});
+  std::uint64_t sends = 0;
+  std::uint64_t answered = 0;
+  for (std::uint64_t id = 2; answered < 300; ++id) {
+    ASSERT_LT(sends, 1000U) << "stalls go on: " << s.pool().stats().stalls;
+    s.enqueue(get(id, true));
+    for (const std::uint64_t c : s.commands().connects) conn = c;
+    s.connect(conn);
+    s.write_all(conn);
+    const Instant answer_at = s.now() + (++sends % 3 == 0 ? 50ms : 1ms);
+    std::vector<Outcome> out;
+    while (out.empty()) {  // the loop: the timer, or the response, whichever comes first
+      const auto deadline = s.pool().next_deadline();
+      if (deadline && *deadline < answer_at) {
+        s.set_now(*deadline);
+        s.tick();
+      } else {
+        s.set_now(answer_at);
+        s.feed(conn, ok());
+      }
+      out = s.outcomes();
+    }
+    if (out[0].result.has_value()) ++answered;  // else stalled: the caller sends again
+  }
+  EXPECT_LE(s.pool().stats().stalls, 4U) << "5 -> 10 -> 20 -> 40 -> 80 ms";
+  EXPECT_GE(s.pool().stall_timeout(), Duration{100ms}) << "the 50 ms answers are measured";
+}
+
+// A response that arrived while the caller's loop was away (its timer handled before its
+// readable socket) is not taken for a stall: the first look past the deadline arms a
+// second one, and the loop reads the socket in between.
+TEST(HttpPool, AResponseReadBetweenTheTwoLooksIsNoStall) {
+  PoolScript s;
+  s.enqueue(get(1));
+  s.connect(1);
+  s.round_trip(1, 10ms, ok());  // stall timeout 20 ms
+  s.outcomes();
+  s.enqueue(get(2, true));
+  s.write_all(1);
+  s.advance(35ms);  // the loop was busy: its timer comes 15 ms late, the response waits unread
+  s.tick();
+  EXPECT_TRUE(s.outcomes().empty()) << "the first look";
+  s.feed(1, ok());  // the loop's next pass reads the socket
+  s.advance(Connection::kStallSecondLookNs);
+  s.tick();
+  const auto out = s.outcomes();
+  ASSERT_EQ(out.size(), 1U);
+  EXPECT_TRUE(IsResponse(out[0], 2, 200));
+  EXPECT_EQ(s.pool().stats().stalls, 0U);
+}
+
+// The doubling after a stall starts from the timeout in use (min_ns), not from a smaller measured base.
+TEST(HttpPool, StallTimeoutDoublesFromTheMinimum) {
+  PoolScript s;  // stall.min_ns = 5 ms (default)
+  s.enqueue(get(1));
+  s.connect(1);
+  s.round_trip(1, 1ms, ok());  // 2 x 1 ms is below the minimum
+  s.outcomes();
+  ASSERT_EQ(s.pool().stall_timeout(), Duration{5ms});
+  s.enqueue(get(2, true));
+  s.write_all(1);
+  ASSERT_EQ(s.pool().next_deadline(), s.now() + 5ms);
+  run_timer_until_outcome(s);
+  ASSERT_EQ(s.pool().stats().stalls, 1U);
+  EXPECT_EQ(s.pool().stall_timeout(), Duration{10ms}) << "a stall doubles the timeout that stalled";
+}
+
+// The stall timeout never exceeds the request timeout, even with stall.min_ns above it.
+TEST(HttpPool, StallTimeoutNeverExceedsTheRequestTimeout) {
+  PoolOptions o = pool_options();
+  o.transport.request_timeout_ns = 1s;
+  o.transport.stall.min_ns = 2s;
+  o.transport.stall.initial_ns = 2s;
+  PoolScript s(o);
+  EXPECT_LE(s.pool().stall_timeout(), Duration{1s});
+  s.enqueue(get(1));
+  s.connect(1);
+  s.round_trip(1, 0ms, ok());
+  EXPECT_EQ(s.pool().stall_timeout(), Duration{1s});
+}
+
+// Every connection replaced by stall detection is counted, also once the doubling reached its cap.
+TEST(HttpPool, EveryStallIsCounted) {
+  PoolOptions o = pool_options();
+  o.transport.request_timeout_ns = 10min;
+  o.transport.stall.min_ns = 100us;
+  o.transport.stall.initial_ns = 100us;
+  PoolScript s(o);
+  for (std::uint64_t conn = 1; conn <= 20; ++conn) {
+    s.enqueue(get(conn, true));
+    s.connect(conn);
+    s.write_all(conn);
+    ASSERT_EQ(run_timer_until_outcome(s).size(), 1U) << "stall " << conn;
+  }
+  EXPECT_EQ(s.pool().stats().stalls, 20U);
+  EXPECT_LE(s.pool().stall_timeout(), Duration{10min});
+}
+
+}  // namespace
+}  // namespace prodsm::http::test
