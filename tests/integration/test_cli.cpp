@@ -58,6 +58,50 @@ TEST_F(Cli, MaxAttemptsBoundsTheRetriesAndTheFailureNamesIt) {
   }
 }
 
+// E4: retries end at --delivery-timeout-ms (retry.max_attempts defaults to 1000), so a
+// server that refuses connections must not leave the run silent until then: each target
+// (Durable Streams, s2://) tells stderr, at most one line a second, what it retries and
+// why; -q tells nothing.
+TEST_F(Cli, RetriesAreToldOnStderrAtMostOnceASecondUnlessQuiet) {
+  for (const std::string target :
+       {"http://127.0.0.1:1/nowhere", "s2://nowhere-basin/stream --endpoint http://127.0.0.1:1"}) {
+    const CliRun r = prodsm("produce " + target + " --progress never --delivery-timeout-ms 2500", "a\n");
+    EXPECT_EQ(r.status, 3) << target << ": " << r.err;
+    std::size_t lines = 0;
+    for (std::size_t at = r.err.find("prodsm produce: warning "); at != std::string::npos;
+         at = r.err.find("prodsm produce: warning ", at + 1)) {
+      ++lines;
+    }
+    EXPECT_GE(lines, 1U) << target << ": " << r.err;
+    EXPECT_NE(r.err.find("Connection refused"), std::string::npos) << target << ": " << r.err;
+    // The retries went on for the whole 2.5 s: one line per retry would be about 10.
+    const auto retries_at = r.out.find(" retries");
+    ASSERT_NE(retries_at, std::string::npos) << r.out;
+    const auto retries = std::stoul(r.out.substr(r.out.rfind(' ', retries_at - 1) + 1));
+    EXPECT_LT(lines, retries) << target << ": " << r.err << r.out;
+    EXPECT_NE(r.err.find("more events since the last line"), std::string::npos) << target << ": " << r.err;
+    EXPECT_NE(r.err.find("delivery_timeout"), std::string::npos) << target << ": " << r.err;
+
+    const CliRun quiet = prodsm("produce " + target + " -q --delivery-timeout-ms 300", "a\n");
+    EXPECT_EQ(quiet.status, 3) << target << ": " << quiet.err;
+    EXPECT_EQ(quiet.err.find("prodsm produce: warning"), std::string::npos) << target << ": " << quiet.err;
+  }
+}
+
+// A 413 (the server's or a proxy's body limit below a batch) is terminal (E1, S7) and
+// the failure names --max-batch-bytes, the flag that fixes it.
+TEST_F(Cli, A413NamesMaxBatchBytes) {
+  const std::string u = url("too-large");
+  ASSERT_EQ(prodsm("produce " + u + " --create -q", "").status, 0);
+  client.inject_fault(ReferenceServer::shared().url(),
+                      R"({"path":")" + ds::StreamUrl::parse(u)->path + R"(","method":"POST","status":413,"count":1})");
+  const CliRun r = prodsm("produce " + u + " -q --max-batch-bytes 4096", "a\n");
+  client.clear_faults(ReferenceServer::shared().url());
+  EXPECT_EQ(r.status, 3) << r.err;
+  EXPECT_NE(r.err.find("413"), std::string::npos) << r.err;
+  EXPECT_NE(r.err.find("--max-batch-bytes 4096 bytes: lower it"), std::string::npos) << r.err;
+}
+
 TEST_F(Cli, ReadsAPipeGivenWithDashI) {
   const std::string u = url("pipe");
   const CliRun r = prodsm("produce " + u + " --create --verify -i /dev/stdin", "a\nb\nc\n", Stdin::pipe);

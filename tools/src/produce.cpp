@@ -35,6 +35,7 @@
 #include "progress.hpp"
 #include "record_reader.hpp"
 #include "resume.hpp"
+#include "retry_notices.hpp"
 #include "stream_read.hpp"
 #include "verify.hpp"
 
@@ -78,6 +79,7 @@ int run_produce(const ProduceOptions& o) {
     std::fprintf(stderr, "prodsm produce: %s\n", bad->c_str());
     return kExitBadInput;
   }
+  options.events = retry_notices("prodsm produce", o.quiet);
 
   // ---- input ----------------------------------------------------------------------------
   Input input;

@@ -19,6 +19,7 @@
 #include "interrupt.hpp"
 #include "io_runner.hpp"
 #include "record_reader.hpp"
+#include "retry_notices.hpp"
 
 namespace prodsm::tools {
 namespace {
@@ -57,6 +58,7 @@ int run_produce_s2(const S2ProduceArgs& a) {
     std::fprintf(stderr, "prodsm produce: %s\n", bad->c_str());
     return kExitBadInput;
   }
+  options.events = retry_notices("prodsm produce", a.quiet);
 
   Input input;  // a FIFO or pipe becomes stdin, so Ctrl-C stops the input at once (input.hpp)
   if (auto opened = open_input(a.input, input); !opened) {

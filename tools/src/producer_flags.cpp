@@ -44,8 +44,8 @@ void add_producer_flags(CLI::App& cmd, ProducerFlags& f) {
                      "Per-record delivery deadline, 1..86400000 (above --linger-ms); retries also stop after "
                      "--max-attempts");
   add_decimal_option(cmd, "--max-attempts", f.max_attempts, 1, Bounds::kMaxAttemptsCap,
-                     "Sends per batch including the first, 1..1000 (default 10: about 2.5 s of retries with "
-                     "the backoff from 5 ms doubling; 1000 leaves --delivery-timeout-ms the only bound)");
+                     "Sends per batch including the first, 1..1000 (default 1000: --delivery-timeout-ms ends "
+                     "the retries first; 10 gives up after about 2.5 s of outage)");
   add_connection_flags(cmd, f.connection);
 }
 
@@ -56,6 +56,10 @@ void name_retry_flags(Error& failure, const ProducerFlags& f) {
       failure.message.replace(at, field.size(),
                               "--delivery-timeout-ms (" + std::to_string(f.delivery_timeout_ms) + " ms)");
     }
+  }
+  if (failure.http_status == 413) {  // the server's or a proxy's body limit is below a batch
+    failure.message += " (a batch is up to --max-batch-bytes " + std::to_string(f.max_batch_bytes) +
+                       " bytes: lower it below the server's or proxy's request body limit)";
   }
   const std::string gave_up = "gave up after ";
   if (const auto at = failure.message.rfind(gave_up); at != std::string::npos) {

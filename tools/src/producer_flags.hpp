@@ -34,7 +34,7 @@ struct ProducerFlags {
   std::uint64_t request_timeout_ms = 30'000;    ///< --request-timeout-ms, 1..600000 (ms)
   std::uint64_t delivery_timeout_ms = 120'000;  ///< --delivery-timeout-ms, 1..86400000 (ms, E6)
   /// --max-attempts: sends per batch including the first, 1..1000 (retry.max_attempts, E4);
-  /// default the library's 10.
+  /// default the library's 1000 (the delivery timeout ends retries first).
   std::uint32_t max_attempts = RetryPolicy{}.max_attempts;
   ConnectionFlags connection;  ///< TLS and per-request header flags
 };
@@ -53,7 +53,8 @@ std::optional<std::string> apply_producer_flags(const ProducerFlags& flags, asio
 
 /// Rewrites a terminal failure's text to name the flags that bound it: the config field
 /// delivery_timeout_ns becomes "--delivery-timeout-ms (N ms)" (E6), and "gave up after N
-/// attempts" gets "(--max-attempts N; ...)" (E4), so the user sees which flag to change.
+/// attempts" gets "(--max-attempts N; ...)" (E4), and a 413 (a body over the server's or a
+/// proxy's limit) names --max-batch-bytes, so the user sees which flag to change.
 void name_retry_flags(Error& failure, const ProducerFlags& flags);
 
 /// Parses `-H 'Name: value'` (value's leading blanks dropped) and checks it with `rule`,

@@ -58,8 +58,11 @@ enum class RetryMode : std::uint8_t {
 /// connection goes out at once (detail/backoff.hpp). In the usual names: max retries =
 /// max_attempts - 1, initial delay, max delay, multiplier.
 struct RetryPolicy {
-  /// Sends per batch including the first, 1..1000 (1 = never retry). Default 10.
-  std::uint32_t max_attempts = 10;
+  /// Sends per batch including the first, 1..1000 (1 = never retry). Default 1000: with
+  /// the default backoff that is hours of retries, so delivery_timeout_ns (E6) is the
+  /// bound that ends them, as Kafka's retries = MAX_INT under delivery.timeout.ms. Set it
+  /// low to fail fast while the server is down.
+  std::uint32_t max_attempts = 1000;
   /// First backoff (ns), 1 us..backoff_max_ns (no retry loop without a pause). Default 5 ms.
   Duration backoff_initial_ns = std::chrono::milliseconds{5};
   /// Longest backoff (ns), backoff_initial_ns..10 min. Default 10 s.
