@@ -284,13 +284,18 @@ void Connection::handle_timeout(Instant now, Duration stall_timeout_ns) {
     return;
   }
   if (stall_timeout_ns.count() > 0 && h->request.retry_safe && !response_started_) {
-    if (const auto due = head_due(); due && now >= saturating_add(*due, stall_timeout_ns)) {
-      auto& second_look = entries_[resp_].stall_second_look_at;
-      if (!second_look) {  // the first look: the caller's loop reads its sockets before the second
-        second_look = saturating_add(now, kStallSecondLookNs);
-        return;
-      }
-      if (now < *second_look) return;
+    auto& look = entries_[resp_].stall_look;
+    const auto due = head_due();
+    if (!due) return;
+    const Instant deadline = saturating_add(*due, stall_timeout_ns);
+    if (now < deadline) return;
+    if (!look || look->deadline != deadline) {
+      // The first look past this deadline (the pool's stall timeout may have changed since
+      // an earlier one): the caller's loop reads its sockets before the second.
+      look = Entry::StallLook{deadline, saturating_add(now, kStallSecondLookNs)};
+      return;
+    }
+    if (now >= look->second_look_at) {
       closed_by_stall_ = true;
       fail_all("no response from " + options_.peer + " within " + milliseconds_text(stall_timeout_ns) +
                    " of the request being due (stalled; the connection is replaced)",
@@ -328,7 +333,7 @@ std::optional<Instant> Connection::next_deadline(Duration stall_timeout_ns) cons
   if (stall_timeout_ns.count() > 0 && h->request.retry_safe && !response_started_) {
     if (const auto due = head_due()) {
       Instant stall_at = saturating_add(*due, stall_timeout_ns);
-      if (h->stall_second_look_at) stall_at = std::max(stall_at, *h->stall_second_look_at);
+      if (h->stall_look && h->stall_look->deadline == stall_at) stall_at = h->stall_look->second_look_at;
       when = std::min(when, stall_at);
     }
   }

@@ -501,9 +501,16 @@ void Pool::note_sample(Duration wait) {
     wait_max_current_ = Duration{0};
     bucket_samples_ = 0;
   }
-  // Enough responses without a stall: the doublings end (a single fast response does not
-  // end them, or a server answering some requests slowly would have every slow one cut).
-  if (++responses_since_stall_ >= kStallHoldResponses) stall_backoff_ = 0;
+  // A response came: at most kStallHeldDoublings of the doublings since the last response
+  // stay (more would switch stall detection off under frequent swallowed requests), and
+  // each kStallHoldResponses responses in a row without a stall take one off (one fast
+  // response does not end them, or a server answering some requests slowly would have
+  // every slow one cut, never measured).
+  stall_backoff_ = std::min(stall_backoff_, kStallHeldDoublings);
+  if (++responses_since_stall_ >= kStallHoldResponses) {
+    responses_since_stall_ = 0;
+    if (stall_backoff_ > 0) --stall_backoff_;
+  }
 }
 
 std::optional<Instant> Pool::next_deadline() const {

@@ -90,6 +90,46 @@ TEST(E3, AStreamClosedAnsweringAResendOfTheFinalRecordIsIndefinite) {
   EXPECT_NE(result->error().message.find("an earlier attempt may have appended the final record"), std::string::npos);
 }
 
+// E6, E4: a stream close's retries end at delivery_timeout_ns after its first failure,
+// as a record's do, not after retry.max_attempts (1000 by default: hours of backoff
+// against a server that answers 503 for good); the error says why it was not retried.
+TEST(E6, AStreamClosesRetriesEndAtTheDeliveryTimeout) {
+  for (const bool final : {false, true}) {
+    SCOPED_TRACE(final);
+    ProducerOptions o;
+    o.url = "http://127.0.0.1:4437/s";
+    o.producer.delivery_timeout_ns = 10s;
+    ProducerClient c = ProducerClient::create(o, std::chrono::system_clock::time_point{}).value();
+    const auto op = final ? c.close_with_stream(kT0, std::nullopt) : c.close_stream(kT0);
+    ASSERT_TRUE(op);
+    Instant now = kT0;
+    std::optional<CloseStreamResult> result;
+    std::uint32_t attempts = 0;
+    while (!result && attempts < 100) {
+      auto r = c.poll_request();
+      if (!r) {
+        ASSERT_TRUE(c.next_deadline()) << "neither a request nor a deadline after " << attempts << " attempts";
+        now = *c.next_deadline();
+        c.handle_timeout(now);
+        continue;
+      }
+      ++attempts;
+      c.handle_outcome(now, r->tag, status(503));
+      while (auto e = c.poll_event()) {
+        if (auto* done = std::get_if<StreamCloseCompleted>(&*e); done && done->op == *op) result = done->result;
+      }
+    }
+    ASSERT_TRUE(result) << attempts << " attempts";
+    ASSERT_FALSE(*result);
+    EXPECT_EQ(result->error().code, ErrorCode::unavailable) << result->error().describe();
+    EXPECT_NE(result->error().message.find("not retried: the next attempt would come more than delivery_timeout_ns"),
+              std::string::npos)
+        << result->error().describe();
+    EXPECT_LE(now - kT0, 10s) << "no attempt after the delivery timeout";
+    EXPECT_GT(attempts, 5U) << "retried until then";
+  }
+}
+
 // R3, R2: at max_pending_records a submit is refused (the records accepted wait for the
 // adapter to deliver their completions) and the partial batch is sealed and sent at
 // once, whatever the linger: a batch left lingering without a timer delivered nothing,

@@ -607,6 +607,28 @@ TEST(D3, AClockSteppedBackNeverMakesARequestOlder) {
   EXPECT_TRUE(s.conn().closed_by_stall());
 }
 
+// The second look belongs to the deadline the first one found passed: when the stall
+// timeout grows between them (the pool's estimate moved), the later deadline gets a
+// first look of its own, never a stall at once.
+TEST(HttpConnection, AStallTimeoutChangedBetweenTheLooksStartsTheLooksOver) {
+  ConnectionScript s;
+  s.connect();
+  s.enqueue(get(1, true));
+  s.write_all();  // due from 0
+  s.set_now(at(50ms));
+  s.tick(50ms);  // the first look past 50 ms
+  EXPECT_EQ(s.conn().next_deadline(50ms), at(50ms) + Connection::kStallSecondLookNs);
+  EXPECT_EQ(s.conn().next_deadline(100ms), at(100ms)) << "a longer timeout: its own deadline";
+  s.set_now(at(100ms));
+  s.tick(100ms);
+  EXPECT_TRUE(s.outcomes().empty()) << "the first look past 100 ms, not a stall";
+  EXPECT_EQ(s.conn().next_deadline(100ms), at(100ms) + Connection::kStallSecondLookNs);
+  s.advance(Connection::kStallSecondLookNs);
+  s.tick(100ms);
+  ASSERT_EQ(s.outcomes().size(), 1U);
+  EXPECT_TRUE(s.conn().closed_by_stall());
+}
+
 // A stall timeout of 0 disables stall detection.
 TEST(HttpConnection, ZeroStallTimeoutDisablesStallDetection) {
   ConnectionScript s;

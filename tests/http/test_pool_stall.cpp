@@ -117,9 +117,9 @@ TEST(HttpPool, StallDetectionOnlyForRetrySafeRequests) {
   EXPECT_EQ(s.pool().stats().stalls, 0U);
 }
 
-// Each stall doubles the stall timeout; the doublings hold until kStallHoldResponses
-// responses in a row came without a stall (one fast response does not end them).
-TEST(HttpPool, StallTimeoutDoublingsHoldUntilKStallHoldResponsesCameWithoutAStall) {
+// Each stall doubles the stall timeout; once responses come, each kStallHoldResponses of
+// them in a row without a stall take one doubling off (one fast response ends nothing).
+TEST(HttpPool, StallTimeoutDoublingsAreTakenOffOnePerKStallHoldResponses) {
   PoolScript s;
   s.enqueue(get(1));
   s.connect(1);
@@ -137,16 +137,39 @@ TEST(HttpPool, StallTimeoutDoublingsHoldUntilKStallHoldResponsesCameWithoutAStal
     EXPECT_EQ(s.pool().stall_timeout(), expected);
     ++conn;
   }
-  for (std::uint64_t id = 100; id < 100 + Pool::kStallHoldResponses; ++id) {
-    s.enqueue(get(id, true));
+  for (std::uint64_t n = 1; n <= 2 * Pool::kStallHoldResponses; ++n) {
+    s.enqueue(get(100 + n, true));
     s.connect(conn);  // opens the replacement once, then a no-op
     s.round_trip(conn, 5ms, ok());
-    if (id + 1 < 100 + Pool::kStallHoldResponses) {
-      EXPECT_EQ(s.pool().stall_timeout(), Duration{80ms}) << "response " << id - 99 << ": the doublings hold";
-    }
+    const Duration expected = n < Pool::kStallHoldResponses ? 80ms : n < 2 * Pool::kStallHoldResponses ? 40ms : 20ms;
+    EXPECT_EQ(s.pool().stall_timeout(), expected) << "after " << n << " responses";
   }
-  EXPECT_EQ(s.pool().stall_timeout(), Duration{20ms}) << "kStallHoldResponses responses end the doublings";
   EXPECT_EQ(s.pool().stats().stalls, 2U);
+}
+
+// Stalls with no response between them double the timeout up to the request timeout (a
+// hung server); once a response comes, at most kStallHeldDoublings of them stay, so
+// frequent swallowed requests cannot switch stall detection off.
+TEST(HttpPool, AtMostKStallHeldDoublingsStayOnceAResponseCame) {
+  PoolScript s;
+  s.enqueue(get(1));
+  s.connect(1);
+  s.round_trip(1, 10ms, ok());  // stall timeout 20 ms
+  s.outcomes();
+  std::uint64_t conn = 1;
+  for (std::uint32_t stall = 1; stall <= Pool::kStallHeldDoublings + 2; ++stall) {
+    s.enqueue(get(10 + stall, true));
+    s.connect(conn);
+    s.write_all(conn);
+    ASSERT_EQ(run_timer_until_outcome(s).size(), 1U) << "stall " << stall;
+    ++conn;
+  }
+  EXPECT_EQ(s.pool().stall_timeout(), Duration{20ms * (1 << (Pool::kStallHeldDoublings + 2))})
+      << "no response yet: every stall doubles";
+  s.enqueue(get(99, true));
+  s.connect(conn);
+  s.round_trip(conn, 5ms, ok());
+  EXPECT_EQ(s.pool().stall_timeout(), Duration{20ms * (1 << Pool::kStallHeldDoublings)});
 }
 
 // A server that answers every third request 50 ms late, after a window of fast answers

@@ -3,42 +3,44 @@
 
 #include <unistd.h>
 
-#include <cstdint>
 #include <cstdio>
 #include <memory>
 #include <mutex>
-#include <optional>
 #include <utility>
 
 namespace prodsm::tools {
 
+std::optional<std::string> RetryNotices::line_for(const ProducerEvent& event,
+                                                  std::chrono::steady_clock::time_point now) {
+  if (event.kind == EventKind::terminal) return std::nullopt;
+  if (last_line_ && now - *last_line_ < interval_) {
+    left_out_ += event.count;
+    return std::nullopt;
+  }
+  std::string line = prefix_ + ": " + event.describe();
+  if (left_out_ > 0) line += " (" + std::to_string(left_out_) + " more events since the last line)";
+  last_line_ = now;
+  left_out_ = 0;
+  return line;
+}
+
 EventOptions retry_notices(std::string prefix, bool quiet, std::chrono::milliseconds interval) {
   if (quiet) return {};
   struct State {
+    State(std::string p, std::chrono::milliseconds i) : notices{std::move(p), i} {}
     std::mutex mu;
-    std::optional<std::chrono::steady_clock::time_point> last_line;
-    std::uint64_t left_out = 0;  // events since the last line, not printed
+    RetryNotices notices;
     bool terminal = ::isatty(2) != 0;
   };
-  auto state = std::make_shared<State>();
+  auto state = std::make_shared<State>(std::move(prefix), interval);
   EventOptions options;
   options.min_level = EventLevel::warning;
-  options.on_event = [state, prefix = std::move(prefix), interval](const ProducerEvent& event) {
-    if (event.kind == EventKind::terminal) return;  // the run prints its own error
-    const auto now = std::chrono::steady_clock::now();
+  options.on_event = [state](const ProducerEvent& event) {
     std::lock_guard lock(state->mu);
-    if (state->last_line && now - *state->last_line < interval) {
-      state->left_out += event.count;
-      return;
+    if (auto line = state->notices.line_for(event, std::chrono::steady_clock::now())) {
+      // On a terminal, the line first clears the progress line that may be drawn there.
+      std::fprintf(stderr, "%s%s\n", state->terminal ? "\r\x1b[K" : "", line->c_str());
     }
-    std::string line = prefix + ": " + event.describe();
-    if (state->left_out > 0) {
-      line += " (" + std::to_string(state->left_out) + " more events since the last line)";
-    }
-    // On a terminal, the line first clears the progress line being redrawn there.
-    std::fprintf(stderr, "%s%s\n", state->terminal ? "\r\x1b[K" : "", line.c_str());
-    state->last_line = now;
-    state->left_out = 0;
   };
   return options;
 }

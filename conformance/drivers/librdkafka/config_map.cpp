@@ -193,6 +193,8 @@ MappedConfig map_config(const json& config) {
     set("message.timeout.ms", number_text(timeout));
   }
   m.delivery_timeout_ms = static_cast<std::int64_t>(timeout);
+  // Absent: 10 attempts, not the contract's default of 1000 (bounded by the delivery
+  // timeout): librdkafka runs on a real clock, and a failing vector would run for hours.
   set("retries", number_text(number("max_attempts").value_or(10) - 1));
   const double backoff = std::ceil(number("backoff_initial_ms").value_or(5));  // whole ms (1..300000)
   set("retry.backoff.ms", number_text(backoff));

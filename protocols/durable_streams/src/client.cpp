@@ -340,8 +340,20 @@ void ProducerClient::on_stream_close_outcome(Instant now, std::uint64_t op,
       return;
     }
     if (e.retryable && c->attempts < options_.producer.retry.max_attempts) {  // E4: idempotent request
-      c->retry_at = saturating_add(now, prodsm::detail::backoff_delay(options_.producer.retry, c->attempts, e, rng_));
-      return;
+      // E6: as a record's, a stream close's retries end at delivery_timeout_ns (from its
+      // first failure: the flush before it had a deadline of its own).
+      if (!c->first_failure_at) c->first_failure_at = now;
+      const Instant retry_at =
+          saturating_add(now, prodsm::detail::backoff_delay(options_.producer.retry, c->attempts, e, rng_));
+      const Duration timeout_ns = options_.producer.delivery_timeout_ns;
+      if (retry_at <= saturating_add(*c->first_failure_at, timeout_ns)) {
+        c->retry_at = retry_at;
+        return;
+      }
+      outcome.error().message +=
+          "; not retried: the next attempt would come more than delivery_timeout_ns (" +
+          std::to_string(std::chrono::duration_cast<std::chrono::milliseconds>(timeout_ns).count()) +
+          " ms) after the stream close's first failure (E6)";
     }
     if (c->final && final_body_ && c->maybe_applied && outcome.error().certainty == Certainty::definite) {
       // E3: after an ambiguous attempt a refusal says nothing about the final record. An

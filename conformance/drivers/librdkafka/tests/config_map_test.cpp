@@ -84,7 +84,7 @@ TEST(ConfigMap, LimitsAndRetries) {
   EXPECT_EQ(property(m, "batch.num.messages"), "1000");
   EXPECT_EQ(property(m, "max.in.flight"), "5");
   EXPECT_EQ(property(m, "queue.buffering.max.kbytes"), "5120");
-  EXPECT_EQ(property(m, "retries"), "9");
+  EXPECT_EQ(property(m, "retries"), "9");  // not the contract's 1000: see the README's max_attempts row
   EXPECT_EQ(property(m, "retry.backoff.ms"), "5");
   EXPECT_EQ(property(m, "message.timeout.ms"), "7200000");
   // Not expressible.

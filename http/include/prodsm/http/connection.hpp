@@ -256,9 +256,14 @@ class Connection {
     Instant handed_at{};      ///< when its first byte was handed out (request timeout)
     bool written = false;     ///< every byte confirmed written
     Instant written_at{};     ///< when the last byte was confirmed written
-    /// Set by the look that found it past its stall deadline: when the second look may
-    /// declare the stall (handle_timeout).
-    std::optional<Instant> stall_second_look_at;
+    /// Set by the look that found it past its stall deadline (handle_timeout): that
+    /// deadline, and when a second look may declare the stall. A look that finds another
+    /// deadline (the pool's stall timeout changed) starts over.
+    struct StallLook {
+      Instant deadline;
+      Instant second_look_at;
+    };
+    std::optional<StallLook> stall_look;
     [[nodiscard]] std::uint64_t end() const noexcept { return start + request.bytes.size(); }
   };
 

@@ -29,14 +29,15 @@
 ///    without a first response byte, once it is due, for twice the longest head-of-line
 ///    wait measured over the last 128 to 256 responses (at least stall.min_ns); then the
 ///    connection is replaced. Each stall doubles the timeout (as TCP backs off its
-///    retransmission timeout, RFC 6298 5.5), and the doublings hold until
-///    kStallHoldResponses responses in a row came without a stall: a server that answers
-///    some requests slower than measured is soon waited for long enough, and those slow
-///    waits then enter the window. (Ended by the first fast response, the doubling would
-///    let a server that answers, say, a third of requests 50 ms late have every slow one
-///    cut, never measured.) A stall is declared at a second look, one pass of the
-///    caller's loop later (Connection::kStallSecondLookNs). Other requests wait for
-///    request_timeout_ns.
+///    retransmission timeout, RFC 6298 5.5). Once a response comes, up to
+///    kStallHeldDoublings of the doublings stay, and each kStallHoldResponses responses in
+///    a row without a stall take one off: a server that answers many requests slower than
+///    measured is soon waited for long enough, and those slow waits then enter the
+///    window. (Ended by the first fast response, the doublings let a server answering a
+///    third of requests 50 ms late have every slow one cut, never measured; kept without
+///    a bound, frequent swallowed requests would grow the timeout to the request
+///    timeout.) A stall is declared at a second look, one pass of the caller's loop later
+///    (Connection::kStallSecondLookNs). Other requests wait for request_timeout_ns.
 ///  - a connect that fails fails the requests waiting for it (`unavailable`, definite)
 ///    when no other connection is open or connecting (else they wait for it); the pool
 ///    does not reconnect on its own: the next request (the caller's paced retry) opens
@@ -265,9 +266,13 @@ class Pool {
   /// connection's error (connection_lost, definite, retryable: the caller's retry policy
   /// takes over), so a server that closes every connection before answering is no loop.
   static constexpr std::uint32_t kMaxRequeues = 3;
-  /// Stall detection: responses in a row without a stall that end the doublings of the
-  /// stall timeout (see the file comment).
+  /// Stall detection: responses in a row without a stall that take one doubling of the
+  /// stall timeout off (see the file comment).
   static constexpr std::uint32_t kStallHoldResponses = 16;
+  /// Stall detection: the most doublings held once a response came (64x: a base of 5 ms
+  /// waits up to 320 ms), so frequent swallowed requests cannot grow the stall timeout to
+  /// the request timeout, while answers up to 64x slower than measured get measured.
+  static constexpr std::uint32_t kStallHeldDoublings = 6;
 
  private:
   explicit Pool(PoolOptions options) noexcept;
@@ -312,8 +317,8 @@ class Pool {
   Duration wait_max_current_{0};   ///< longest wait in the bucket being filled
   Duration wait_max_previous_{0};  ///< longest wait in the bucket before it
   std::uint32_t bucket_samples_ = 0;
-  std::uint32_t stall_backoff_ = 0;          ///< doublings of the timeout held since the last stalls
-  std::uint32_t responses_since_stall_ = 0;  ///< responses in a row without a stall
+  std::uint32_t stall_backoff_ = 0;          ///< doublings of the stall timeout in use
+  std::uint32_t responses_since_stall_ = 0;  ///< responses since the last stall or doubling taken off
   PoolStats dropped_stats_{};                ///< request counters of connections already dropped
   std::uint64_t connections_opened_ = 0;
   std::uint64_t connect_failures_ = 0;

@@ -183,14 +183,16 @@ class ProducerClient {
   void close(Instant now);
   /// Closes the stream on the server (C4, S6): a flush barrier, then — if every covered
   /// record succeeded — a plain `Stream-Closed: true` request (idempotent: a repeat is
-  /// answered 204), retried within the retry policy. The StreamCloseCompleted event with
+  /// answered 204), retried within the retry policy and for at most delivery_timeout_ns
+  /// after its first failure (E6). The StreamCloseCompleted event with
   /// the returned op brings the result. Refused (the error) when the flush is refused.
   [[nodiscard]] tl::expected<std::uint64_t, Error> close_stream(Instant now);
   /// Closes the producer, then the stream in one sequenced request (the next unused seq
   /// of the current epoch, `final_record` as its body when present: JSON mode frames it
   /// as `[record]`). On 403 stale epoch with auto_claim it is resent once as server
   /// epoch + 1, seq 0 (S5); retryable failures are retried within the retry policy (the
-  /// server deduplicates the sequenced close). Returns the op of the StreamCloseCompleted
+  /// server deduplicates the sequenced close), for at most delivery_timeout_ns after the
+  /// first failure (E6). Returns the op of the StreamCloseCompleted
   /// event; a second call returns the same op while it runs, and a new op completed at
   /// once with the same result afterwards. Refused: `invalid_record` (the final record),
   /// `closed` (the producer was already closed without it).
@@ -258,6 +260,8 @@ class ProducerClient {
     bool started = false;                  ///< its request was built at least once
     std::uint32_t attempts = 0;
     std::optional<Instant> retry_at;
+    /// Its first failed attempt: retries end once delivery_timeout_ns passed since (E6).
+    std::optional<Instant> first_failure_at;
     bool claimed = false;  ///< S5: the one epoch claim was made
     std::uint64_t epoch = 0;
     std::uint64_t seq = 0;
