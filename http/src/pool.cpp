@@ -256,7 +256,7 @@ void Pool::after_event(Slot& slot, Connection::State before) {
     commands_.emplace_back(Close{slot.id});
     if (c.closed_by_stall()) {
       ++stalls_;  // every replacement counts, also once the doubling below is capped
-      // Until kStallHoldResponses responses in a row: a server slower than measured is
+      // Held past the next response (see note_sample): a server slower than measured is
       // waited for longer, until its slow answers are measured.
       if (stall_backoff_ < 16) ++stall_backoff_;
       responses_since_stall_ = 0;
