@@ -101,6 +101,30 @@ TEST_F(Cli, A413NamesMaxBatchBytes) {
   EXPECT_NE(r.err.find("--max-batch-bytes 4096 bytes: lower it"), std::string::npos) << r.err;
 }
 
+// E2, E6: a run that fails indefinite (the delivery timeout ran out with the batch in
+// flight) does not call its unacknowledged records simply "failed": some may be in the
+// stream. It names the command that appends exactly the rest (the generated producer id
+// included), and that command leaves the stream exact.
+TEST_F(Cli, AnIndefiniteFailureSaysRecordsMayBeInTheStreamAndHowToResume) {
+  const std::string u = url("indefinite");
+  ASSERT_EQ(prodsm("produce " + u + " --create -q", "").status, 0);
+  client.inject_fault(ReferenceServer::shared().url(), R"({"path":")" + ds::StreamUrl::parse(u)->path +
+                                                           R"(","method":"POST","delayMs":2000,"count":1})");
+  const CliRun r = prodsm("produce " + u + " --progress never --delivery-timeout-ms 500", "a\nb\n");
+  client.clear_faults(ReferenceServer::shared().url());
+  EXPECT_EQ(r.status, 3) << r.err;
+  EXPECT_NE(r.out.find("0 acknowledged, 2 failed (indefinite: some of them may be in the stream)"), std::string::npos)
+      << r.out;
+  const auto id_at = r.err.find("run again with --producer-id prodsm-");
+  ASSERT_NE(id_at, std::string::npos) << r.err;
+  const auto flags_at = id_at + std::string("run again with ").size();
+  const std::string again = r.err.substr(flags_at, r.err.find(" to append", flags_at) - flags_at);
+  EXPECT_NE(again.find(" --resume --verify"), std::string::npos) << again;
+  const CliRun resumed = prodsm("produce " + u + " -q " + again, "a\nb\n");
+  EXPECT_EQ(resumed.status, 0) << again << ": " << resumed.err;
+  EXPECT_EQ(client.read_all(u, false), "a\nb\n");
+}
+
 TEST_F(Cli, ReadsAPipeGivenWithDashI) {
   const std::string u = url("pipe");
   const CliRun r = prodsm("produce " + u + " --create --verify -i /dev/stdin", "a\nb\nc\n", Stdin::pipe);

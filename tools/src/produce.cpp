@@ -297,11 +297,14 @@ int run_produce(const ProduceOptions& o) {
       latencies = flush_latencies_ms;
     }
     if (stats.core.records_failed > 0 || records != stats.core.records_succeeded) {
-      // Accepted is not stored: say how many were acknowledged and how many failed.
-      std::printf("records      %llu accepted: %llu acknowledged, %llu failed\n",
-                  static_cast<unsigned long long>(records),
-                  static_cast<unsigned long long>(stats.core.records_succeeded),
-                  static_cast<unsigned long long>(stats.core.records_failed));
+      // Accepted is not stored: say how many were acknowledged and how many failed, and
+      // whether failed means "not in the stream" (E2: an indefinite failure may be).
+      std::printf(
+          "records      %llu accepted: %llu acknowledged, %llu failed%s\n", static_cast<unsigned long long>(records),
+          static_cast<unsigned long long>(stats.core.records_succeeded),
+          static_cast<unsigned long long>(stats.core.records_failed),
+          failure && failure->certainty == Certainty::indefinite ? " (indefinite: some of them may be in the stream)"
+                                                                 : "");
     } else {
       std::printf("records      %llu\n", static_cast<unsigned long long>(records));
     }
@@ -363,6 +366,19 @@ int run_produce(const ProduceOptions& o) {
   if (failure) {
     name_retry_flags(*failure, o.producer);
     std::fprintf(stderr, "prodsm produce: %s\n", failure->describe().c_str());
+    if (failure->certainty == Certainty::indefinite && records > stats.core.records_succeeded) {
+      // E2: sent, outcome unknown. Sending the unacknowledged tail again could double it;
+      // --resume reads what the stream holds and appends exactly the rest, and the same
+      // producer id fences this run's requests still on their way (S3).
+      const auto& idempotent = options.producer.protocol.idempotent;
+      const std::string again =
+          idempotent ? "--producer-id " + idempotent->producer_id + " --resume --verify" : "--resume --verify";
+      std::fprintf(stderr,
+                   "prodsm produce: %llu accepted records were not acknowledged and some of them may be in the "
+                   "stream; do not send them again as they are: run again with %s to append exactly what the "
+                   "stream lacks\n",
+                   static_cast<unsigned long long>(records - stats.core.records_succeeded), again.c_str());
+    }
     if (failure->code == ErrorCode::protocol_error && stats.core.first_attempt_duplicate_records > 0) {
       std::fprintf(stderr, "%s",
                    o.producer.epoch_given
