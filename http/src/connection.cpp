@@ -64,6 +64,16 @@ std::optional<Instant> Connection::head_due() const noexcept {
   return std::max(h->written_at, previous_response_at_);
 }
 
+/// When the head request, retry_safe and due with no response byte yet, counts as
+/// stalled under `stall_timeout_ns`; nullopt when stall detection does not apply to it.
+std::optional<Instant> Connection::stall_deadline(Duration stall_timeout_ns) const noexcept {
+  const Entry* h = head_entry();
+  if (stall_timeout_ns.count() <= 0 || h == nullptr || !h->request.retry_safe || response_started_) return std::nullopt;
+  const auto due = head_due();
+  if (!due) return std::nullopt;
+  return saturating_add(*due, stall_timeout_ns);
+}
+
 /// The request timeout of the head request: from its first byte handed out, or, while
 /// its body streams to a sink, from the last byte received.
 Instant Connection::request_deadline(const Entry& head) const noexcept {
@@ -283,16 +293,12 @@ void Connection::handle_timeout(Instant now, Duration stall_timeout_ns) {
              Cause::lost);
     return;
   }
-  if (stall_timeout_ns.count() > 0 && h->request.retry_safe && !response_started_) {
+  if (const auto deadline = stall_deadline(stall_timeout_ns); deadline && now >= *deadline) {
     auto& look = entries_[resp_].stall_look;
-    const auto due = head_due();
-    if (!due) return;
-    const Instant deadline = saturating_add(*due, stall_timeout_ns);
-    if (now < deadline) return;
-    if (!look || look->deadline != deadline) {
+    if (!look || look->deadline != *deadline) {
       // The first look past this deadline (the pool's stall timeout may have changed since
       // an earlier one): the caller's loop reads its sockets before the second.
-      look = Entry::StallLook{deadline, saturating_add(now, kStallSecondLookNs)};
+      look = Entry::StallLook{*deadline, saturating_add(now, kStallSecondLookNs)};
       return;
     }
     if (now >= look->second_look_at) {
@@ -330,12 +336,9 @@ std::optional<Instant> Connection::next_deadline(Duration stall_timeout_ns) cons
   if (h == nullptr || !h->handed) return write_deadline;
   Instant when = request_deadline(*h);
   if (write_deadline) when = std::min(when, *write_deadline);
-  if (stall_timeout_ns.count() > 0 && h->request.retry_safe && !response_started_) {
-    if (const auto due = head_due()) {
-      Instant stall_at = saturating_add(*due, stall_timeout_ns);
-      if (h->stall_look && h->stall_look->deadline == stall_at) stall_at = h->stall_look->second_look_at;
-      when = std::min(when, stall_at);
-    }
+  if (const auto deadline = stall_deadline(stall_timeout_ns)) {
+    const auto& look = h->stall_look;  // past the deadline already: the second look is next
+    when = std::min(when, look && look->deadline == *deadline ? look->second_look_at : *deadline);
   }
   return when;
 }

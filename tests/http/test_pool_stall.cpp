@@ -11,6 +11,16 @@
 namespace prodsm::http::test {
 namespace {
 
+/// A pool on connection 1 whose one request (id 1, its outcome not yet taken) waited
+/// `wait` for its response: the stall timeout is then 2 x wait (at least stall.min_ns).
+PoolScript measured_once(Duration wait) {
+  PoolScript s;
+  s.enqueue(get(1));
+  s.connect(1);
+  s.round_trip(1, wait, ok());
+  return s;
+}
+
 /// Runs the pool's timer as an event loop would, at each next_deadline(), until an
 /// outcome comes (a stall takes two looks: the one that finds it, the one that declares it).
 std::vector<Outcome> run_timer_until_outcome(PoolScript& s) {
@@ -36,10 +46,7 @@ TEST(HttpPool, StallTimeoutIsInitialBeforeAnySample) {
 
 // After measured waits the stall timeout is twice the longest one (at least stall.min_ns).
 TEST(HttpPool, StallTimeoutIsTwiceTheLongestMeasuredWait) {
-  PoolScript s;
-  s.enqueue(get(1));
-  s.connect(1);
-  s.round_trip(1, 10ms, ok());
+  PoolScript s = measured_once(10ms);
   EXPECT_EQ(s.pool().stall_timeout(), Duration{20ms});
   s.enqueue(get(2));
   s.round_trip(1, 3ms, ok());
@@ -73,10 +80,7 @@ TEST(HttpPool, StallWindowForgetsOldWaits) {
 
 // A stalled retry_safe request fails indefinite, its connection is replaced, and the next request opens a new one.
 TEST(HttpPool, StallReplacesTheConnection) {
-  PoolScript s;
-  s.enqueue(get(1));
-  s.connect(1);
-  s.round_trip(1, 10ms, ok());  // stall timeout 20 ms
+  PoolScript s = measured_once(10ms);  // stall timeout 20 ms
   s.outcomes();
   s.commands();
   s.enqueue(get(2, true));
@@ -120,10 +124,7 @@ TEST(HttpPool, StallDetectionOnlyForRetrySafeRequests) {
 // Each stall doubles the stall timeout; once responses come, each kStallHoldResponses of
 // them in a row without a stall take one doubling off (one fast response ends nothing).
 TEST(HttpPool, StallTimeoutDoublingsAreTakenOffOnePerKStallHoldResponses) {
-  PoolScript s;
-  s.enqueue(get(1));
-  s.connect(1);
-  s.round_trip(1, 10ms, ok());
+  PoolScript s = measured_once(10ms);
   ASSERT_EQ(s.pool().stall_timeout(), Duration{20ms});
   ASSERT_EQ(s.outcomes().size(), 1U);
   std::uint64_t conn = 1;  // stalls on connection 1, then on its replacement 2
@@ -151,10 +152,7 @@ TEST(HttpPool, StallTimeoutDoublingsAreTakenOffOnePerKStallHoldResponses) {
 // hung server); once a response comes, at most kStallHeldDoublings of them stay, so
 // frequent swallowed requests cannot switch stall detection off.
 TEST(HttpPool, AtMostKStallHeldDoublingsStayOnceAResponseCame) {
-  PoolScript s;
-  s.enqueue(get(1));
-  s.connect(1);
-  s.round_trip(1, 10ms, ok());  // stall timeout 20 ms
+  PoolScript s = measured_once(10ms);  // stall timeout 20 ms
   s.outcomes();
   std::uint64_t conn = 1;
   for (std::uint32_t stall = 1; stall <= Pool::kStallHeldDoublings + 2; ++stall) {
@@ -216,10 +214,7 @@ TEST(HttpPool, AServerAnsweringSomeRequestsSlowlyIsSoonWaitedForLongEnough) {
 // readable socket) is not taken for a stall: the first look past the deadline arms a
 // second one, and the loop reads the socket in between.
 TEST(HttpPool, AResponseReadBetweenTheTwoLooksIsNoStall) {
-  PoolScript s;
-  s.enqueue(get(1));
-  s.connect(1);
-  s.round_trip(1, 10ms, ok());  // stall timeout 20 ms
+  PoolScript s = measured_once(10ms);  // stall timeout 20 ms
   s.outcomes();
   s.enqueue(get(2, true));
   s.write_all(1);

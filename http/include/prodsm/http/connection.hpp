@@ -283,6 +283,7 @@ class Connection {
   [[nodiscard]] const Entry* head_entry() const noexcept;
   [[nodiscard]] std::optional<Instant> head_due() const noexcept;
   [[nodiscard]] Instant request_deadline(const Entry& head) const noexcept;
+  [[nodiscard]] std::optional<Instant> stall_deadline(Duration stall_timeout_ns) const noexcept;
 
   ConnectionOptions options_;
   State state_ = State::connecting;
