@@ -524,11 +524,21 @@ std::optional<Instant> Pool::next_deadline() const {
 
 void Pool::handle_timeout(Instant now) {
   now = latest_now_.observe(now);
-  const Duration stall = stall_timeout();
-  for (Slot& s : slots_) {
-    const auto before = s.connection.state();
-    s.connection.handle_timeout(now, stall);
-    after_event(s, before);
+  // A stall on one connection doubles the stall timeout the others were just looked at
+  // with, and a connection's second look belongs to the stall deadline its first found
+  // passed: look again with the new timeout, so every deadline left is after `now` (D3).
+  // Ends: the timeout changes only when a stall closes a connection.
+  for (Duration stall = stall_timeout();;) {
+    for (Slot& s : slots_) {
+      const auto before = s.connection.state();
+      s.connection.handle_timeout(now, stall);
+      after_event(s, before);
+    }
+    if (const Duration after = stall_timeout(); after != stall) {
+      stall = after;
+    } else {
+      break;
+    }
   }
   dispatch(now);
   sweep();

@@ -11,6 +11,8 @@
 namespace prodsm::http::test {
 namespace {
 
+using Ids = std::vector<std::uint64_t>;
+
 /// A pool on connection 1 whose one request (id 1, its outcome not yet taken) waited
 /// `wait` for its response: the stall timeout is then 2 x wait (at least stall.min_ns).
 PoolScript measured_once(Duration wait) {
@@ -228,6 +230,46 @@ TEST(HttpPool, AResponseReadBetweenTheTwoLooksIsNoStall) {
   ASSERT_EQ(out.size(), 1U);
   EXPECT_TRUE(IsResponse(out[0], 2, 200));
   EXPECT_EQ(s.pool().stats().stalls, 0U);
+}
+
+// D3: a stall on one connection doubles the stall timeout another was just looked at
+// with; that one is looked at again with the new timeout in the same handle_timeout, so
+// no deadline is left at or before `now` (found by the http_transport fuzz target: a
+// second look belongs to the deadline its first look found passed).
+TEST(HttpPool, AStallDoublingTheTimeoutMidTickLeavesNoDeadlineDue) {
+  PoolOptions o = pool_options();
+  o.transport.mode = ConnectionMode::pool;
+  PoolScript s(o);
+  s.enqueue(get(1));
+  s.connect(1);
+  s.round_trip(1, 10ms, ok());  // stall timeout 20 ms
+  s.outcomes();
+  s.commands();
+  s.enqueue(get(2, true));  // on connection 1
+  s.enqueue(get(3, true));  // on connection 2
+  ASSERT_EQ(s.commands().connects, Ids{2});
+  s.connect(2);
+  const Instant t0 = s.now();
+  s.write_all(2);  // request 3 due at t0
+  s.advance(1ms);
+  s.write_all(1);  // request 2 due at t0 + 1 ms
+  s.set_now(t0 + 20ms);
+  s.tick();  // the first look at request 3
+  ASSERT_TRUE(s.outcomes().empty());
+  s.set_now(t0 + 70ms);  // a late timer: request 2 is 69 ms past due
+  s.tick();              // request 2's first look (20 ms), request 3's stall: the timeout is now 40 ms
+  const auto out = s.outcomes();
+  ASSERT_EQ(out.size(), 1U);
+  EXPECT_TRUE(IsFailure(out[0], 3, ErrorCode::connection_lost, Certainty::indefinite));
+  ASSERT_EQ(s.pool().stall_timeout(), Duration{40ms});
+  const auto next = s.pool().next_deadline();
+  ASSERT_TRUE(next.has_value());
+  EXPECT_GT(*next, s.now()) << "request 2 was looked at again with 40 ms";
+  s.set_now(*next);
+  s.tick();  // the second look declares request 2's stall
+  const auto second = s.outcomes();
+  ASSERT_EQ(second.size(), 1U);
+  EXPECT_TRUE(IsFailure(second[0], 2, ErrorCode::connection_lost, Certainty::indefinite));
 }
 
 // The doubling after a stall starts from the timeout in use (min_ns), not from a smaller measured base.
