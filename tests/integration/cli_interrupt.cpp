@@ -12,6 +12,7 @@
 
 #include <chrono>
 #include <csignal>
+#include <fstream>
 #include <thread>
 
 #include "cli_support.hpp"
@@ -19,9 +20,10 @@
 namespace prodsm::test {
 namespace {
 
-/// Starts `prodsm <args>` with stdin from `stdin_path` and stderr to `stderr_path`; its
-/// pid, or -1 when fork failed.
-pid_t spawn_prodsm(std::vector<std::string> args, const std::string& stdin_path, const std::string& stderr_path) {
+/// Starts `prodsm <args>` with stdin from `stdin_path`, stderr to `stderr_path` and,
+/// given one, stdout to `stdout_path`; its pid, or -1 when fork failed.
+pid_t spawn_prodsm(std::vector<std::string> args, const std::string& stdin_path, const std::string& stderr_path,
+                   const std::string& stdout_path = {}) {
   std::string cli = PRODSM_CLI;
   std::vector<char*> argv{cli.data()};  // built before the fork: the child only execs
   for (auto& a : args) argv.push_back(a.data());
@@ -30,9 +32,11 @@ pid_t spawn_prodsm(std::vector<std::string> args, const std::string& stdin_path,
   if (child == 0) {
     const int in = ::open(stdin_path.c_str(), O_RDONLY);
     const int errfd = ::open(stderr_path.c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0600);
-    if (in < 0 || errfd < 0) ::_exit(99);
+    const int outfd = stdout_path.empty() ? 1 : ::open(stdout_path.c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0600);
+    if (in < 0 || errfd < 0 || outfd < 0) ::_exit(99);
     ::dup2(in, 0);
     ::dup2(errfd, 2);
+    ::dup2(outfd, 1);
     ::execv(PRODSM_CLI, argv.data());
     ::_exit(98);
   }
@@ -96,20 +100,83 @@ void interrupt_produce_reading_a_fifo(std::vector<std::string> args, const std::
   std::remove(err.c_str());
 }
 
-void interrupt_produce_after_the_whole_input(std::vector<std::string> args, const std::function<bool()>& sent) {
-  const std::string err = temp_path("sigint-after-eof-err");
-  const pid_t child = spawn_prodsm(std::move(args), "/dev/null", err);
-  ASSERT_GE(child, 0);
+namespace {
+/// Starts `prodsm <args>` (stdin /dev/null) and waits (bounded, 30 s) until `sent()`:
+/// its pid, or -1 (a gtest failure recorded) when the run never sent its batch.
+pid_t spawn_until_sent(std::vector<std::string> args, const std::function<bool(pid_t)>& sent, const std::string& err,
+                       const std::string& out = {}) {
+  const pid_t child = spawn_prodsm(std::move(args), "/dev/null", err, out);
+  if (child < 0) {
+    ADD_FAILURE() << "fork failed";
+    return -1;
+  }
   bool held = false;
   for (int i = 0; i < 600 && !held; ++i) {  // up to 30 s
-    held = sent();
+    held = sent(child);
     if (!held) std::this_thread::sleep_for(std::chrono::milliseconds{50});
   }
   if (!held) {
     ::kill(child, SIGKILL);
     ::waitpid(child, nullptr, 0);
-    FAIL() << "the run never sent its batch: " << slurp(err);
+    ADD_FAILURE() << "the run never sent its batch: " << slurp(err);
+    return -1;
   }
+  return child;
+}
+}  // namespace
+
+std::uint64_t bytes_read_by(pid_t pid) {
+  std::ifstream io("/proc/" + std::to_string(pid) + "/io");
+  std::string key;
+  std::uint64_t value = 0;
+  while (io >> key >> value) {
+    if (key == "rchar:") return value;
+  }
+  return 0;
+}
+
+AbortedRun abort_produce(std::vector<std::string> args, const std::function<bool(pid_t)>& sent,
+                         const std::string& first_line) {
+  const std::string err = temp_path("abort-after-eof-err");
+  const std::string out = temp_path("abort-after-eof-out");
+  AbortedRun run;
+  const pid_t child = spawn_until_sent(std::move(args), sent, err, out);
+  if (child < 0) return run;
+  EXPECT_EQ(::kill(child, SIGINT), 0);
+  // The second signal once the first was handled (its line written): a different signal,
+  // so not a repeat of the first (kRepeatWindowMs), whatever the time between them.
+  for (int i = 0; i < 600 && slurp(err).find(first_line) == std::string::npos; ++i) {
+    std::this_thread::sleep_for(std::chrono::milliseconds{50});
+  }
+  EXPECT_EQ(::kill(child, SIGTERM), 0);
+  int status = 0;
+  pid_t waited = 0;
+  for (int i = 0; i < 600 && waited == 0; ++i) {  // up to 30 s
+    waited = ::waitpid(child, &status, WNOHANG);
+    if (waited == 0) std::this_thread::sleep_for(std::chrono::milliseconds{50});
+  }
+  if (waited == 0) {
+    ::kill(child, SIGKILL);
+    ::waitpid(child, &status, 0);
+    ADD_FAILURE() << "the run did not end within 30 s of the second signal: " << slurp(err);
+  }
+  run.err = slurp(err);
+  run.out = slurp(out);
+  EXPECT_TRUE(WIFEXITED(status)) << "killed by the second signal instead of aborting: " << run.err;
+  if (WIFEXITED(status)) run.status = WEXITSTATUS(status);
+  EXPECT_EQ(run.status, 130) << run.err;
+  EXPECT_NE(run.err.find("prodsm produce: aborting: records not yet acknowledged fail now"), std::string::npos)
+      << run.err;
+  std::remove(err.c_str());
+  std::remove(out.c_str());
+  return run;
+}
+
+void interrupt_produce_after_the_whole_input(std::vector<std::string> args, const std::function<bool()>& sent) {
+  const std::string err = temp_path("sigint-after-eof-err");
+  const pid_t child = spawn_until_sent(
+      std::move(args), [&](pid_t) { return sent(); }, err);
+  ASSERT_GE(child, 0);
   ASSERT_EQ(::kill(child, SIGINT), 0);
   int status = 0;
   ASSERT_EQ(::waitpid(child, &status, 0), child);

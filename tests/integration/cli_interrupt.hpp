@@ -2,6 +2,9 @@
 #pragma once
 // Ctrl-C while `prodsm produce` waits for input (Durable Streams and S2 alike).
 
+#include <sys/types.h>
+
+#include <cstdint>
 #include <functional>
 #include <string>
 #include <vector>
@@ -25,5 +28,24 @@ void interrupt_produce_reading_a_fifo(std::vector<std::string> args, const std::
 /// record was appended), says "interrupted after the whole input was read: nothing is
 /// left out" and never "input stopped".
 void interrupt_produce_after_the_whole_input(std::vector<std::string> args, const std::function<bool()>& sent);
+
+/// How an aborted run ended: exit status (-1: killed or not run), stdout, stderr.
+struct AbortedRun {
+  int status = -1;
+  std::string out;
+  std::string err;
+};
+
+/// Runs `prodsm <args>` (stdin /dev/null: args name the input with -i), waits (bounded,
+/// 30 s) until `ready(pid)`, sends SIGINT, waits (bounded) until stderr holds
+/// `first_line` (the first signal was handled), then sends SIGTERM (a different signal:
+/// never a repeat of the first). Checks (gtest assertions) that the run aborts instead of
+/// being killed — it ends within 30 s, exit 130, "aborting: ..." on stderr — and returns
+/// how it ended, so the caller can check the summary.
+AbortedRun abort_produce(std::vector<std::string> args, const std::function<bool(pid_t)>& ready,
+                         const std::string& first_line);
+
+/// Bytes the process `pid` read so far (rchar of /proc/PID/io), 0 when unknown.
+std::uint64_t bytes_read_by(pid_t pid);
 
 }  // namespace prodsm::test

@@ -371,6 +371,76 @@ TEST_F(Cli, InterruptAfterTheWholeInputWasReadLeavesNothingOutAndExits0) {
   std::remove(input.c_str());
 }
 
+// A second interrupt while the run waits for an acknowledgement aborts the producer (C5)
+// instead of killing the process: exit 130, the summary says how many records were
+// acknowledged and that the failed ones may be in the stream (E2: indefinite, they were
+// sent), and the command it suggests appends exactly what the stream lacks. The server
+// holds the only POST for 20 s: without the abort the run would wait for it and exit 0.
+TEST_F(Cli, ASecondInterruptAbortsAndSaysWhatWasAcknowledgedAndHowToResume) {
+  const std::string u = url("sigint-abort");
+  const std::string path = ds::StreamUrl::parse(u)->path;
+  client.create(u, "application/octet-stream");
+  client.set_fault_mix(
+      ReferenceServer::shared().url(),
+      R"({"path":")" + path + R"(","method":"POST","probability":1,"seed":1,"faults":[{"delayMs":20000}]})");
+  const std::string input = temp_path("sigint-abort-in");
+  {
+    std::ofstream f(input, std::ios::binary);
+    f << "a\nb\n";
+  }
+  const AbortedRun run = abort_produce(
+      {"produce", u, "--linger-ms", "60000", "-i", input},
+      [&](pid_t) {  // the POST reached the server, which holds it
+        auto counts = nlohmann::json::parse(client.fault_mix_counts(ReferenceServer::shared().url()), nullptr, false);
+        return counts.is_object() && counts.contains(path) && counts[path]["injected"][0].get<int>() > 0;
+      },
+      "interrupted after the whole input was read");
+  client.clear_fault_mix(ReferenceServer::shared().url());
+  EXPECT_NE(run.out.find("records      2 accepted: 0 acknowledged, 2 failed (indefinite: some of them may be in the "
+                         "stream)"),
+            std::string::npos)
+      << run.out;
+  const std::string hint = "run again with --producer-id ";
+  const auto at = run.err.find(hint);
+  ASSERT_NE(at, std::string::npos) << run.err;
+  const std::string id = run.err.substr(at + hint.size(), run.err.find(' ', at + hint.size()) - at - hint.size());
+  const CliRun again =
+      prodsm("produce " + u + " -q --producer-id " + id + " --resume --verify -i " + input + " --linger-ms 0");
+  EXPECT_EQ(again.status, 0) << again.err;
+  EXPECT_EQ(client.read_all(u, false), "a\nb\n");
+  std::remove(input.c_str());
+}
+
+// The first interrupt also ends a submit that waits for capacity (R1: 5 MiB unacknowledged,
+// here with the server refusing connections), not only a read of input: the input stops
+// there. The flush then waits for the server until --delivery-timeout-ms (10 min here);
+// the second interrupt aborts it. Every accepted record failed, none was sent (definite).
+TEST_F(Cli, AnInterruptEndsAWaitForCapacityAndASecondOneAbortsTheFlush) {
+  const std::string input = temp_path("sigint-capacity-in");
+  constexpr int kLines = 1'000'000;  // 11 MB: more than the 5 MiB the producer holds unacknowledged
+  {
+    std::ofstream f(input, std::ios::binary);
+    for (int i = 0; i < kLines; ++i) f << "0123456789\n";
+  }
+  const AbortedRun run = abort_produce(
+      {"produce", "http://127.0.0.1:1/nowhere", "--progress", "never", "--delivery-timeout-ms", "600000", "-i", input},
+      // Read most of the 5 MiB it can hold, and no more since the last look (50 ms ago):
+      // it waits for capacity. (Were it still reading, the interrupt would stop it too.)
+      [last = std::uint64_t{0}](pid_t pid) mutable {
+        const std::uint64_t read = bytes_read_by(pid);
+        return std::exchange(last, read) == read && read >= (4U << 20);
+      },
+      "interrupted: input stopped");
+  const auto at = run.out.find(" accepted: 0 acknowledged, ");
+  ASSERT_NE(at, std::string::npos) << run.out;
+  const std::uint64_t accepted = std::stoull(run.out.substr(run.out.rfind(' ', at - 1) + 1, at));
+  EXPECT_GT(accepted, 0U) << run.out;
+  EXPECT_LT(accepted, static_cast<std::uint64_t>(kLines)) << "the input stopped at the interrupt: " << run.out;
+  EXPECT_EQ(run.out.find("indefinite"), std::string::npos) << "nothing was ever sent: " << run.out;
+  EXPECT_NE(run.err.find("prodsm produce: aborted"), std::string::npos) << run.err;
+  std::remove(input.c_str());
+}
+
 // With stdin closed (`<&-`), prodsm opens /dev/null on it first: it reads no descriptor
 // of its own (the event loop's eventfd) as input and does not hang.
 TEST_F(Cli, ClosedStdinIsReadAsEmpty) {

@@ -119,6 +119,35 @@ TEST_F(CliS2, InterruptAfterTheWholeInputWasReadLeavesNothingOutAndExits0) {
   std::remove(input.c_str());
 }
 
+// A second interrupt while the run waits aborts the producer (C5), as for Durable
+// Streams: exit 130, and the summary says the unacknowledged records may be in the stream
+// (E2). The server holds the only append for 20 s: without the abort the run would exit 0.
+TEST_F(CliS2, ASecondInterruptAbortsAndSaysWhatWasAcknowledged) {
+  const std::string stream = server().stream_name("sigint-abort");
+  ASSERT_TRUE(test::create_s2_stream(control_, server().endpoint(), stream));
+  const int delays_before = test::s2_faults_injected(control_, server().endpoint(), "delay").value_or(-1);
+  ASSERT_GE(delays_before, 0);
+  ASSERT_TRUE(test::inject_s2_faults(control_, server().endpoint(),
+                                     R"([{"kind":"delay","stream":")" + stream + R"(","delay_ms":20000}])"));
+  const std::string input = test::temp_path("s2-sigint-abort-in");
+  {
+    std::ofstream f(input, std::ios::binary);
+    f << "a\nb\n";
+  }
+  const test::AbortedRun run = test::abort_produce(
+      {"produce", "s2://" + std::string(test::S2TestServer::kBasin) + "/" + stream, "--endpoint", server().url(),
+       "--linger-ms", "60000", "-i", input},
+      [&](pid_t) {
+        return test::s2_faults_injected(control_, server().endpoint(), "delay").value_or(0) > delays_before;
+      },
+      "interrupted after the whole input was read");
+  EXPECT_NE(run.out.find("records      2 accepted: 0 acknowledged, 2 failed (indefinite: some of them may be in the "
+                         "stream)"),
+            std::string::npos)
+      << run.out;
+  std::remove(input.c_str());
+}
+
 TEST_F(CliS2, AppendsWithoutCreateFailWhenTheStreamIsMissing) {  // E2: not_found, definite
   std::string stream;
   const CliRun r = prodsm("produce " + target("missing", stream) + " -q", "a\n");

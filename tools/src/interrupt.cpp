@@ -21,6 +21,17 @@ volatile int g_null_input_fd = -1;  // /dev/null, put over stdin by the handler 
 volatile std::sig_atomic_t g_first_signal = 0;
 volatile pid_t g_first_sender = 0;
 volatile std::int64_t g_first_ms = 0;
+// abort_on_second_interrupt: the second signal asks the command to abort (the flag and
+// this line) instead of killing; the third kills.
+const char* volatile g_abort_message = nullptr;
+volatile std::size_t g_abort_message_bytes = 0;
+volatile std::sig_atomic_t g_abort_requested = 0;
+
+void write_stderr(const char* m, std::size_t bytes) noexcept {
+  // async-signal-safe: write(2) of a string and length set before the handler ran
+  const ssize_t ignored = ::write(STDERR_FILENO, m, bytes);
+  (void)ignored;
+}
 
 std::int64_t monotonic_ms() noexcept {
   timespec now{};
@@ -28,18 +39,22 @@ std::int64_t monotonic_ms() noexcept {
   return static_cast<std::int64_t>(now.tv_sec) * 1000 + now.tv_nsec / 1'000'000;
 }
 
-/// The first signal: stop (the flag, stdin, the message). A later one aborts at once —
+/// The first signal: stop (the flag, stdin, the message). A later one kills at once —
 /// the default action, re-raised — unless it is a repeat of the first: the same signal
 /// sent by the same process within kRepeatWindowMs, as timeout(1) does (it signals the command and then
-/// the command's process group). Runs with SIGINT and SIGTERM blocked (sa_mask), so two
-/// signals never run it at once.
+/// the command's process group). With abort_on_second_interrupt, the second (not a
+/// repeat) asks for an abort instead (the flag, its message) and the third kills. Runs
+/// with SIGINT and SIGTERM blocked (sa_mask), so two signals never run it at once.
 extern "C" void on_interrupt(int signal_number, siginfo_t* info, void* /*context*/) {
   const int saved_errno = errno;  // the interrupted code may be about to read errno
   const pid_t sender = info != nullptr && info->si_code == SI_USER ? info->si_pid : 0;
   if (g_interrupted != 0) {
     const bool repeat = sender != 0 && sender == g_first_sender && signal_number == g_first_signal &&
                         monotonic_ms() - g_first_ms <= kRepeatWindowMs;
-    if (!repeat) {
+    if (!repeat && g_abort_message != nullptr && g_abort_requested == 0) {
+      g_abort_requested = 1;
+      write_stderr(g_abort_message, g_abort_message_bytes);
+    } else if (!repeat) {
       struct sigaction fallback {};
       fallback.sa_handler = SIG_DFL;
       sigemptyset(&fallback.sa_mask);
@@ -58,11 +73,7 @@ extern "C" void on_interrupt(int signal_number, siginfo_t* info, void* /*context
   // interrupted() check and its read) reads /dev/null's end of file instead of waiting
   // for input that may never come. dup2(2) is async-signal-safe.
   if (const int fd = g_null_input_fd; fd >= 0) (void)::dup2(fd, STDIN_FILENO);
-  if (const char* m = g_message) {
-    // async-signal-safe: write(2) of a string and length set before the handler ran
-    const ssize_t ignored = ::write(STDERR_FILENO, m, g_message_bytes);
-    (void)ignored;
-  }
+  if (const char* m = g_message) write_stderr(m, g_message_bytes);
   errno = saved_errno;
 }
 }  // namespace
@@ -71,14 +82,19 @@ bool interrupted() noexcept {
   return g_interrupted != 0;
 }
 
+bool abort_requested() noexcept {
+  return g_abort_requested != 0;
+}
+
 void announce_input_read(bool nothing_left_out) noexcept {
   set_interrupt_message(
       nothing_left_out
           ? "prodsm produce: interrupted after the whole input was read: nothing is left out; waiting until every "
-            "record is acknowledged (at most --delivery-timeout-ms); interrupt again to abort at once "
-            "(unacknowledged records may then be missing from the stream)\n"
+            "record is acknowledged (at most --delivery-timeout-ms); interrupt again to abort (records not yet "
+            "acknowledged then fail, and the summary says how many were acknowledged)\n"
           : "prodsm produce: interrupted after the input had already stopped; waiting until every record already "
-            "accepted is acknowledged (at most --delivery-timeout-ms); interrupt again to abort at once\n");
+            "accepted is acknowledged (at most --delivery-timeout-ms); interrupt again to abort (records not yet "
+            "acknowledged then fail, and the summary says how many were acknowledged)\n");
 }
 
 void set_interrupt_message(const char* message) noexcept {
@@ -93,6 +109,19 @@ void set_interrupt_message(const char* message) noexcept {
   g_message = nullptr;
   g_message_bytes = message != nullptr ? std::strlen(message) : 0;
   g_message = message;
+  ::pthread_sigmask(SIG_SETMASK, &old, nullptr);
+}
+
+void abort_on_second_interrupt(const char* message) noexcept {
+  sigset_t set;
+  sigset_t old;
+  sigemptyset(&set);
+  sigaddset(&set, SIGINT);
+  sigaddset(&set, SIGTERM);
+  ::pthread_sigmask(SIG_BLOCK, &set, &old);  // as in set_interrupt_message
+  g_abort_message = nullptr;
+  g_abort_message_bytes = message != nullptr ? std::strlen(message) : 0;
+  g_abort_message = message;
   ::pthread_sigmask(SIG_SETMASK, &old, nullptr);
 }
 

@@ -5,7 +5,8 @@
 // how to abort, and asks the command to stop its input, flush what was accepted and exit
 // 130; a second one kills at once — unless it repeats the first: the same signal from
 // the same process within kRepeatWindowMs (timeout(1) signals the command, then its
-// process group).
+// process group). `prodsm produce` asks for abort_on_second_interrupt: its second signal
+// aborts the producer, so the run still says what was acknowledged; the third kills.
 
 #include <csignal>
 
@@ -18,6 +19,18 @@ inline constexpr long kRepeatWindowMs = 1000;
 
 /// Set by the first SIGINT/SIGTERM once install_interrupt_handler ran.
 bool interrupted() noexcept;
+
+/// Set by the second SIGINT/SIGTERM (not a repeat of the first) once
+/// abort_on_second_interrupt ran: the command should abort at once (the producer's abort,
+/// C5) and still print what it knows. Polled: a command waiting on something that never
+/// polls is killed by the third signal.
+bool abort_requested() noexcept;
+
+/// Makes the second signal (not a repeat of the first) set abort_requested() and write
+/// `message` to stderr (a string literal: it must outlive the handler) instead of
+/// killing; the third kills. nullptr: the second kills again. Call from the thread the
+/// signals are routed to, or before routing them.
+void abort_on_second_interrupt(const char* message) noexcept;
 
 /// The line the first signal writes to stderr at once (from the handler, with write(2)):
 /// what the command waits for and how to abort. `message` must outlive the handler (a
@@ -41,8 +54,9 @@ void announce_input_read(bool nothing_left_out) noexcept;
 bool stop_stdin_on_interrupt() noexcept;
 
 /// Installs the handler (a second signal kills, unless it repeats the first, see
-/// kRepeatWindowMs; no SA_RESTART: a blocked read returns EINTR). Call with `block` true before any other thread starts
-/// (threads inherit the blocked mask), then with false once they run, so only this thread takes the signal.
+/// kRepeatWindowMs, or abort_on_second_interrupt asked it to ask for an abort; no SA_RESTART: a blocked read returns
+/// EINTR). Call with `block` true before any other thread starts (threads inherit the blocked mask), then with false
+/// once they run, so only this thread takes the signal.
 void route_interrupts_here(bool block);
 
 /// Blocks (true) or unblocks (false) SIGINT/SIGTERM on the calling thread only, without

@@ -26,6 +26,7 @@
 #include "figures.hpp"
 #include "input.hpp"
 #include "interrupt.hpp"
+#include "interruptible_waits.hpp"
 #include "io_runner.hpp"
 #include "numeric_flags.hpp"
 #include "prodsm/asio/producer.hpp"
@@ -96,10 +97,8 @@ int run_produce(const ProduceOptions& o) {
                                       json_mode ? o.producer.max_batch_bytes - 1 : o.producer.max_batch_bytes);
 
   // ---- producer -------------------------------------------------------------------------
-  set_interrupt_message(
-      "prodsm produce: interrupted: input stopped; waiting until every record already accepted is acknowledged "
-      "(at most --delivery-timeout-ms); interrupt again to abort at once (unacknowledged records may then be "
-      "missing from the stream)\n");
+  set_interrupt_message(kProduceInterruptMessage);
+  abort_on_second_interrupt(kProduceAbortMessage);
   // Ends a read of stdin that the signal would miss (without /dev/null the race remains).
   (void)stop_stdin_on_interrupt();
   IoRunner runner;
@@ -140,7 +139,11 @@ int run_produce(const ProduceOptions& o) {
           if (c.next_offset) return true;
           return json_mode ? p->add_value(c.data) : p->add_bytes(c.data);
         },
-        false);  // an interrupt meanwhile stops the run before its first record
+        true);  // an interrupt ends the read at once (its session is the producer's)
+    if (r.interrupted) {
+      std::fprintf(stderr, "prodsm produce: --resume: interrupted while reading the stream; nothing was appended\n");
+      return kExitInterrupted;
+    }
     if (p->error()) {
       std::fprintf(stderr, "prodsm produce: --resume: %s; nothing was appended\n", p->error()->c_str());
       return kExitOutputFailed;
@@ -172,6 +175,12 @@ int run_produce(const ProduceOptions& o) {
   std::optional<Error> failure;
   const auto started = Clock::now();
 
+  // A second interrupt while the run waits for acknowledgements (interruptible_waits.hpp).
+  bool aborted = false;
+  auto abort = [&] {
+    aborted = true;
+    producer->abort();
+  };
   auto timed_flush = [&](bool wait) -> std::optional<Error> {
     const auto t0 = Clock::now();
     auto record_latency = [&latency_mu, &flush_latencies_ms, t0] {
@@ -182,7 +191,7 @@ int run_produce(const ProduceOptions& o) {
       producer->async_flush([record_latency](asio::VoidResult) { record_latency(); });
       return std::nullopt;
     }
-    auto r = producer->async_flush(::asio::use_future).get();
+    auto r = wait_or_abort(producer->async_flush(::asio::use_future), abort);
     record_latency();
     if (!r) return r.error();
     return std::nullopt;
@@ -221,7 +230,13 @@ int run_produce(const ProduceOptions& o) {
         continue;
       }
     }
-    auto r = producer->submit_blocking(record, std::chrono::milliseconds{o.producer.delivery_timeout_ms});
+    auto submitted =
+        submit_unless_interrupted(*producer, record, std::chrono::milliseconds{o.producer.delivery_timeout_ms});
+    if (!submitted) {  // the interrupt came while it waited for capacity: not accepted
+      interrupted = true;
+      break;
+    }
+    auto& r = *submitted;
     if (!r) {
       if (r.error().reason == RejectReason::failed && r.error().terminal) {
         failure = *r.error().terminal;
@@ -248,17 +263,17 @@ int run_produce(const ProduceOptions& o) {
   if (auto e = timed_flush(true); e && !failure) failure = e;
   std::optional<asio::CloseStreamResult> closed_stream;
   if (o.close_stream && !failure && !bad_line && !interrupted && !resume_problem) {
-    closed_stream = producer->async_close_stream(::asio::use_future).get();
+    closed_stream = wait_or_abort(producer->async_close_stream(::asio::use_future), abort);
     if (!*closed_stream) failure = closed_stream->error();
   }
-  auto close_result = producer->async_close(::asio::use_future).get();
+  auto close_result = wait_or_abort(producer->async_close(::asio::use_future), abort);
   if (!close_result && !failure) failure = close_result.error();
   const double elapsed = std::chrono::duration<double>(Clock::now() - started).count();
   progress.finish();
 
   // ---- verification -----------------------------------------------------------------------
   std::optional<std::string> verify_problem;
-  if (o.verify && !failure && !bad_line && !interrupted && !resume_problem) {
+  if (o.verify && !failure && !bad_line && !interrupted && !resume_problem && !aborted) {
     if (!created && o.create && !o.resume) {
       verify_problem = "the stream existed before this run; --verify needs a new stream (or --resume)";
     } else {
@@ -388,7 +403,7 @@ int run_produce(const ProduceOptions& o) {
                        : "prodsm produce: the server answered a fresh producer epoch as a duplicate, which an honest "
                          "server cannot do; nothing of this batch was appended\n");
     }
-    return kExitServerError;
+    return aborted ? kExitInterrupted : kExitServerError;
   }
   if (interrupted) {
     std::fprintf(stderr, "prodsm produce: interrupted: stopped reading after %llu records, which were flushed%s\n",
@@ -396,6 +411,10 @@ int run_produce(const ProduceOptions& o) {
     return kExitInterrupted;
   }
   if (verify_problem) {
+    if (abort_requested()) {
+      std::fprintf(stderr, "prodsm produce: %s; every record was acknowledged\n", verify_problem->c_str());
+      return kExitInterrupted;
+    }
     std::fprintf(stderr, "prodsm produce: verification failed: %s\n", verify_problem->c_str());
     return kExitFailure;
   }
@@ -431,8 +450,9 @@ void add_produce_command(CLI::App& app, std::function<int()>& run) {
       "Exit status: 0 success; 1 verification failed; 2 bad input (usage, unreadable file, invalid "
       "line: reported with its number, nothing after it is sent, everything before it is flushed); "
       "3 server or network failure; 4 writing the summary or the --resume spool failed; 130 interrupted "
-      "(SIGINT or SIGTERM: input stops, everything accepted is flushed; a second signal kills at once, "
-      "unless the sender of the first repeats that signal within 1 s, as timeout(1) does).");
+      "(SIGINT or SIGTERM: input stops, everything accepted is flushed; a second signal aborts: records not yet "
+      "acknowledged fail, and the summary says how many were acknowledged; a third kills at once. A signal that "
+      "repeats the first, from the same sender within 1 s as timeout(1) sends it, is not a second one).");
   cmd->callback([o, cmd, &run] {
     o->content_type_given = cmd->count("--content-type") > 0;
     o->producer.epoch_given = cmd->count("--epoch") > 0;

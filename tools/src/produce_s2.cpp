@@ -17,6 +17,7 @@
 #include "figures.hpp"
 #include "input.hpp"
 #include "interrupt.hpp"
+#include "interruptible_waits.hpp"
 #include "io_runner.hpp"
 #include "record_reader.hpp"
 #include "retry_notices.hpp"
@@ -69,9 +70,8 @@ int run_produce_s2(const S2ProduceArgs& a) {
   // the line's '\n' is not part of the record (Mode::lines).
   RecordReader reader = input_records(input, RecordReader::Mode::lines, a.producer.max_batch_bytes - 8);
 
-  set_interrupt_message(
-      "prodsm produce: interrupted: input stopped; waiting until every record already accepted is acknowledged "
-      "(at most --delivery-timeout-ms); interrupt again to abort at once\n");
+  set_interrupt_message(kProduceInterruptMessage);
+  abort_on_second_interrupt(kProduceAbortMessage);
   // Ends a read of stdin that the signal would miss (without /dev/null the race remains).
   (void)stop_stdin_on_interrupt();
   IoRunner runner;
@@ -91,6 +91,12 @@ int run_produce_s2(const S2ProduceArgs& a) {
 
   std::mutex latency_mu;
   std::vector<double> flush_latencies_ms;
+  // A second interrupt while the run waits for acknowledgements (interruptible_waits.hpp).
+  bool aborted = false;
+  auto abort = [&] {
+    aborted = true;
+    producer->abort();
+  };
   auto timed_flush = [&](bool wait) -> std::optional<Error> {
     const auto t0 = Clock::now();
     auto record_latency = [&latency_mu, &flush_latencies_ms, t0] {
@@ -101,7 +107,7 @@ int run_produce_s2(const S2ProduceArgs& a) {
       producer->async_flush([record_latency](asio::VoidResult) { record_latency(); });
       return std::nullopt;
     }
-    auto r = producer->async_flush(::asio::use_future).get();
+    auto r = wait_or_abort(producer->async_flush(::asio::use_future), abort);
     record_latency();
     if (!r) return r.error();
     return std::nullopt;
@@ -129,7 +135,13 @@ int run_produce_s2(const S2ProduceArgs& a) {
       break;
     }
     const std::string_view record = **next;  // one line without its '\n' (Mode::lines)
-    auto r = producer->submit_blocking(record, std::chrono::milliseconds{a.producer.delivery_timeout_ms});
+    auto submitted =
+        submit_unless_interrupted(*producer, record, std::chrono::milliseconds{a.producer.delivery_timeout_ms});
+    if (!submitted) {  // the interrupt came while it waited for capacity: not accepted
+      interrupted = true;
+      break;
+    }
+    auto& r = *submitted;
     if (!r) {
       if (r.error().reason == RejectReason::failed && r.error().terminal) {
         failure = *r.error().terminal;
@@ -148,7 +160,7 @@ int run_produce_s2(const S2ProduceArgs& a) {
   if (!interrupted) announce_input_read(!failure && !bad_line);
   // Everything accepted is flushed, whatever stopped the input (nothing is lost).
   if (auto e = timed_flush(true); e && !failure) failure = e;
-  auto close_result = producer->async_close(::asio::use_future).get();
+  auto close_result = wait_or_abort(producer->async_close(::asio::use_future), abort);
   if (!close_result && !failure) failure = close_result.error();
   const double elapsed = std::chrono::duration<double>(Clock::now() - started).count();
 
@@ -160,10 +172,12 @@ int run_produce_s2(const S2ProduceArgs& a) {
       latencies = flush_latencies_ms;
     }
     if (stats.core.records_failed > 0 || records != stats.core.records_succeeded) {
-      std::printf("records      %llu accepted: %llu acknowledged, %llu failed\n",
-                  static_cast<unsigned long long>(records),
-                  static_cast<unsigned long long>(stats.core.records_succeeded),
-                  static_cast<unsigned long long>(stats.core.records_failed));
+      std::printf(
+          "records      %llu accepted: %llu acknowledged, %llu failed%s\n", static_cast<unsigned long long>(records),
+          static_cast<unsigned long long>(stats.core.records_succeeded),
+          static_cast<unsigned long long>(stats.core.records_failed),
+          failure && failure->certainty == Certainty::indefinite ? " (indefinite: some of them may be in the stream)"
+                                                                 : "");
     } else {
       std::printf("records      %llu\n", static_cast<unsigned long long>(records));
     }
@@ -191,7 +205,7 @@ int run_produce_s2(const S2ProduceArgs& a) {
   if (failure) {
     name_retry_flags(*failure, a.producer);
     std::fprintf(stderr, "prodsm produce: %s\n", failure->describe().c_str());
-    return kExitServerError;
+    return aborted ? kExitInterrupted : kExitServerError;
   }
   if (interrupted) {
     std::fprintf(stderr, "prodsm produce: interrupted: stopped reading after %llu records, which were flushed\n",

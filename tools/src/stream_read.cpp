@@ -28,13 +28,13 @@ CliReadResult run_cli_read(const std::shared_ptr<asio::Session>& session, const 
   // Waiting in slices only to notice an interrupt (a flag set by the signal handler);
   // the read's own bounds end it otherwise.
   while (future.wait_for(std::chrono::milliseconds{50}) != std::future_status::ready) {
-    if (watch_interrupts && interrupted() && !r.interrupted) {
+    if (((watch_interrupts && interrupted()) || abort_requested()) && !r.interrupted) {
       r.interrupted = true;
       session->close();  // the request in flight fails, and the read ends with it
     }
   }
   r.outcome = future.get();
-  if (watch_interrupts && interrupted()) r.interrupted = true;
+  if ((watch_interrupts && interrupted()) || abort_requested()) r.interrupted = true;
   return r;
 }
 

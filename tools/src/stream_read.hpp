@@ -13,7 +13,7 @@ namespace prodsm::tools {
 /// How a CLI read ended.
 struct CliReadResult {
   ds::ReadOutcome outcome;   ///< where the read ended, or why it failed
-  bool interrupted = false;  ///< a SIGINT/SIGTERM stopped it (the session was closed)
+  bool interrupted = false;  ///< a SIGINT/SIGTERM (or an abort) stopped it (the session was closed)
 };
 
 /// The options of a read of the whole stream whose consumer keeps bounded memory however
@@ -24,7 +24,8 @@ ds::ReadOptions whole_stream_read(bool json, ds::RequestOptions request);
 
 /// Runs asio::read_stream on `session` to its end; `on_data` runs on the session's I/O
 /// thread as data arrives. With `watch_interrupts`, the first interrupt (interrupt.hpp)
-/// closes the session, which ends the read at once.
+/// closes the session, which ends the read at once; without, an abort asked for by a
+/// second interrupt (abort_on_second_interrupt) does.
 CliReadResult run_cli_read(const std::shared_ptr<asio::Session>& session, const ds::StreamUrl& url,
                            ds::ReadOptions options, asio::ReadHandler on_data, bool watch_interrupts);
 

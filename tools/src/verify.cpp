@@ -122,6 +122,7 @@ std::optional<std::string> verify_stream(const ds::StreamUrl& url, ::asio::io_co
   auto problem = verifier.finish();
   if (input_problem) return input_problem;
   if (differed) return problem;
+  if (r.interrupted) return "not verified: a second interrupt stopped the reading of the stream";
   // A read that failed says why it failed, not that the stream seemed short.
   if (!r.outcome) return "reading the stream back failed: " + r.outcome.error().describe();
   if (problem) return problem;
