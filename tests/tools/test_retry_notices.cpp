@@ -44,5 +44,29 @@ TEST(RetryNotices, TerminalEventsAreLeftToTheRunsOwnError) {
   EXPECT_TRUE(n.line_for(retry(), std::chrono::steady_clock::time_point{})) << "and do not count as a line";
 }
 
+// A blackhole fails nothing until a request times out (30 s): while records wait with no
+// acknowledgement, a line after `after` and then one per `after`; an acknowledgement, or
+// nothing waiting, starts over.
+TEST(AckWaitNotices, ALineWhenRecordsWaitLongWithNoAcknowledgementThenOnePerInterval) {
+  AckWaitNotices n("prodsm produce", 10s);
+  const auto t0 = std::chrono::steady_clock::time_point{} + 1h;
+  const std::string waiting_12s =
+      "prodsm produce: warning: no acknowledgement for 12 s while 5 records wait for one; a request is failed after "
+      "--request-timeout-ms and resent until --delivery-timeout-ms";
+  EXPECT_FALSE(n.line_for(t0, 0, 5)) << "the wait starts";
+  EXPECT_FALSE(n.line_for(t0 + 9s, 0, 5));
+  EXPECT_EQ(n.line_for(t0 + 12s, 0, 5), waiting_12s);
+  EXPECT_FALSE(n.line_for(t0 + 21s, 0, 5)) << "one line per 10 s";
+  EXPECT_NE(n.line_for(t0 + 22s, 0, 5), std::nullopt);
+  EXPECT_FALSE(n.line_for(t0 + 23s, 3, 2)) << "an acknowledgement starts the wait over";
+  EXPECT_FALSE(n.line_for(t0 + 32s, 3, 2));
+  EXPECT_NE(n.line_for(t0 + 33s, 3, 2), std::nullopt);
+  EXPECT_FALSE(n.line_for(t0 + 34s, 5, 0)) << "nothing waiting";
+  EXPECT_FALSE(n.line_for(t0 + 60s, 5, 0));
+  EXPECT_FALSE(n.line_for(t0 + 61s, 5, 4)) << "records accepted after a quiet time: a new wait starts";
+  EXPECT_FALSE(n.line_for(t0 + 70s, 5, 4));
+  EXPECT_NE(n.line_for(t0 + 71s, 5, 4), std::nullopt);
+}
+
 }  // namespace
 }  // namespace prodsm::tools

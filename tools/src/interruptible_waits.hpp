@@ -8,6 +8,7 @@
 
 #include <algorithm>
 #include <chrono>
+#include <functional>
 #include <future>
 #include <optional>
 #include <string_view>
@@ -32,14 +33,16 @@ inline constexpr const char* kProduceAbortMessage =
 /// How often these waits look at the interrupt flags: 50 ms.
 inline constexpr std::chrono::milliseconds kInterruptPollInterval{50};
 
-/// The result of `future`, waited for kInterruptPollInterval at a time. The first look
-/// that finds abort_requested() runs `abort()` (once: the producer's abort, C5, which
-/// fails what is pending with `aborted` and so makes the future ready); a future that
-/// never gets ready is ended by the third signal, which kills.
+/// The result of `future`, waited for kInterruptPollInterval at a time; `on_poll` runs
+/// after each slice (ack_wait_notices). The first look that finds abort_requested() runs
+/// `abort()` (once: the producer's abort, C5, which fails what is pending with `aborted`
+/// and so makes the future ready); a future that never gets ready is ended by the third
+/// signal, which kills.
 template <class T, class Abort>
-T wait_or_abort(std::future<T> future, Abort&& abort) {
+T wait_or_abort(std::future<T> future, Abort&& abort, const std::function<void()>& on_poll) {
   bool aborted = false;
   while (future.wait_for(kInterruptPollInterval) != std::future_status::ready) {
+    on_poll();
     if (!aborted && abort_requested()) {
       aborted = true;
       abort();
@@ -51,16 +54,19 @@ T wait_or_abort(std::future<T> future, Abort&& abort) {
 /// `producer.submit_blocking(record, timeout)`, waiting for capacity (R1) at most
 /// kInterruptPollInterval at a time so that an interrupt is seen: the submit's result, or
 /// nullopt when the first interrupt came while it waited (the record was not accepted;
-/// the input stops before it). `timeout` bounds the whole wait as it bounded the one call.
+/// the input stops before it). `timeout` bounds the whole wait as it bounded the one call;
+/// `on_poll` runs after each slice that did not end it.
 template <class Producer>
 std::optional<tl::expected<Ticket, Rejection>> submit_unless_interrupted(Producer& producer, std::string_view record,
-                                                                         std::chrono::milliseconds timeout) {
+                                                                         std::chrono::milliseconds timeout,
+                                                                         const std::function<void()>& on_poll) {
   const auto give_up = std::chrono::steady_clock::now() + timeout;
   while (true) {
     const auto left = std::chrono::duration_cast<std::chrono::milliseconds>(give_up - std::chrono::steady_clock::now());
     auto r = producer.submit_blocking(record, std::clamp(left, std::chrono::milliseconds{0}, kInterruptPollInterval));
     if (r || r.error().reason != RejectReason::would_block || left <= kInterruptPollInterval) return r;
     if (interrupted()) return std::nullopt;
+    on_poll();
   }
 }
 

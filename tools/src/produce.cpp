@@ -181,6 +181,11 @@ int run_produce(const ProduceOptions& o) {
     aborted = true;
     producer->abort();
   };
+  // Says so on stderr when records wait long for an acknowledgement (a blackhole).
+  const std::function<void()> ack_wait = ack_wait_notices("prodsm produce", o.quiet, [&] {
+    const auto core = producer->stats().core;
+    return std::pair{core.records_succeeded, records - core.records_succeeded - core.records_failed};
+  });
   auto timed_flush = [&](bool wait) -> std::optional<Error> {
     const auto t0 = Clock::now();
     auto record_latency = [&latency_mu, &flush_latencies_ms, t0] {
@@ -191,7 +196,7 @@ int run_produce(const ProduceOptions& o) {
       producer->async_flush([record_latency](asio::VoidResult) { record_latency(); });
       return std::nullopt;
     }
-    auto r = wait_or_abort(producer->async_flush(::asio::use_future), abort);
+    auto r = wait_or_abort(producer->async_flush(::asio::use_future), abort, ack_wait);
     record_latency();
     if (!r) return r.error();
     return std::nullopt;
@@ -230,8 +235,8 @@ int run_produce(const ProduceOptions& o) {
         continue;
       }
     }
-    auto submitted =
-        submit_unless_interrupted(*producer, record, std::chrono::milliseconds{o.producer.delivery_timeout_ms});
+    auto submitted = submit_unless_interrupted(*producer, record,
+                                               std::chrono::milliseconds{o.producer.delivery_timeout_ms}, ack_wait);
     if (!submitted) {  // the interrupt came while it waited for capacity: not accepted
       interrupted = true;
       break;
@@ -263,10 +268,10 @@ int run_produce(const ProduceOptions& o) {
   if (auto e = timed_flush(true); e && !failure) failure = e;
   std::optional<asio::CloseStreamResult> closed_stream;
   if (o.close_stream && !failure && !bad_line && !interrupted && !resume_problem) {
-    closed_stream = wait_or_abort(producer->async_close_stream(::asio::use_future), abort);
+    closed_stream = wait_or_abort(producer->async_close_stream(::asio::use_future), abort, ack_wait);
     if (!*closed_stream) failure = closed_stream->error();
   }
-  auto close_result = wait_or_abort(producer->async_close(::asio::use_future), abort);
+  auto close_result = wait_or_abort(producer->async_close(::asio::use_future), abort, ack_wait);
   if (!close_result && !failure) failure = close_result.error();
   const double elapsed = std::chrono::duration<double>(Clock::now() - started).count();
   progress.finish();

@@ -89,6 +89,8 @@ int run_produce_s2(const S2ProduceArgs& a) {
     }
   }
 
+  std::uint64_t records = 0;
+  std::uint64_t record_bytes = 0;
   std::mutex latency_mu;
   std::vector<double> flush_latencies_ms;
   // A second interrupt while the run waits for acknowledgements (interruptible_waits.hpp).
@@ -97,6 +99,11 @@ int run_produce_s2(const S2ProduceArgs& a) {
     aborted = true;
     producer->abort();
   };
+  // Says so on stderr when records wait long for an acknowledgement (a blackhole).
+  const std::function<void()> ack_wait = ack_wait_notices("prodsm produce", a.quiet, [&] {
+    const auto core = producer->stats().core;
+    return std::pair{core.records_succeeded, records - core.records_succeeded - core.records_failed};
+  });
   auto timed_flush = [&](bool wait) -> std::optional<Error> {
     const auto t0 = Clock::now();
     auto record_latency = [&latency_mu, &flush_latencies_ms, t0] {
@@ -107,14 +114,12 @@ int run_produce_s2(const S2ProduceArgs& a) {
       producer->async_flush([record_latency](asio::VoidResult) { record_latency(); });
       return std::nullopt;
     }
-    auto r = wait_or_abort(producer->async_flush(::asio::use_future), abort);
+    auto r = wait_or_abort(producer->async_flush(::asio::use_future), abort, ack_wait);
     record_latency();
     if (!r) return r.error();
     return std::nullopt;
   };
 
-  std::uint64_t records = 0;
-  std::uint64_t record_bytes = 0;
   std::optional<LineError> bad_line;
   std::optional<Error> failure;
   bool interrupted = false;
@@ -135,8 +140,8 @@ int run_produce_s2(const S2ProduceArgs& a) {
       break;
     }
     const std::string_view record = **next;  // one line without its '\n' (Mode::lines)
-    auto submitted =
-        submit_unless_interrupted(*producer, record, std::chrono::milliseconds{a.producer.delivery_timeout_ms});
+    auto submitted = submit_unless_interrupted(*producer, record,
+                                               std::chrono::milliseconds{a.producer.delivery_timeout_ms}, ack_wait);
     if (!submitted) {  // the interrupt came while it waited for capacity: not accepted
       interrupted = true;
       break;
@@ -160,7 +165,7 @@ int run_produce_s2(const S2ProduceArgs& a) {
   if (!interrupted) announce_input_read(!failure && !bad_line);
   // Everything accepted is flushed, whatever stopped the input (nothing is lost).
   if (auto e = timed_flush(true); e && !failure) failure = e;
-  auto close_result = wait_or_abort(producer->async_close(::asio::use_future), abort);
+  auto close_result = wait_or_abort(producer->async_close(::asio::use_future), abort, ack_wait);
   if (!close_result && !failure) failure = close_result.error();
   const double elapsed = std::chrono::duration<double>(Clock::now() - started).count();
 

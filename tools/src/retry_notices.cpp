@@ -24,6 +24,37 @@ std::optional<std::string> RetryNotices::line_for(const ProducerEvent& event,
   return line;
 }
 
+std::optional<std::string> AckWaitNotices::line_for(std::chrono::steady_clock::time_point now,
+                                                    std::uint64_t acknowledged, std::uint64_t waiting) {
+  if (waiting == 0 || acknowledged != acknowledged_ || !since_) {
+    acknowledged_ = acknowledged;
+    since_ = waiting == 0 ? std::nullopt : std::optional{now};
+    last_line_.reset();
+    return std::nullopt;
+  }
+  if (now - *since_ < after_ || (last_line_ && now - *last_line_ < after_)) return std::nullopt;
+  last_line_ = now;
+  const auto seconds = std::chrono::duration_cast<std::chrono::seconds>(now - *since_).count();
+  return prefix_ + ": warning: no acknowledgement for " + std::to_string(seconds) + " s while " +
+         std::to_string(waiting) +
+         " records wait for one; a request is failed after --request-timeout-ms and resent until "
+         "--delivery-timeout-ms";
+}
+
+std::function<void()> ack_wait_notices(std::string prefix, bool quiet,
+                                       std::function<std::pair<std::uint64_t, std::uint64_t>()> counts,
+                                       std::chrono::milliseconds after) {
+  if (quiet) return [] {};
+  auto notices = std::make_shared<AckWaitNotices>(std::move(prefix), after);
+  const bool terminal = ::isatty(2) != 0;
+  return [notices, counts = std::move(counts), terminal] {
+    const auto [acknowledged, waiting] = counts();
+    if (auto line = notices->line_for(std::chrono::steady_clock::now(), acknowledged, waiting)) {
+      std::fprintf(stderr, "%s%s\n", terminal ? "\r\x1b[K" : "", line->c_str());  // as retry_notices
+    }
+  };
+}
+
 EventOptions retry_notices(std::string prefix, bool quiet, std::chrono::milliseconds interval) {
   if (quiet) return {};
   struct State {

@@ -7,8 +7,10 @@
 
 #include <chrono>
 #include <cstdint>
+#include <functional>
 #include <optional>
 #include <string>
+#include <utility>
 
 #include "prodsm/producer_event.hpp"
 
@@ -34,6 +36,39 @@ class RetryNotices {
   std::optional<std::chrono::steady_clock::time_point> last_line_;
   std::uint64_t left_out_ = 0;  // events since the last line, not printed
 };
+
+/// What `prodsm produce` tells stderr while records wait for an acknowledgement that does
+/// not come: a server or network that swallows requests (a blackhole) fails nothing until
+/// a request times out (--request-timeout-ms, 30 s by default), so without these lines a
+/// run would be silent for that long. The first line when records have waited `after`
+/// with no acknowledgement, then one per `after` while that lasts. Pure: the caller
+/// passes the time and the counts, and prints the line. Not thread-safe.
+class AckWaitNotices {
+ public:
+  AckWaitNotices(std::string prefix, std::chrono::steady_clock::duration after)
+      : prefix_{std::move(prefix)}, after_{after} {}
+
+  /// The line for `now`, "<prefix>: warning: no acknowledgement for N s while M records
+  /// wait for one; ...", or nullopt. `acknowledged`: records acknowledged so far (only
+  /// grows); `waiting`: records accepted and not yet resolved. A new acknowledgement, or
+  /// nothing waiting, starts the wait over.
+  std::optional<std::string> line_for(std::chrono::steady_clock::time_point now, std::uint64_t acknowledged,
+                                      std::uint64_t waiting);
+
+ private:
+  std::string prefix_;
+  std::chrono::steady_clock::duration after_;
+  std::optional<std::chrono::steady_clock::time_point> since_;  // waiting with no acknowledgement since
+  std::optional<std::chrono::steady_clock::time_point> last_line_;
+  std::uint64_t acknowledged_ = 0;
+};
+
+/// A callback for the run's waits (interruptible_waits.hpp: called every 50 ms) that
+/// prints AckWaitNotices' lines to stderr, `counts()` giving {acknowledged, waiting};
+/// `quiet`: a callback that does nothing.
+std::function<void()> ack_wait_notices(std::string prefix, bool quiet,
+                                       std::function<std::pair<std::uint64_t, std::uint64_t>()> counts,
+                                       std::chrono::milliseconds after = std::chrono::seconds{10});
 
 /// Event options whose hook prints RetryNotices' lines for warning events (a retry, a
 /// failed connect, an epoch claim) to stderr, at most one per `interval`; on a terminal
