@@ -57,5 +57,27 @@ TEST(S3, AResumedProducersFirstBatchIsRetrySafe) {
   EXPECT_TRUE(send(c, "a").request.retry_safe);  // its duplicates are accepted anyway
 }
 
+// B3: a fresh epoch is new to the server, which expects its seq 0; a configured first seq
+// above 0 would fail every append with a sequence gap, so creation refuses it. The other
+// starts continue an epoch and may start at a later seq.
+TEST(B3, AFreshEpochWithANonzeroFirstSeqIsRefusedAtCreation) {
+  for (const auto start : {ProducerStart::fresh_epoch, ProducerStart::given_epoch, ProducerStart::resume}) {
+    ProducerOptions o;
+    o.url = "http://127.0.0.1:4437/s";
+    o.producer.protocol.idempotent = {{"p", 7, false}};
+    o.producer.protocol.idempotent->seq = 5;
+    o.start = start;
+    auto c = ProducerClient::create(o, std::chrono::system_clock::time_point{});
+    if (start == ProducerStart::fresh_epoch) {
+      ASSERT_FALSE(c.has_value());
+      EXPECT_NE(c.error().find("producer.protocol.idempotent.seq: must be 0 with start fresh_epoch"),
+                std::string::npos)
+          << c.error();
+    } else {
+      EXPECT_TRUE(c.has_value()) << c.error();
+    }
+  }
+}
+
 }  // namespace
 }  // namespace prodsm::ds::test

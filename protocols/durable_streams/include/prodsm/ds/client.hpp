@@ -67,8 +67,16 @@ enum class ProducerStart : std::uint8_t {
   /// Continue an earlier incarnation: exactly the configured epoch, and duplicates
   /// answering first attempts are accepted and reported (RecordAck::earlier_incarnation):
   /// finishing an interrupted run whose batches repeat exactly — the same records in the
-  /// same batches (e.g. linger disabled and a fixed max_batch_records), since the server
-  /// deduplicates per batch.
+  /// same batches — since the server deduplicates per (epoch, seq) batch: a resumed batch
+  /// with other records than the earlier one under its seq is answered as a duplicate,
+  /// and its records are reported appended when they are not. Batch boundaries depend on
+  /// timing unless max_batch_records alone seals every batch: linger disabled, no flush
+  /// before the end, and no submit ever refused or kept waiting for capacity (R2 seals
+  /// the partial batch then; max_unacked_bytes, max_in_flight and max_pending_records
+  /// must hold the whole run). A red-team run with linger disabled and a fixed
+  /// max_batch_records lost 1,178 records this way. To finish an interrupted run, prefer
+  /// fresh_epoch and skip what the stream already holds (as `prodsm produce --resume`
+  /// does).
   resume,
 };
 
