@@ -70,8 +70,7 @@ TEST(B3, AFreshEpochWithANonzeroFirstSeqIsRefusedAtCreation) {
     auto c = ProducerClient::create(o, std::chrono::system_clock::time_point{});
     if (start == ProducerStart::fresh_epoch) {
       ASSERT_FALSE(c.has_value());
-      EXPECT_NE(c.error().find("producer.protocol.idempotent.seq: must be 0 with start fresh_epoch"),
-                std::string::npos)
+      EXPECT_NE(c.error().find("producer.protocol.idempotent.seq: must be 0 with start fresh_epoch"), std::string::npos)
           << c.error();
     } else {
       EXPECT_TRUE(c.has_value()) << c.error();

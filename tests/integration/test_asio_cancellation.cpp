@@ -70,6 +70,41 @@ TEST(AsioTokens, AsyncSubmitWaitsForCapacityTimesOutAndCancels) {
   client.clear_faults(ReferenceServer::shared().url());
 }
 
+// C2 and P1 with async_submits waiting for capacity (the server holds the first
+// acknowledgement 3 s): a plain submit does not overtake them (refused with would_block
+// while they wait; before, it was accepted first), and async_close refuses them with
+// `closed` at once, not when the room comes back or submit_timeout_ns passes.
+TEST(AsioTokens, AsyncSubmitsWaitingForCapacityAreNotOvertakenAndAreRefusedClosedAtClose) {
+  IoThread io;
+  TestClient client;
+  const std::string url = new_stream(client, "waiting-order");
+  auto options = cancel_test_options(url);
+  options.producer.max_batch_bytes = 16;
+  options.producer.max_unacked_bytes = 16;
+  options.producer.linger = Linger::after(0ms);
+  options.submit_timeout_ns = 10min;
+  client.inject_fault(ReferenceServer::shared().url(), R"({"path":")" + ds::StreamUrl::parse(url)->path +
+                                                           R"(","method":"POST","delayMs":3000,"count":1})");
+  auto producer = asio::Producer::create(io.io.get_executor(), options).value();
+  auto first = producer.async_submit("0123456789\n", ::asio::use_future);
+  auto waiting = producer.async_submit("waiting\n", ::asio::use_future);
+  ASSERT_TRUE(eventually([&] { return producer.stats().capacity_waits == 1; }));
+  auto overtaking = producer.submit("overtaking\n");
+  ASSERT_FALSE(overtaking.has_value()) << "accepted before the async_submit that waits";
+  EXPECT_EQ(overtaking.error().reason, RejectReason::would_block);
+  const std::string_view many[] = {"x\n"};
+  EXPECT_EQ(producer.submit_many(many).accepted, 0U);
+  auto closed = producer.async_close(::asio::use_future);
+  auto refused = waiting.get();
+  EXPECT_NE(closed.wait_for(0s), std::future_status::ready) << "refused at close, not after it finished";
+  ASSERT_FALSE(refused.has_value());
+  EXPECT_EQ(refused.error().code, ErrorCode::closed);
+  EXPECT_TRUE(first.get().has_value());
+  EXPECT_TRUE(closed.get().has_value());
+  client.clear_faults(ReferenceServer::shared().url());
+  EXPECT_EQ(client.read_all(url, false), "0123456789\n");
+}
+
 // R1, R2: async_submits waiting for capacity behind fire-and-forget records (no
 // callback, so their batch's acknowledgement is delivered inside the drive) are retried
 // when the room comes back and their batches go out at once. They stayed queued in the

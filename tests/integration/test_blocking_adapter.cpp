@@ -408,6 +408,40 @@ TEST(R1, BlockingSubmitWaitsForCapacityThenIsAcceptedOrRefused) {
   EXPECT_EQ(client.read_all(url2, false), "c\n");
 }
 
+// C2: a submit waiting for capacity when close() is called is refused with `closed` at
+// once, not when the room comes back (here: the server holds the acknowledgement 3 s) or
+// submit_timeout_ns (10 min) passes. Before, it waited until the close had finished.
+TEST(C2, ABlockingSubmitWaitingForCapacityIsRefusedClosedWhenCloseIsCalled) {
+  TestClient client;
+  const std::string url = new_stream(client, "c2-waiting");
+  auto options = options_for(url);
+  options.producer.linger = Linger::after(1h);
+  options.producer.delivery_timeout_ns = 2h;
+  options.producer.max_batch_bytes = 16;  // room for one record: the next waits (R1)
+  options.producer.max_unacked_bytes = 16;
+  options.submit_timeout_ns = 10min;
+  client.inject_fault(ReferenceServer::shared().url(), R"({"path":")" + ds::StreamUrl::parse(url)->path +
+                                                           R"(","method":"POST","delayMs":3000,"count":1})");
+  auto producer = blocking::Producer::create(options).value();
+  ASSERT_TRUE(producer.submit("0123456789abcde\n").has_value());  // 16 bytes: all the room
+  std::optional<tl::expected<blocking::RecordTicket, Rejection>> waited;
+  std::thread waiter([&] { waited = producer.submit("b\n"); });
+  ASSERT_TRUE(eventually([&] { return producer.stats().capacity_waits == 1; }));
+  std::atomic<bool> close_returned = false;
+  std::thread closer([&] {
+    EXPECT_TRUE(producer.close(kWait).has_value());
+    close_returned = true;
+  });
+  waiter.join();
+  EXPECT_FALSE(close_returned) << "the waiting submit was refused at close(), not after it finished";
+  ASSERT_TRUE(waited.has_value());
+  ASSERT_FALSE(waited->has_value());
+  EXPECT_EQ(waited->error().reason, RejectReason::closed);
+  closer.join();
+  client.clear_faults(ReferenceServer::shared().url());
+  EXPECT_EQ(client.read_all(url, false), "0123456789abcde\n");
+}
+
 // C4: close_stream closes the stream (a separate operation), close releases the owned
 // connection (the server sees it closed), and the stream's state is the stream's.
 TEST(C4, BlockingCloseStreamIsSeparateAndCloseReleasesTheConnection) {

@@ -83,14 +83,14 @@ void Producer::initiate_close(std::unique_ptr<detail::Completion<VoidResult>> c)
 
 void Producer::initiate_close_stream(std::unique_ptr<detail::Completion<ds::CloseStreamResult>> c) {
   impl_->initiate_stream_close([](ds::ProducerClient& client, Instant now) { return client.close_stream(now); },
-                               std::move(c));
+                               std::move(c), false);
 }
 
 void Producer::initiate_close_with_stream(std::optional<std::string> final_record,
                                           std::unique_ptr<detail::Completion<ds::CloseStreamResult>> c) {
   impl_->initiate_stream_close(
       [&](ds::ProducerClient& client, Instant now) { return client.close_with_stream(now, std::move(final_record)); },
-      std::move(c));
+      std::move(c), true);
 }
 
 SubmitManyResult Producer::submit_many(std::span<const std::string_view> records) {

@@ -90,11 +90,22 @@ struct ProducerImpl
 
   // ---- operations (each takes mu, changes the client, drives) -----------------------------
 
+  /// P1: a submit waits its turn behind async_submits already waiting for capacity
+  /// (FIFO, R1): refused with would_block while any waits, so it never overtakes them.
+  /// mu held.
+  tl::expected<Ticket, Rejection> submit_in_turn(Instant now, std::string_view record) {
+    if (!capacity_waiters.empty()) {
+      return tl::unexpected(Rejection{RejectReason::would_block, kBehindWaiters, {}});
+    }
+    return client.submit(now, record);
+  }
+  static constexpr std::string_view kBehindWaiters = "waiting behind earlier async_submits";
+
   /// A submit that never waits; `c` (may be null) is registered only when accepted (A4).
   tl::expected<Ticket, Rejection> submit(std::string_view record, RecordCompletion c) {
     std::lock_guard lock(mu);
     const Instant now = this->due_now();
-    auto r = client.submit(now, record);
+    auto r = submit_in_turn(now, record);
     if (r && c) waiters.add_record(*r, std::move(c));
     drive(now);
     return r;
@@ -105,6 +116,11 @@ struct ProducerImpl
   SubmitManyResult submit_many(std::span<const std::string_view> records) {
     std::lock_guard lock(mu);
     const Instant now = this->due_now();
+    if (!capacity_waiters.empty() && !records.empty()) {      // P1, as submit_in_turn
+      auto none = client.submit_many(now, records.first(0));  // the next ticket, nothing accepted
+      none.refused = Rejection{RejectReason::would_block, kBehindWaiters, {}};
+      return none;
+    }
     auto r = client.submit_many(now, records);
     drive(now);
     return r;
@@ -117,7 +133,7 @@ struct ProducerImpl
     bool waited = false;
     while (true) {
       const Instant now = this->due_now();
-      auto r = client.submit(now, record);
+      auto r = submit_in_turn(now, record);
       if (r && c) waiters.add_record(*r, std::move(c));  // A4: registered only when accepted
       drive(now);
       if (r || r.error().reason != RejectReason::would_block) return r;
@@ -135,9 +151,7 @@ struct ProducerImpl
                        std::function<void(std::function<void()>)> install_cancel, AcceptCompletion accepted = nullptr) {
     std::lock_guard lock(mu);
     const Instant now = this->due_now();
-    auto r = capacity_waiters.empty() ? client.submit(now, record)
-                                      : tl::expected<Ticket, Rejection>(tl::unexpected(Rejection{
-                                            RejectReason::would_block, "waiting behind earlier submits", {}}));
+    auto r = submit_in_turn(now, record);
     Waiter w{next_waiter_id++, std::move(record), std::move(c), saturating_add(now, options.submit_timeout_ns),
              std::move(accepted)};
     if (r) {
@@ -192,17 +206,29 @@ struct ProducerImpl
     const Instant now = this->due_now();
     waiters.add_close(std::move(c));
     client.close(now);
+    refuse_capacity_waiters();
     drive(now);
   }
 
-  /// A stream close (S6): `start(client, now)` starts it and gives its op or the error.
+  /// C2: once the producer is closing, every submit waiting for capacity (async_submit,
+  /// submit_blocking) is refused with `closed` at once, not when the room comes back or
+  /// submit_timeout_ns passes. mu held.
+  void refuse_capacity_waiters() {
+    capacity_cv.notify_all();
+    const Error e = local_error(ErrorCode::closed, "the producer closed while waiting for capacity");
+    for (auto& w : std::exchange(capacity_waiters, {})) refuse(w, e);
+  }
+
+  /// A stream close (S6): `start(client, now)` starts it and gives its op or the error;
+  /// `closes_producer` when it closes the producer too (close_with_stream).
   template <class Start>
-  void initiate_stream_close(Start start, StreamCloseCompletion c) {
+  void initiate_stream_close(Start start, StreamCloseCompletion c, bool closes_producer) {
     std::lock_guard lock(mu);
     const Instant now = this->due_now();
     auto op = start(client, now);
     if (op) {
       waiters.add_stream_close(*op, std::move(c));
+      if (closes_producer) refuse_capacity_waiters();
     } else {  // A2, as a flush
       post_result<StreamCloseResult>(std::move(c), tl::unexpected(op.error()));
     }

@@ -175,6 +175,13 @@ struct ProducerImpl
     }
   }
 
+  /// C2: once the producer is closing, a submit waiting for capacity is refused with
+  /// `closed` at once (woken, it submits again and the client refuses it), not when the
+  /// room comes back or submit_timeout_ns passes. mu held.
+  void wake_capacity_waiters() {
+    if (capacity_waiters > 0) capacity_cv.notify_all();
+  }
+
   /// What wait_for_capacity did.
   enum class CapacityWait : std::uint8_t {
     waited,     ///< woken or its deadline came: submit again
@@ -239,6 +246,7 @@ struct ProducerImpl
       const Instant now = this->due_now();
       client.close(now);  // C1: the result comes with Closed
       drive(now);
+      wake_capacity_waiters();
     }
     auto result = wait_for_value(*signal, *op, deadline);
     if (!result) return tl::unexpected(timed_out("close()"));
@@ -265,6 +273,7 @@ struct ProducerImpl
         post_publish<StreamCloseResult>(op, tl::unexpected(r.error()));
       }
       drive(now);
+      if (closes_producer) wake_capacity_waiters();
     }
     auto result = wait_for_value<StreamCloseResult>(*signal, *op, deadline);
     if (!result) return tl::unexpected(timed_out(what));

@@ -79,9 +79,9 @@ tl::expected<ProducerClient, std::string> ProducerClient::create(const ProducerO
       id && id->seq != 0 && options.start == ProducerStart::fresh_epoch) {
     // A fresh epoch is new to the server, which expects its seq 0: any other first seq
     // fails every append with a sequence gap.
-    return tl::unexpected(std::string{
-        "producer.protocol.idempotent.seq: must be 0 with start fresh_epoch (a new epoch starts at seq 0); "
-        "continuing an epoch at a later seq is start given_epoch or resume"});
+    return tl::unexpected(
+        std::string{"producer.protocol.idempotent.seq: must be 0 with start fresh_epoch (a new epoch starts at seq 0); "
+                    "continuing an epoch at a later seq is start given_epoch or resume"});
   }
   ProducerOptions started = options;
   started.producer = starting_config(options, wall_now);

@@ -123,7 +123,9 @@ class Producer {
   ~Producer();
 
   /// Submits a record without a callback (A4: accepted or rejected now). Its outcome is
-  /// visible through flush/close results and stats.
+  /// visible through flush/close results and stats. While async_submits wait for
+  /// capacity, submit, submit_many and submit_blocking wait behind them (P1): refused with
+  /// would_block, or (submit_blocking) accepted only after them.
   [[nodiscard]] tl::expected<Ticket, Rejection> submit(std::string_view record);
 
   /// Submits a record; `on_complete(RecordResult)` runs exactly once when the record is
@@ -158,7 +160,10 @@ class Producer {
   /// Submits a record as an Asio operation; signature void(RecordResult). Waits for
   /// capacity when the producer is full (R1), up to submit_timeout_ns (then
   /// would_block) and cancellably (per-operation cancellation: cancelled); completes
-  /// when the record is durable or failed. A refusal completes at once with the error.
+  /// when the record is durable or failed. A refusal completes at once with the error;
+  /// a close (or close_with_stream) while it waits refuses it at once with `closed` (C2).
+  /// A record waiting for capacity counts from its acceptance: a flush called meanwhile
+  /// does not cover it.
   template <class CompletionToken>
   auto async_submit(std::string record, CompletionToken&& token) {
     return ::asio::async_initiate<CompletionToken, void(RecordResult)>(
