@@ -84,5 +84,27 @@ TEST_F(CliPlainAppends, ResendsWithSeveralInFlightAreWarnedOfUnlessVerified) {
   }
 }
 
+// E4, P1: pipelined plain appends may land out of order with nothing resent: the reference
+// server applies pipelined requests concurrently, so one held 50 ms lands after later
+// ones (a red-team run: exit 0, no warning, the stream reordered). The warning no longer
+// waits for a resend.
+TEST_F(CliPlainAppends, SeveralInFlightAreWarnedOfEvenWithNothingResent) {
+  ReferenceServer& server = ReferenceServer::shared();
+  const std::string u = url("several-delayed");
+  client.create(u, "application/octet-stream");
+  client.set_fault_mix(server.url(), R"({"path":")" + ds::StreamUrl::parse(u)->path +
+                                         R"(","method":"POST","probability":0.1,"seed":7,"faults":[{"delayMs":50}]})");
+  std::string input;
+  for (int i = 0; i < 500; ++i) input += std::to_string(i) + "\n";
+  const CliRun r =
+      prodsm("produce " + u + " --no-producer-id --max-in-flight 4 --max-batch-bytes 100 --linger-ms 0", input);
+  client.clear_fault_mix(server.url());
+  EXPECT_EQ(r.status, 0) << r.err;
+  EXPECT_NE(r.out.find("resends      0 retries"), std::string::npos) << "nothing was resent: " << r.out;
+  EXPECT_NE(r.err.find("may apply pipelined appends out of order, so the stream may hold records out of order"),
+            std::string::npos)
+      << r.err;
+}
+
 }  // namespace
 }  // namespace prodsm::test
