@@ -26,6 +26,10 @@
 /// io_context may be run by any number of threads. The producer client
 /// (ds::ProducerClient: the core, the codec, the stream closes) sits behind a mutex;
 /// socket work runs on the session's strand.
+///
+/// Lifetime: the io_context (the executor's execution context) must outlive the
+/// Producer and its Session, as for every Asio I/O object: destroying the io_context
+/// first destroys the sockets and timers under them, which Asio does not survive.
 
 #include <asio/any_io_executor.hpp>
 #include <asio/associated_cancellation_slot.hpp>
