@@ -46,7 +46,7 @@ pid_t spawn_prodsm(std::vector<std::string> args, const std::string& stdin_path,
 }  // namespace
 
 void interrupt_produce_reading_a_fifo(std::vector<std::string> args, const std::function<std::string()>& read_back,
-                                      bool named_with_dash_i, bool partial) {
+                                      bool named_with_dash_i, bool partial, int signal_number) {
   const std::string fifo = temp_path(named_with_dash_i ? "fifo-i" : "fifo");
   ASSERT_EQ(::mkfifo(fifo.c_str(), 0600), 0);
   const std::string err = temp_path("sigint-stderr");
@@ -74,7 +74,7 @@ void interrupt_produce_reading_a_fifo(std::vector<std::string> args, const std::
     }
     ASSERT_EQ(unread, 0) << "the CLI never read the partial line";
   }
-  ASSERT_EQ(::kill(child, SIGINT), 0);
+  ASSERT_EQ(::kill(child, signal_number), 0);
   int status = 0;
   pid_t waited = 0;
   for (int i = 0; i < 600 && waited == 0; ++i) {  // up to 30 s; the FIFO's writer stays open

@@ -4,6 +4,7 @@
 
 #include <sys/types.h>
 
+#include <csignal>
 #include <cstdint>
 #include <functional>
 #include <string>
@@ -19,8 +20,9 @@ namespace prodsm::test {
 /// 30 s, says it stopped after 2 records (and, with `partial`, that the fragment's 4 bytes
 /// were dropped, not sent), and `read_back()` is still "a\nb\n" (the fragment never sent).
 /// `read_back`: the stream's records, each followed by '\n'.
+/// `signal_number`: the signal sent (SIGINT; SIGHUP is taken the same way).
 void interrupt_produce_reading_a_fifo(std::vector<std::string> args, const std::function<std::string()>& read_back,
-                                      bool named_with_dash_i, bool partial);
+                                      bool named_with_dash_i, bool partial, int signal_number = SIGINT);
 
 /// Runs `prodsm <args>` (stdin /dev/null: args name the input with -i), waits (bounded,
 /// 30 s) until `sent()` — the input was read whole and its batch reached the server, which

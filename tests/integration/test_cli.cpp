@@ -338,6 +338,16 @@ TEST_F(Cli, InterruptWhileReadingAFifoNamedWithDashIStopsAtOnce) {
   interrupt_while_reading_a_fifo(client, url("sigint-i"), true);
 }
 
+// A hangup (the terminal or ssh session closed) is an interrupt, not a kill: the input
+// stops and what was accepted is flushed (exit 130), as a JVM's shutdown hooks flush
+// Kafka's console producer. Before, SIGHUP's default action killed the run at once.
+TEST_F(Cli, AHangupFlushesWhatWasAcceptedAsAnInterruptDoes) {
+  const std::string u = url("sighup");
+  client.create(u, "application/octet-stream");
+  interrupt_produce_reading_a_fifo(
+      {"produce", u, "-q", "--linger-ms", "0"}, [&] { return client.read_all(u, false); }, false, false, SIGHUP);
+}
+
 // A signal while a line is half read: the fragment is dropped and reported, never sent
 // (`tail -f log | prodsm produce` and Ctrl-C must not append "part" for "partial").
 TEST_F(Cli, InterruptInsideALineDropsTheFragment) {

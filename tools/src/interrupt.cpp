@@ -33,6 +33,17 @@ void write_stderr(const char* m, std::size_t bytes) noexcept {
   (void)ignored;
 }
 
+/// The signals blocked together around the handler's state: SIGINT, SIGTERM and SIGHUP
+/// (which the handler takes unless it was ignored at installation: nohup).
+sigset_t interrupt_signals() noexcept {
+  sigset_t set;
+  sigemptyset(&set);
+  sigaddset(&set, SIGINT);
+  sigaddset(&set, SIGTERM);
+  sigaddset(&set, SIGHUP);
+  return set;
+}
+
 std::int64_t monotonic_ms() noexcept {
   timespec now{};
   (void)::clock_gettime(CLOCK_MONOTONIC, &now);  // async-signal-safe
@@ -44,7 +55,7 @@ std::int64_t monotonic_ms() noexcept {
 /// sent by the same process within kRepeatWindowMs, as timeout(1) does (it signals the command and then
 /// the command's process group). With abort_on_second_interrupt, the second (not a
 /// repeat) asks for an abort instead (the flag, its message) and the third kills. Runs
-/// with SIGINT and SIGTERM blocked (sa_mask), so two signals never run it at once.
+/// with SIGINT, SIGTERM and SIGHUP blocked (sa_mask), so two signals never run it at once.
 extern "C" void on_interrupt(int signal_number, siginfo_t* info, void* /*context*/) {
   const int saved_errno = errno;  // the interrupted code may be about to read errno
   const pid_t sender = info != nullptr && info->si_code == SI_USER ? info->si_pid : 0;
@@ -100,11 +111,8 @@ void announce_input_read(bool nothing_left_out) noexcept {
 void set_interrupt_message(const char* message) noexcept {
   // With the signals blocked on this thread (the one they are routed to), so the handler
   // never sees a new pointer with an old length or the reverse.
-  sigset_t set;
+  const sigset_t set = interrupt_signals();
   sigset_t old;
-  sigemptyset(&set);
-  sigaddset(&set, SIGINT);
-  sigaddset(&set, SIGTERM);
   ::pthread_sigmask(SIG_BLOCK, &set, &old);
   g_message = nullptr;
   g_message_bytes = message != nullptr ? std::strlen(message) : 0;
@@ -113,11 +121,8 @@ void set_interrupt_message(const char* message) noexcept {
 }
 
 void abort_on_second_interrupt(const char* message) noexcept {
-  sigset_t set;
+  const sigset_t set = interrupt_signals();
   sigset_t old;
-  sigemptyset(&set);
-  sigaddset(&set, SIGINT);
-  sigaddset(&set, SIGTERM);
   ::pthread_sigmask(SIG_BLOCK, &set, &old);  // as in set_interrupt_message
   g_abort_message = nullptr;
   g_abort_message_bytes = message != nullptr ? std::strlen(message) : 0;
@@ -134,10 +139,7 @@ bool stop_stdin_on_interrupt() noexcept {
 }
 
 void mask_interrupts(bool block) {
-  sigset_t set;
-  sigemptyset(&set);
-  sigaddset(&set, SIGINT);
-  sigaddset(&set, SIGTERM);
+  const sigset_t set = interrupt_signals();
   ::pthread_sigmask(block ? SIG_BLOCK : SIG_UNBLOCK, &set, nullptr);
 }
 
@@ -146,11 +148,16 @@ void route_interrupts_here(bool block) {
     struct sigaction action {};
     action.sa_sigaction = on_interrupt;
     action.sa_flags = SA_SIGINFO;  // no SA_RESTART: a blocked read returns EINTR
-    sigemptyset(&action.sa_mask);
-    sigaddset(&action.sa_mask, SIGINT);
-    sigaddset(&action.sa_mask, SIGTERM);
+    action.sa_mask = interrupt_signals();
     ::sigaction(SIGINT, &action, nullptr);
     ::sigaction(SIGTERM, &action, nullptr);
+    // A hangup (the terminal or the ssh session closed) is an interrupt too, as a JVM's
+    // shutdown hooks (Kafka's console producer) take it: stop, flush what was accepted.
+    // Left ignored when it was ignored (nohup).
+    struct sigaction hangup {};
+    if (::sigaction(SIGHUP, nullptr, &hangup) == 0 && hangup.sa_handler != SIG_IGN) {
+      ::sigaction(SIGHUP, &action, nullptr);
+    }
   }
   mask_interrupts(block);
 }

@@ -1,6 +1,8 @@
 // SPDX-License-Identifier: Apache-2.0
 #pragma once
-// SIGINT/SIGTERM handling shared by `prodsm produce`, `prodsm bench` and `prodsm read`:
+// SIGINT/SIGTERM handling shared by `prodsm produce`, `prodsm bench` and `prodsm read`
+// (SIGHUP too, unless it was ignored at start, as nohup does: a closed terminal or ssh
+// session is an interrupt, not a kill):
 // the first signal prints at once (from the handler) what the command now waits for and
 // how to abort, and asks the command to stop its input, flush what was accepted and exit
 // 130; a second one kills at once — unless it repeats the first: the same signal from

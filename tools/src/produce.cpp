@@ -460,7 +460,8 @@ void add_produce_command(CLI::App& app, std::function<int()>& run) {
       "Exit status: 0 success; 1 verification failed; 2 bad input (usage, unreadable file, invalid "
       "line: reported with its number, nothing after it is sent, everything before it is flushed); "
       "3 server or network failure; 4 writing the summary or the --resume spool failed; 130 interrupted "
-      "(SIGINT or SIGTERM: input stops, everything accepted is flushed; a second signal aborts: records not yet "
+      "(SIGINT, SIGTERM or SIGHUP: input stops, everything accepted is flushed; a second signal aborts: records not "
+      "yet "
       "acknowledged fail, and the summary says how many were acknowledged; a third kills at once. A signal that "
       "repeats the first, from the same sender within 1 s as timeout(1) sends it, is not a second one).");
   cmd->callback([o, cmd, &run] {
