@@ -477,16 +477,20 @@ void Pool::on_error(ConnectionId id, Instant now, std::string_view why) {
 
 // ---- time ----------------------------------------------------------------------------------
 
+Duration Pool::undoubled_stall_timeout() const noexcept {
+  const Duration base =
+      have_sample_ ? 2 * std::max(wait_max_current_, wait_max_previous_) : options_.transport.stall.initial_ns;
+  // At least min_ns, so that the doublings double the timeout in use (min_ns would
+  // absorb a doubled base below it).
+  return std::max(base, options_.transport.stall.min_ns);
+}
+
 Duration Pool::stall_timeout() const noexcept {
   if (!options_.transport.stall.enabled) return Duration{0};
   const Duration limit = options_.transport.request_timeout_ns;
-  Duration base =
-      have_sample_ ? 2 * std::max(wait_max_current_, wait_max_previous_) : options_.transport.stall.initial_ns;
-  // Double the timeout in use, not a measured base below min_ns (min_ns would absorb
-  // the doubling, so a stall would not lengthen the wait); and min() rather than
-  // clamp(): stall.min_ns may exceed request_timeout_ns (both valid), which clamp()
-  // forbids (undefined behaviour).
-  base = std::max(base, options_.transport.stall.min_ns);
+  Duration base = undoubled_stall_timeout();
+  // min() rather than clamp(): stall.min_ns may exceed request_timeout_ns (both valid),
+  // which clamp() forbids (undefined behaviour).
   for (std::uint32_t i = 0; i < stall_backoff_ && base < limit; ++i) base *= 2;
   return std::min(base, limit);
 }
@@ -502,11 +506,18 @@ void Pool::note_sample(Duration wait) {
     bucket_samples_ = 0;
   }
   // A response came: at most kStallHeldDoublings of the doublings since the last response
-  // stay (more would switch stall detection off under frequent swallowed requests), and
+  // stay (more would switch stall detection off under frequent swallowed requests), as
+  // many as keep the timeout within kStallHeldTimeoutNs, and
   // each kStallHoldResponses responses in a row without a stall take one off (one fast
   // response does not end them, or a server answering some requests slowly would have
   // every slow one cut, never measured).
-  stall_backoff_ = std::min(stall_backoff_, kStallHeldDoublings);
+  // Held doublings also keep the timeout within kStallHeldTimeoutNs: 64x a wait that is
+  // already long would make every swallowed request cost tens of seconds.
+  std::uint32_t held = 0;
+  for (Duration t = undoubled_stall_timeout(); held < kStallHeldDoublings && 2 * t <= kStallHeldTimeoutNs; t *= 2) {
+    ++held;
+  }
+  stall_backoff_ = std::min(stall_backoff_, held);
   if (++responses_since_stall_ >= kStallHoldResponses) {
     responses_since_stall_ = 0;
     if (stall_backoff_ > 0) --stall_backoff_;

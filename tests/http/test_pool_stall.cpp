@@ -169,7 +169,39 @@ TEST(HttpPool, AtMostKStallHeldDoublingsStayOnceAResponseCame) {
   s.enqueue(get(99, true));
   s.connect(conn);
   s.round_trip(conn, 5ms, ok());
-  EXPECT_EQ(s.pool().stall_timeout(), Duration{20ms * (1 << Pool::kStallHeldDoublings)});
+  // 20 ms x 2^6 would be 1.28 s: the held doublings stop within kStallHeldTimeoutNs (1 s).
+  static_assert(Pool::kStallHeldTimeoutNs == std::chrono::seconds{1} && Pool::kStallHeldDoublings == 6);
+  EXPECT_EQ(s.pool().stall_timeout(), Duration{20ms * (1 << 5)});
+}
+
+// A stall timeout already long undoubled (some answers 300 ms late) is not held doubled
+// past kStallHeldTimeoutNs once a response came: a request swallowed every few responses
+// would otherwise cost 64 x 600 ms each (a red-team run: 10 s per stall, its delivery
+// timeout spent on 12 of them).
+TEST(HttpPool, HeldDoublingsKeepTheStallTimeoutWithinKStallHeldTimeoutNs) {
+  PoolScript s = measured_once(300ms);  // stall timeout 600 ms
+  s.outcomes();
+  std::uint64_t conn = 1;
+  for (std::uint32_t stall = 1; stall <= 3; ++stall) {  // swallowed requests: 1.2, 2.4, 4.8 s
+    s.enqueue(get(10 + stall, true));
+    s.connect(conn);
+    s.write_all(conn);
+    ASSERT_EQ(run_timer_until_outcome(s).size(), 1U) << "stall " << stall;
+    ++conn;
+  }
+  EXPECT_EQ(s.pool().stall_timeout(), Duration{4800ms}) << "no response yet: every stall doubles";
+  s.enqueue(get(99, true));
+  s.connect(conn);
+  s.round_trip(conn, 5ms, ok());
+  EXPECT_EQ(s.pool().stall_timeout(), Duration{600ms}) << "1.2 s would pass kStallHeldTimeoutNs";
+  s.outcomes();
+  s.enqueue(get(100, true));
+  s.write_all(conn);
+  const auto out = run_timer_until_outcome(s);
+  ASSERT_EQ(out.size(), 1U);
+  EXPECT_TRUE(IsFailure(out[0], 100, ErrorCode::connection_lost, Certainty::indefinite));
+  EXPECT_EQ(s.pool().stats().stalls, 4U);
+  EXPECT_EQ(s.pool().stall_timeout(), Duration{1200ms}) << "a stall still doubles it until the next response";
 }
 
 // A server that answers every third request 50 ms late, after a window of fast answers

@@ -30,13 +30,15 @@
 ///    wait measured over the last 128 to 256 responses (at least stall.min_ns); then the
 ///    connection is replaced. Each stall doubles the timeout (as TCP backs off its
 ///    retransmission timeout, RFC 6298 5.5). Once a response comes, up to
-///    kStallHeldDoublings of the doublings stay, and each kStallHoldResponses responses in
-///    a row without a stall take one off: a server that answers many requests slower than
-///    measured is soon waited for long enough, and those slow waits then enter the
-///    window. (Ended by the first fast response, the doublings let a server answering a
-///    third of requests 50 ms late have every slow one cut, never measured; kept without
-///    a bound, frequent swallowed requests would grow the timeout to the request
-///    timeout.) A stall is declared at a second look, one pass of the caller's loop later
+///    kStallHeldDoublings of the doublings stay, as many as keep the timeout within
+///    kStallHeldTimeoutNs (1 s; none when it is longer undoubled), and each
+///    kStallHoldResponses responses in a row without a stall take one off: a server that answers many requests slower
+///    than measured is soon waited for long enough, and those slow waits then enter the window. (Ended by the first
+///    fast response, the doublings let a server answering a third of requests 50 ms late have every slow one cut, never
+///    measured; kept without a bound, frequent swallowed requests would grow the timeout to the request timeout;
+///    bounded only in number, they made it 64x an already long wait: with some answers 250 ms late and a request
+///    swallowed every few responses, a red-team run waited 10 s per swallowed request and spent its 60 s delivery
+///    timeout on 12 stalls.) A stall is declared at a second look, one pass of the caller's loop later
 ///    (Connection::kStallSecondLookNs). Other requests wait for request_timeout_ns.
 ///  - a connect that fails fails the requests waiting for it (`unavailable`, definite)
 ///    when no other connection is open or connecting (else they wait for it); the pool
@@ -273,9 +275,17 @@ class Pool {
   /// waits up to 320 ms), so frequent swallowed requests cannot grow the stall timeout to
   /// the request timeout, while answers up to 64x slower than measured get measured.
   static constexpr std::uint32_t kStallHeldDoublings = 6;
+  /// Stall detection: the longest stall timeout that held doublings make (1 s): answers
+  /// slower than that and than twice the measured waits are cut and resent rather than
+  /// waited for, so that a swallowed request costs at most about this (twice it right
+  /// after a stall) instead of 64x a wait that is already long.
+  static constexpr Duration kStallHeldTimeoutNs = std::chrono::seconds{1};
 
  private:
   explicit Pool(PoolOptions options) noexcept;
+  /// The stall timeout without its doublings: twice the longest measured wait (at least
+  /// stall.min_ns), or stall.initial_ns before any.
+  [[nodiscard]] Duration undoubled_stall_timeout() const noexcept;
   struct Slot {
     ConnectionId id;
     Connection connection;
