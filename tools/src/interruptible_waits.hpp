@@ -6,15 +6,24 @@
 // acknowledgements ends at the second, which aborts the producer (C5) so that the run
 // still says how many records were acknowledged and how to append the rest.
 
+#include <asio/use_future.hpp>
+
 #include <algorithm>
 #include <chrono>
+#include <cstdint>
 #include <functional>
 #include <future>
+#include <memory>
+#include <mutex>
 #include <optional>
 #include <string_view>
+#include <utility>
+#include <vector>
 
 #include "interrupt.hpp"
+#include "prodsm/error.hpp"
 #include "prodsm/producer.hpp"
+#include "retry_notices.hpp"
 #include "tl/expected.hpp"
 
 namespace prodsm::tools {
@@ -69,5 +78,77 @@ std::optional<tl::expected<Ticket, Rejection>> submit_unless_interrupted(Produce
     on_poll();
   }
 }
+
+/// The waits of one `prodsm produce` run on `producer` (asio::Producer or
+/// asio::S2Producer, which must outlive this), shared by the Durable Streams and s2://
+/// runs: submits through submit_unless_interrupted, flush, stream close and close through
+/// wait_or_abort (the second interrupt aborts the producer, and aborted() says so), the
+/// run's ack_wait_notices at every poll, and the latency of every flush (ms).
+template <class Producer>
+class ProduceWaits {
+ public:
+  /// `accepted`: the run's count of accepted records, read at each poll (the notices'
+  /// waiting records are those accepted and neither acknowledged nor failed); `quiet`:
+  /// no notices.
+  ProduceWaits(Producer& producer, const std::uint64_t& accepted, bool quiet)
+      : producer_{producer}, ack_wait_{ack_wait_notices("prodsm produce", quiet, [&producer, &accepted] {
+          const auto core = producer.stats().core;
+          return std::pair{core.records_succeeded, accepted - core.records_succeeded - core.records_failed};
+        })} {}
+
+  /// submit_unless_interrupted on the producer.
+  std::optional<tl::expected<Ticket, Rejection>> submit(std::string_view record, std::chrono::milliseconds timeout) {
+    return submit_unless_interrupted(producer_, record, timeout, ack_wait_);
+  }
+
+  /// wait_or_abort of `future`, the abort being the producer's (C5).
+  template <class T>
+  T wait(std::future<T> future) {
+    return wait_or_abort(
+        std::move(future),
+        [this] {
+          aborted_ = true;
+          producer_.abort();
+        },
+        ack_wait_);
+  }
+
+  /// A flush, its latency kept: waited for (through wait(): its error, or nullopt), or
+  /// with `wait` false only started (nullopt; the latency is kept when it completes).
+  std::optional<Error> flush(bool wait) {
+    const auto t0 = std::chrono::steady_clock::now();
+    auto record_latency = [latencies = latencies_, t0] {
+      std::lock_guard lock(latencies->mu);
+      latencies->ms.push_back(std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count());
+    };
+    if (!wait) {
+      producer_.async_flush([record_latency](const auto&) { record_latency(); });
+      return std::nullopt;
+    }
+    auto r = this->wait(producer_.async_flush(::asio::use_future));
+    record_latency();
+    if (!r) return r.error();
+    return std::nullopt;
+  }
+
+  /// The latencies of the flushes completed so far (ms).
+  [[nodiscard]] std::vector<double> flush_latencies_ms() const {
+    std::lock_guard lock(latencies_->mu);
+    return latencies_->ms;
+  }
+
+  /// True once a second interrupt aborted the producer.
+  [[nodiscard]] bool aborted() const noexcept { return aborted_; }
+
+ private:
+  struct Latencies {  // shared with flushes still running when the run ends
+    std::mutex mu;
+    std::vector<double> ms;
+  };
+  Producer& producer_;
+  std::function<void()> ack_wait_;
+  std::shared_ptr<Latencies> latencies_ = std::make_shared<Latencies>();
+  bool aborted_ = false;
+};
 
 }  // namespace prodsm::tools

@@ -17,7 +17,6 @@
 #include <filesystem>
 #include <fstream>
 #include <iostream>
-#include <mutex>
 #include <nlohmann/json.hpp>
 #include <random>
 #include <thread>
@@ -162,8 +161,6 @@ int run_produce(const ProduceOptions& o) {
 
   const bool show_progress = !o.quiet && (o.progress == "always" || (o.progress == "auto" && ::isatty(2)));
   Progress progress(show_progress, total_bytes);
-  std::mutex latency_mu;
-  std::vector<double> flush_latencies_ms;
   // Kept only for --verify when the input cannot be read again (stdin, a pipe): every
   // input record, skipped ones included. A regular file is read again instead.
   std::vector<std::string> produced;
@@ -175,32 +172,8 @@ int run_produce(const ProduceOptions& o) {
   std::optional<Error> failure;
   const auto started = Clock::now();
 
-  // A second interrupt while the run waits for acknowledgements (interruptible_waits.hpp).
-  bool aborted = false;
-  auto abort = [&] {
-    aborted = true;
-    producer->abort();
-  };
-  // Says so on stderr when records wait long for an acknowledgement (a blackhole).
-  const std::function<void()> ack_wait = ack_wait_notices("prodsm produce", o.quiet, [&] {
-    const auto core = producer->stats().core;
-    return std::pair{core.records_succeeded, records - core.records_succeeded - core.records_failed};
-  });
-  auto timed_flush = [&](bool wait) -> std::optional<Error> {
-    const auto t0 = Clock::now();
-    auto record_latency = [&latency_mu, &flush_latencies_ms, t0] {
-      std::lock_guard lock(latency_mu);
-      flush_latencies_ms.push_back(std::chrono::duration<double, std::milli>(Clock::now() - t0).count());
-    };
-    if (!wait) {
-      producer->async_flush([record_latency](asio::VoidResult) { record_latency(); });
-      return std::nullopt;
-    }
-    auto r = wait_or_abort(producer->async_flush(::asio::use_future), abort, ack_wait);
-    record_latency();
-    if (!r) return r.error();
-    return std::nullopt;
-  };
+  // Submits, flushes and closes that interrupts can end (interruptible_waits.hpp).
+  ProduceWaits waits(*producer, records, o.quiet);
 
   bool interrupted = false;
   std::optional<std::string> resume_problem;
@@ -235,8 +208,7 @@ int run_produce(const ProduceOptions& o) {
         continue;
       }
     }
-    auto submitted = submit_unless_interrupted(*producer, record,
-                                               std::chrono::milliseconds{o.producer.delivery_timeout_ms}, ack_wait);
+    auto submitted = waits.submit(record, std::chrono::milliseconds{o.producer.delivery_timeout_ms});
     if (!submitted) {  // the interrupt came while it waited for capacity: not accepted
       interrupted = true;
       break;
@@ -257,7 +229,7 @@ int run_produce(const ProduceOptions& o) {
     ++input_records;
     record_bytes += record.size();
     if (keep_produced) produced.emplace_back(record);
-    if (o.flush_every > 0 && records % o.flush_every == 0) timed_flush(false);
+    if (o.flush_every > 0 && records % o.flush_every == 0) waits.flush(false);
     if ((records & 1023) == 0) progress.update(records, reader.bytes_read());
   }
   progress.update(records, reader.bytes_read(), true);
@@ -265,20 +237,20 @@ int run_produce(const ProduceOptions& o) {
   if (!interrupted) announce_input_read(!failure && !bad_line && !resume_problem);
 
   // Everything accepted is flushed, whatever stopped the input (nothing is lost).
-  if (auto e = timed_flush(true); e && !failure) failure = e;
+  if (auto e = waits.flush(true); e && !failure) failure = e;
   std::optional<asio::CloseStreamResult> closed_stream;
   if (o.close_stream && !failure && !bad_line && !interrupted && !resume_problem) {
-    closed_stream = wait_or_abort(producer->async_close_stream(::asio::use_future), abort, ack_wait);
+    closed_stream = waits.wait(producer->async_close_stream(::asio::use_future));
     if (!*closed_stream) failure = closed_stream->error();
   }
-  auto close_result = wait_or_abort(producer->async_close(::asio::use_future), abort, ack_wait);
+  auto close_result = waits.wait(producer->async_close(::asio::use_future));
   if (!close_result && !failure) failure = close_result.error();
   const double elapsed = std::chrono::duration<double>(Clock::now() - started).count();
   progress.finish();
 
   // ---- verification -----------------------------------------------------------------------
   std::optional<std::string> verify_problem;
-  if (o.verify && !failure && !bad_line && !interrupted && !resume_problem && !aborted) {
+  if (o.verify && !failure && !bad_line && !interrupted && !resume_problem && !waits.aborted()) {
     if (!created && o.create && !o.resume) {
       verify_problem = "the stream existed before this run; --verify needs a new stream (or --resume)";
     } else {
@@ -316,11 +288,7 @@ int run_produce(const ProduceOptions& o) {
                  o.producer.max_in_flight, o.producer.max_in_flight, resent.c_str());
   }
   if (!o.quiet) {
-    std::vector<double> latencies;
-    {
-      std::lock_guard lock(latency_mu);
-      latencies = flush_latencies_ms;
-    }
+    const std::vector<double> latencies = waits.flush_latencies_ms();
     if (stats.core.records_failed > 0 || records != stats.core.records_succeeded) {
       // Accepted is not stored: say how many were acknowledged and how many failed, and
       // whether failed means "not in the stream" (E2: an indefinite failure may be).
@@ -413,7 +381,7 @@ int run_produce(const ProduceOptions& o) {
                        : "prodsm produce: the server answered a fresh producer epoch as a duplicate, which an honest "
                          "server cannot do; nothing of this batch was appended\n");
     }
-    return aborted ? kExitInterrupted : kExitServerError;
+    return waits.aborted() ? kExitInterrupted : kExitServerError;
   }
   if (interrupted) {
     std::fprintf(stderr, "prodsm produce: interrupted: stopped reading after %llu records, which were flushed%s\n",

@@ -9,7 +9,6 @@
 #include <cstdio>
 #include <fstream>
 #include <iostream>
-#include <mutex>
 #include <thread>
 #include <vector>
 
@@ -91,34 +90,8 @@ int run_produce_s2(const S2ProduceArgs& a) {
 
   std::uint64_t records = 0;
   std::uint64_t record_bytes = 0;
-  std::mutex latency_mu;
-  std::vector<double> flush_latencies_ms;
-  // A second interrupt while the run waits for acknowledgements (interruptible_waits.hpp).
-  bool aborted = false;
-  auto abort = [&] {
-    aborted = true;
-    producer->abort();
-  };
-  // Says so on stderr when records wait long for an acknowledgement (a blackhole).
-  const std::function<void()> ack_wait = ack_wait_notices("prodsm produce", a.quiet, [&] {
-    const auto core = producer->stats().core;
-    return std::pair{core.records_succeeded, records - core.records_succeeded - core.records_failed};
-  });
-  auto timed_flush = [&](bool wait) -> std::optional<Error> {
-    const auto t0 = Clock::now();
-    auto record_latency = [&latency_mu, &flush_latencies_ms, t0] {
-      std::lock_guard lock(latency_mu);
-      flush_latencies_ms.push_back(std::chrono::duration<double, std::milli>(Clock::now() - t0).count());
-    };
-    if (!wait) {
-      producer->async_flush([record_latency](asio::VoidResult) { record_latency(); });
-      return std::nullopt;
-    }
-    auto r = wait_or_abort(producer->async_flush(::asio::use_future), abort, ack_wait);
-    record_latency();
-    if (!r) return r.error();
-    return std::nullopt;
-  };
+  // Submits, flushes and closes that interrupts can end (interruptible_waits.hpp).
+  ProduceWaits waits(*producer, records, a.quiet);
 
   std::optional<LineError> bad_line;
   std::optional<Error> failure;
@@ -140,8 +113,7 @@ int run_produce_s2(const S2ProduceArgs& a) {
       break;
     }
     const std::string_view record = **next;  // one line without its '\n' (Mode::lines)
-    auto submitted = submit_unless_interrupted(*producer, record,
-                                               std::chrono::milliseconds{a.producer.delivery_timeout_ms}, ack_wait);
+    auto submitted = waits.submit(record, std::chrono::milliseconds{a.producer.delivery_timeout_ms});
     if (!submitted) {  // the interrupt came while it waited for capacity: not accepted
       interrupted = true;
       break;
@@ -160,22 +132,18 @@ int run_produce_s2(const S2ProduceArgs& a) {
     }
     ++records;
     record_bytes += record.size();
-    if (a.flush_every > 0 && records % a.flush_every == 0) timed_flush(false);
+    if (a.flush_every > 0 && records % a.flush_every == 0) waits.flush(false);
   }
   if (!interrupted) announce_input_read(!failure && !bad_line);
   // Everything accepted is flushed, whatever stopped the input (nothing is lost).
-  if (auto e = timed_flush(true); e && !failure) failure = e;
-  auto close_result = wait_or_abort(producer->async_close(::asio::use_future), abort, ack_wait);
+  if (auto e = waits.flush(true); e && !failure) failure = e;
+  auto close_result = waits.wait(producer->async_close(::asio::use_future));
   if (!close_result && !failure) failure = close_result.error();
   const double elapsed = std::chrono::duration<double>(Clock::now() - started).count();
 
   const auto stats = producer->stats();
   if (!a.quiet) {
-    std::vector<double> latencies;
-    {
-      std::lock_guard lock(latency_mu);
-      latencies = flush_latencies_ms;
-    }
+    const std::vector<double> latencies = waits.flush_latencies_ms();
     if (stats.core.records_failed > 0 || records != stats.core.records_succeeded) {
       std::printf(
           "records      %llu accepted: %llu acknowledged, %llu failed%s\n", static_cast<unsigned long long>(records),
@@ -210,7 +178,7 @@ int run_produce_s2(const S2ProduceArgs& a) {
   if (failure) {
     name_retry_flags(*failure, a.producer);
     std::fprintf(stderr, "prodsm produce: %s\n", failure->describe().c_str());
-    return aborted ? kExitInterrupted : kExitServerError;
+    return waits.aborted() ? kExitInterrupted : kExitServerError;
   }
   if (interrupted) {
     std::fprintf(stderr, "prodsm produce: interrupted: stopped reading after %llu records, which were flushed\n",
