@@ -12,7 +12,10 @@
 
 #include <chrono>
 #include <csignal>
+#include <filesystem>
 #include <fstream>
+#include <string>
+#include <system_error>
 #include <thread>
 
 #include "cli_support.hpp"
@@ -41,6 +44,26 @@ pid_t spawn_prodsm(std::vector<std::string> args, const std::string& stdin_path,
     ::_exit(98);
   }
   return child;
+}
+
+/// Where each thread of `pid` waits: its kernel wait channel (/proc/PID/task/TID/wchan,
+/// e.g. "pipe_read", "do_sys_poll") and its state, for a failure message.
+std::string thread_waits(pid_t pid) {
+  std::string out;
+  std::error_code ec;
+  for (const auto& task : std::filesystem::directory_iterator("/proc/" + std::to_string(pid) + "/task", ec)) {
+    std::ifstream wchan(task.path() / "wchan");
+    std::string channel;
+    std::getline(wchan, channel);
+    std::ifstream stat(task.path() / "stat");
+    std::string line;
+    std::getline(stat, line);
+    const auto close_paren = line.rfind(')');
+    const std::string state =
+        close_paren != std::string::npos && close_paren + 2 < line.size() ? line.substr(close_paren + 2, 1) : "?";
+    out += task.path().filename().string() + ":" + (channel.empty() ? "-" : channel) + "(" + state + ") ";
+  }
+  return out.empty() ? "(unknown)" : out;
 }
 
 }  // namespace
@@ -82,10 +105,12 @@ void interrupt_produce_reading_a_fifo(std::vector<std::string> args, const std::
     if (waited == 0) std::this_thread::sleep_for(std::chrono::milliseconds{50});
   }
   if (waited == 0) {
+    const std::string where = thread_waits(child);  // read before the kill: where each thread waits
     ::kill(child, SIGKILL);
     ::waitpid(child, &status, 0);
     ::close(out);
-    FAIL() << "the CLI did not stop within 30 s of SIGINT (still waiting for input)";
+    FAIL() << "the CLI did not stop within 30 s of the signal; its threads wait in: " << where
+           << "; its stderr: " << slurp(err);
   }
   ASSERT_EQ(waited, child);
   ::close(out);

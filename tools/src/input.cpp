@@ -11,14 +11,14 @@
 #include <cstdio>
 #include <cstring>
 #include <filesystem>
-#include <iostream>
+#include <utility>
 
 #include "interrupt.hpp"
 
 namespace prodsm::tools {
 
 tl::expected<void, std::string> open_input(const std::string& path, Input& input) {
-  input.stream = &std::cin;
+  input.stream = &input.stdin_stream;
   input.total_bytes = 0;
   if (path == "-") {
     struct stat st {};
@@ -50,23 +50,38 @@ tl::expected<void, std::string> open_input(const std::string& path, Input& input
   return {};
 }
 
-RecordReader input_records(const Input& input, RecordReader::Mode mode, std::size_t max_record_bytes) {
-  const bool is_stdin = input.stream == &std::cin;
-  return {*input.stream, mode, max_record_bytes, [] { return interrupted(); },
-          is_stdin ? std::function<InputEnd()>(stdin_at_end) : nullptr};
+InterruptibleStdin::InterruptibleStdin(std::function<bool()> stop)
+    : stop_{std::move(stop)}, buffer_(kStdinBufferBytes) {}
+
+InterruptibleStdin::int_type InterruptibleStdin::underflow() {
+  if (gptr() < egptr()) return traits_type::to_int_type(*gptr());
+  while (error_ == 0) {
+    if (stop_ && stop_()) return traits_type::eof();
+    pollfd readable{STDIN_FILENO, POLLIN, 0};
+    const int ready = ::poll(&readable, 1, kStdinPollIntervalMs);
+    if (ready < 0 && errno != EINTR) error_ = errno;
+    if (ready <= 0) continue;  // no data yet, or a signal: ask stop_ again
+    // Readable, the writer gone, or an error (POLLERR, POLLNVAL): read(2) says which.
+    const ssize_t got = ::read(STDIN_FILENO, buffer_.data(), buffer_.size());
+    if (got > 0) {
+      setg(buffer_.data(), buffer_.data(), buffer_.data() + got);
+      return traits_type::to_int_type(*gptr());
+    }
+    if (got == 0) return traits_type::eof();  // the input's end
+    if (errno != EINTR && errno != EAGAIN && errno != EWOULDBLOCK) error_ = errno;
+  }
+  return traits_type::eof();
 }
 
-InputEnd stdin_at_end() {
-  const int err = errno;
-  if (std::ferror(stdin) == 0 || interrupted()) return {};  // the end, or the interrupt's
-  std::clearerr(stdin);  // the error only: stdio's end-of-file is sticky and was not set
-  if (err == EINTR) return {InputEnd::Kind::again, {}};
-  if (err == EAGAIN || err == EWOULDBLOCK) {
-    pollfd readable{STDIN_FILENO, POLLIN, 0};
-    (void)::poll(&readable, 1, -1);  // data, the writer gone, or a signal: read again
-    return {InputEnd::Kind::again, {}};
+RecordReader input_records(const Input& input, RecordReader::Mode mode, std::size_t max_record_bytes) {
+  std::function<InputEnd()> at_end;
+  if (input.stream == &input.stdin_stream) {
+    at_end = [&buffer = input.stdin_buffer]() -> InputEnd {
+      if (buffer.error() == 0) return {};
+      return {InputEnd::Kind::failed, std::strerror(buffer.error())};
+    };
   }
-  return {InputEnd::Kind::failed, err != 0 ? std::strerror(err) : std::string("read error")};
+  return {*input.stream, mode, max_record_bytes, [] { return interrupted(); }, std::move(at_end)};
 }
 
 void report_dropped_partial_line(std::uint64_t bytes) {

@@ -191,7 +191,7 @@ int run_produce(const ProduceOptions& o) {
       bad_line = next.error();
       break;
     }
-    if (!*next) {  // end of input, or stdin's read ended by the signal (stdio reports EOF)
+    if (!*next) {  // end of input, or stdin's read ended by the signal (InterruptibleStdin)
       interrupted = tools::interrupted();
       break;
     }

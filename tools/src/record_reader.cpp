@@ -2,7 +2,6 @@
 #include "record_reader.hpp"
 
 #include <algorithm>
-#include <cerrno>
 #include <cstring>
 #include <nlohmann/json.hpp>
 #include <vector>
@@ -59,19 +58,13 @@ tl::expected<RecordReader::Line, LineError> RecordReader::read_line() {
   while (true) {
     const std::size_t room = std::min(kChunkBytes, max_record_bytes_ + 2 - length);
     buffer_.resize(length + room + 1);  // getline stores up to `room` bytes and a NUL
-    errno = 0;                          // at_end_ reads the failed read's errno
     in_.getline(buffer_.data() + length, static_cast<std::streamsize>(room + 1));
     const auto got = static_cast<std::size_t>(in_.gcount());
     if (in_.bad()) return tl::unexpected(LineError{line_ + 1, "read error"});
     if (in_.eof()) {  // the input ended: a last line without '\n', or nothing at all
       length += got;
       if (at_end_) {
-        auto what = at_end_();
-        if (what.kind == InputEnd::Kind::again) {  // not the end: read on, the line so far kept
-          in_.clear();
-          continue;
-        }
-        if (what.kind == InputEnd::Kind::failed) {
+        if (auto what = at_end_(); what.kind == InputEnd::Kind::failed) {
           return tl::unexpected(LineError{line_ + 1, "cannot read the input: " + what.error});
         }
       }

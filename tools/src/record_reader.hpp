@@ -29,13 +29,12 @@ struct LineError {
   std::string message;
 };
 
-/// What an end of the record reader's istream really was. std::cin reads through stdio,
-/// where a failed read(2) looks like the end of the input: a non-blocking input with no
-/// data yet (EAGAIN), a signal (EINTR), a directory (EISDIR). See stdin_at_end (input.hpp).
+/// What an end of the record reader's istream really was: an istream reports a failed
+/// read as its end, which it is not (EISDIR, EIO: nothing after it would be produced).
+/// See input_records (input.hpp).
 struct InputEnd {
   enum class Kind : std::uint8_t {
     end,     ///< the end of the input (or an interrupt's end: see RecordReader)
-    again,   ///< no end: read on (the input had no data yet and now has, or a stray signal)
     failed,  ///< the read failed: `error` says why
   };
   Kind kind = Kind::end;
@@ -72,8 +71,8 @@ class RecordReader {
 
   /// `interrupted`: true when the end of the input may not be its true end (a signal
   /// interrupted the read, which looks like the end to the stream); may be empty.
-  /// `at_end`: asked each time `in` reports its end, says what that end was (for stdin:
-  /// stdin_at_end); empty = every end is the end. A failed read is a LineError naming the
+  /// `at_end`: asked when `in` reports its end, says what that end was (for stdin:
+  /// input_records); empty = every end is the end. A failed read is a LineError naming the
   /// cause, never the end of the input: nothing read after it would be produced.
   RecordReader(std::istream& in, Mode mode, std::size_t max_record_bytes, std::function<bool()> interrupted = {},
                std::function<InputEnd()> at_end = {});
