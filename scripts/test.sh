@@ -4,7 +4,7 @@
 #      vectors, integration against the reference server, install);
 #   2. asan-ubsan preset (clang-14, ASan + UBSan): build, every test again;
 #   3. tsan preset (clang-14, ThreadSanitizer): the integration tests (threads, sockets);
-#   4. fuzz preset (clang-14, libFuzzer + ASan + UBSan): each fuzz target for 30 s.
+#   4. fuzz preset (clang-14, libFuzzer + ASan + UBSan): each fuzz target for 20 s.
 # Prints ctest's summary of every stage; the exit status is non-zero if any stage failed.
 # PRODSM_TEST_STAGES="default asan-ubsan tsan fuzz" selects stages (default: all).
 set -uo pipefail
@@ -12,7 +12,7 @@ cd "$(dirname "$0")/.."
 scripts/install-deps.sh || exit 1
 
 stages="${PRODSM_TEST_STAGES:-default asan-ubsan tsan fuzz}"
-fuzz_seconds="${PRODSM_FUZZ_SECONDS:-30}"
+fuzz_seconds="${PRODSM_FUZZ_SECONDS:-20}"
 summary=""
 failures=""
 status=0
