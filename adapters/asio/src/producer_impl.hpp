@@ -211,12 +211,12 @@ struct ProducerImpl
   }
 
   /// C2: once the producer is closing, every submit waiting for capacity (async_submit,
-  /// submit_blocking) is refused with `closed` at once, not when the room comes back or
-  /// submit_timeout_ns passes. mu held.
-  void refuse_capacity_waiters() {
+  /// submit_blocking) is refused at once, not when the room comes back or
+  /// submit_timeout_ns passes: with `closed`, or with `e` (the close's own error). mu held.
+  void refuse_capacity_waiters(const std::optional<Error>& e = std::nullopt) {
     capacity_cv.notify_all();
-    const Error e = local_error(ErrorCode::closed, "the producer closed while waiting for capacity");
-    for (auto& w : std::exchange(capacity_waiters, {})) refuse(w, e);
+    const Error error = e ? *e : local_error(ErrorCode::closed, "the producer closed while waiting for capacity");
+    for (auto& w : std::exchange(capacity_waiters, {})) refuse(w, error);
   }
 
   /// A stream close (S6): `start(client, now)` starts it and gives its op or the error;
@@ -297,10 +297,7 @@ struct ProducerImpl
       self.post_result<Result>(std::move(c), std::move(result));
     }
     void closed(const VoidResult& result) {
-      self.capacity_cv.notify_all();
-      const Error e =
-          result ? local_error(ErrorCode::closed, "the producer closed while waiting for capacity") : result.error();
-      for (auto& w : std::exchange(self.capacity_waiters, {})) self.refuse(w, e);
+      self.refuse_capacity_waiters(result ? std::nullopt : std::optional<Error>{result.error()});
     }
     void capacity() {
       self.capacity_cv.notify_all();
