@@ -98,6 +98,22 @@ TEST_F(CliInput, StdinThatIsADirectoryIsBadInput) {
       << slurp(temp_path("dir-stderr"));
 }
 
+// A stdin open but not for reading (GNU nohup gives a terminal's stdin a write-only
+// descriptor; here `0>file`): read(2) fails with EBADF. Bad input, exit 2, and the
+// message says what is wrong with stdin and what to do, not only "Bad file descriptor".
+TEST_F(CliInput, StdinNotOpenForReadingIsBadInputThatSaysWhy) {
+  const std::string u = url("write-only-stdin");
+  client.create(u, "application/octet-stream");
+  const std::string err = temp_path("write-only-stderr");
+  const std::string command =
+      std::string(PRODSM_CLI) + " produce " + u + " -q 0>" + temp_path("write-only-stdin") + " 2>" + err;
+  const int status = std::system(("timeout 60 sh -c '" + command + "'").c_str());
+  ASSERT_TRUE(WIFEXITED(status));
+  EXPECT_EQ(WEXITSTATUS(status), 2) << slurp(err);
+  EXPECT_NE(slurp(err).find("stdin is not open for reading"), std::string::npos) << slurp(err);
+  EXPECT_EQ(client.read_all(u, false), "");
+}
+
 // A JSON-mode server holds numbers as doubles: the line 1e20 is stored and read back
 // as 100000000000000000000, an integer beyond 64 bits. prodsm's reader refused it
 // ("Problem while parsing a number"), so read, --verify and --resume failed on a stream

@@ -78,7 +78,13 @@ RecordReader input_records(const Input& input, RecordReader::Mode mode, std::siz
   if (input.stream == &input.stdin_stream) {
     at_end = [&buffer = input.stdin_buffer]() -> InputEnd {
       if (buffer.error() == 0) return {};
-      return {InputEnd::Kind::failed, std::strerror(buffer.error())};
+      std::string why = std::strerror(buffer.error());
+      if (buffer.error() == EBADF) {  // open, but not for reading: nohup does that to a terminal's stdin
+        why +=
+            " (stdin is not open for reading, as nohup leaves a terminal's stdin: give the input with -i FILE "
+            "or < FILE)";
+      }
+      return {InputEnd::Kind::failed, std::move(why)};
     };
   }
   return {*input.stream, mode, max_record_bytes, [] { return interrupted(); }, std::move(at_end)};
