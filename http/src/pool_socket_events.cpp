@@ -11,6 +11,18 @@
 
 namespace prodsm::http {
 
+template <class Event>
+void Pool::on_slot_event(ConnectionId id, Instant now, Event&& event) {
+  now = latest_now_.observe(now);
+  Slot* s = find(id);
+  if (s == nullptr) return;
+  const auto before = s->connection.state();
+  event(*s, now);
+  after_event(*s, before);
+  dispatch(now);  // an event that ended the connection may free the queue (see after_event)
+  sweep();
+}
+
 void Pool::on_connected(ConnectionId id, Instant now) {
   now = latest_now_.observe(now);
   Slot* s = find(id);
@@ -29,14 +41,7 @@ void Pool::on_connected(ConnectionId id, Instant now) {
 }
 
 void Pool::on_connect_failed(ConnectionId id, Instant now, std::string_view why) {
-  now = latest_now_.observe(now);
-  Slot* s = find(id);
-  if (s == nullptr) return;
-  const auto before = s->connection.state();
-  s->connection.on_connect_failed(now, why);
-  after_event(*s, before);
-  dispatch(now);
-  sweep();
+  on_slot_event(id, now, [why](Slot& s, Instant at) { s.connection.on_connect_failed(at, why); });
 }
 
 WriteView Pool::take_write(ConnectionId id, Instant now) {
@@ -112,68 +117,44 @@ void Pool::tls_pump(Slot& s, Instant now) {
 }
 
 void Pool::on_written(ConnectionId id, Instant now, std::size_t bytes) {
-  now = latest_now_.observe(now);
-  Slot* s = find(id);
-  if (s == nullptr) return;
-  const auto before = s->connection.state();
-  if (s->handed_bytes > 0) {                   // a write was in progress (a spurious report changes nothing)
-    s->write_short = bytes < s->handed_bytes;  // the rest when the socket is writable (see Write)
-    s->handed_bytes = 0;
-  }
-  if (s->tls) {
-    s->cipher.erase(0, std::min(bytes, s->cipher_handed));
-    s->cipher_handed = 0;
-    if (s->connection.state() != Connection::State::closed) tls_pump(*s, now);
-  } else {
-    s->connection.on_written(now, bytes);
-  }
-  after_event(*s, before);
-  dispatch(now);  // a write that ended the connection may free the queue (see after_event)
-  sweep();
+  on_slot_event(id, now, [this, bytes](Slot& s, Instant at) {
+    if (s.handed_bytes > 0) {                  // a write was in progress (a spurious report changes nothing)
+      s.write_short = bytes < s.handed_bytes;  // the rest when the socket is writable (see Write)
+      s.handed_bytes = 0;
+    }
+    if (s.tls) {
+      s.cipher.erase(0, std::min(bytes, s.cipher_handed));
+      s.cipher_handed = 0;
+      if (s.connection.state() != Connection::State::closed) tls_pump(s, at);
+    } else {
+      s.connection.on_written(at, bytes);
+    }
+  });
 }
 
 void Pool::on_bytes(ConnectionId id, Instant now, std::span<const char> bytes) {
-  now = latest_now_.observe(now);
-  Slot* s = find(id);
-  if (s == nullptr) return;
-  const auto before = s->connection.state();
-  if (s->tls) {
-    if (s->connection.state() != Connection::State::closed) {
-      s->tls->feed_ciphertext(bytes);
-      tls_pump(*s, now);
+  on_slot_event(id, now, [this, bytes](Slot& s, Instant at) {
+    if (!s.tls) {
+      s.connection.on_bytes(at, bytes);
+    } else if (s.connection.state() != Connection::State::closed) {
+      s.tls->feed_ciphertext(bytes);
+      tls_pump(s, at);
     }
-  } else {
-    s->connection.on_bytes(now, bytes);
-  }
-  after_event(*s, before);
-  dispatch(now);
-  sweep();
+  });
 }
 
 void Pool::on_eof(ConnectionId id, Instant now) {
-  now = latest_now_.observe(now);
-  Slot* s = find(id);
-  if (s == nullptr) return;
-  const auto before = s->connection.state();
-  if (s->tls && s->connection.state() != Connection::State::closed) {
-    s->tls->on_eof();
-    tls_pump(*s, now);  // what was decrypted before the end, then the end
-  }
-  s->connection.on_eof(now);
-  after_event(*s, before);
-  dispatch(now);
-  sweep();
+  on_slot_event(id, now, [this](Slot& s, Instant at) {
+    if (s.tls && s.connection.state() != Connection::State::closed) {
+      s.tls->on_eof();
+      tls_pump(s, at);  // what was decrypted before the end, then the end
+    }
+    s.connection.on_eof(at);
+  });
 }
 
 void Pool::on_error(ConnectionId id, Instant now, std::string_view why) {
-  now = latest_now_.observe(now);
-  Slot* s = find(id);
-  if (s == nullptr) return;
-  const auto before = s->connection.state();
-  s->connection.on_error(now, why);
-  after_event(*s, before);
-  dispatch(now);
-  sweep();
+  on_slot_event(id, now, [why](Slot& s, Instant at) { s.connection.on_error(at, why); });
 }
 
 }  // namespace prodsm::http

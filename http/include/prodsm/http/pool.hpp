@@ -310,6 +310,11 @@ class Pool {
   void after_event(Slot& slot, Connection::State before);
   void sweep();
   void tls_pump(Slot& slot, Instant now);
+  /// The frame of a socket event on connection `id` (pool_socket_events.cpp): `now`
+  /// observed, nothing for an unknown id, else `event(slot, now)`, then after_event with
+  /// the state before it, dispatch and sweep.
+  template <class Event>
+  void on_slot_event(ConnectionId id, Instant now, Event&& event);
   void note_sample(Duration wait);
   [[nodiscard]] std::size_t live_connections() const noexcept;
 
