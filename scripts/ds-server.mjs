@@ -1,11 +1,13 @@
 #!/usr/bin/env node
 // Launch the Durable Streams reference server (@durable-streams/server) for tests.
 //
-// Usage: node scripts/ds-server.mjs [--port N] [--host H] [--ignore-stdin]
-//   --port N        listen port (default 0 = pick a free port)
-//   --host H        listen host (default 127.0.0.1)
-//   --ignore-stdin  do not exit when stdin closes (for `&` from a shell whose
-//                   stdin is /dev/null; stop it with SIGTERM instead)
+// Usage: node scripts/ds-server.mjs [--port N] [--host H] [--ignore-stdin] [--exit-with-pid P]
+//   --port N           listen port (default 0 = pick a free port)
+//   --host H           listen host (default 127.0.0.1)
+//   --ignore-stdin     do not exit when stdin closes (for `&` from a shell whose
+//                      stdin is /dev/null; stop it with SIGTERM instead)
+//   --exit-with-pid P  also stop within a second of process P ending (a server that
+//                      outlives the command that started it, e.g. one per ctest run)
 //
 // Fault mixes, beside the server's own POST /_test/inject-error (one fault per path):
 //   POST /_test/fault-mix {"path": P, "method": M, "probability": p, "faults": [F, ...],
@@ -16,6 +18,8 @@
 // random with a generator seeded by S — several kinds of fault in one run, as real faults
 // come. DELETE /_test/fault-mix removes every mix; GET /_test/fault-mix returns how many
 // faults of each kind were injected ({"injected": [n0, n1, ...]} per mix path).
+// DELETE /_test/fault-mix?path=P and DELETE /_test/inject-error?path=P remove only the
+// mix or the injected fault of path P, so tests sharing one server clear only their own.
 //
 // Prints exactly one line to stdout, the base URL (e.g. http://127.0.0.1:40123);
 // streams live directly under it (any path, e.g. <url>/my/stream). Storage is
@@ -25,10 +29,12 @@ const args = process.argv.slice(2)
 let port = 0
 let host = "127.0.0.1"
 let watchStdin = true
+let watchPid = null
 for (let i = 0; i < args.length; i++) {
   if (args[i] === "--port") port = Number(args[++i])
   else if (args[i] === "--host") host = args[++i]
   else if (args[i] === "--ignore-stdin") watchStdin = false
+  else if (args[i] === "--exit-with-pid") watchPid = Number(args[++i])
   else {
     console.error(`ds-server: unknown argument ${args[i]}`)
     process.exit(2)
@@ -36,6 +42,10 @@ for (let i = 0; i < args.length; i++) {
 }
 if (!Number.isInteger(port) || port < 0 || port > 65535) {
   console.error("ds-server: --port needs an integer 0..65535")
+  process.exit(2)
+}
+if (watchPid !== null && !(Number.isInteger(watchPid) && watchPid > 0)) {
+  console.error("ds-server: --exit-with-pid needs a process id")
   process.exit(2)
 }
 
@@ -74,6 +84,15 @@ if (watchStdin) {
   process.stdin.on("error", () => shutdown("stdin error"))
   process.stdin.resume()
 }
+if (watchPid !== null) {
+  setInterval(() => {
+    try {
+      process.kill(watchPid, 0)
+    } catch (err) {
+      if (err.code === "ESRCH") shutdown(`process ${watchPid} ended`)
+    }
+  }, 1000).unref()
+}
 
 // Imported lazily so the handlers above already cover module loading.
 // No dataDir => in-memory StreamStore; start() resolves to the base URL and
@@ -96,18 +115,25 @@ class FaultMixServer extends DurableStreamTestServer {
   mixes = new Map() // path -> { method, probability, faults, random, injected }
 
   async handleRequest(req, res) {
-    const path = new URL(req.url ?? "/", "http://localhost").pathname
-    if (path === "/_test/fault-mix") return this.handleFaultMix(req, res)
+    const url = new URL(req.url ?? "/", "http://localhost")
+    const path = url.pathname
+    if (path === "/_test/fault-mix") return this.handleFaultMix(req, res, url.searchParams.get("path"))
+    if (path === "/_test/inject-error" && req.method === "DELETE" && url.searchParams.has("path")) {
+      this.injectedFaults.delete(url.searchParams.get("path")) // one path's, not every path's
+      res.writeHead(200, { "content-type": "application/json" })
+      return res.end(JSON.stringify({ ok: true }))
+    }
     return super.handleRequest(req, res)
   }
 
-  async handleFaultMix(req, res) {
+  async handleFaultMix(req, res, onlyPath) {
     const reply = (status, body) => {
       res.writeHead(status, { "content-type": "application/json" })
       res.end(JSON.stringify(body))
     }
     if (req.method === "DELETE") {
-      this.mixes.clear()
+      if (onlyPath === null) this.mixes.clear()
+      else this.mixes.delete(onlyPath)
       return reply(200, { ok: true })
     }
     if (req.method === "GET") {

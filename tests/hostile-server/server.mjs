@@ -3,10 +3,11 @@
 // (tests/integration/test_cli_hostile_*.cpp). Test-only; node:http, no packages. The
 // honest part (streams, offsets, pages, producer rules, the mirror) is in store.mjs.
 //
-// Usage: node tests/hostile-server/server.mjs --store-dir DIR
+// Usage: node tests/hostile-server/server.mjs --store-dir DIR [--ignore-stdin] [--exit-with-pid P]
 //
 // Prints one line, its base URL (http://127.0.0.1:PORT), and exits on SIGTERM, SIGINT
-// or EOF on stdin. It stores appends honestly (PUT creates, POST appends with the
+// or EOF on stdin (unless --ignore-stdin), and within a second of process P ending
+// (--exit-with-pid: a server shared by one ctest run). It stores appends honestly (PUT creates, POST appends with the
 // idempotent producer's epoch/seq rules: 200 accepted, 204 duplicate, 403 stale epoch,
 // 409 gap; HEAD; catch-up GETs in pages of at most 4 KiB, Stream-Up-To-Date on the
 // last) unless the stream's path asks otherwise: the first path segment names a
@@ -25,8 +26,12 @@ import { append, isJson, offsetText, page, parseOffset, persist, producerCheck, 
 
 const args = process.argv.slice(2)
 let storeDir = null
+let watchStdin = true
+let watchPid = null
 for (let i = 0; i < args.length; i++) {
   if (args[i] === "--store-dir") storeDir = args[++i]
+  else if (args[i] === "--ignore-stdin") watchStdin = false
+  else if (args[i] === "--exit-with-pid") watchPid = Number(args[++i])
   else {
     console.error(`hostile-server: unknown argument ${args[i]}`)
     process.exit(2)
@@ -34,6 +39,10 @@ for (let i = 0; i < args.length; i++) {
 }
 if (!storeDir) {
   console.error("hostile-server: --store-dir DIR is required")
+  process.exit(2)
+}
+if (watchPid !== null && !(Number.isInteger(watchPid) && watchPid > 0)) {
+  console.error("hostile-server: --exit-with-pid needs a process id")
   process.exit(2)
 }
 fs.mkdirSync(storeDir, { recursive: true })
@@ -400,10 +409,21 @@ const stop = () => {
 }
 process.on("SIGTERM", stop)
 process.on("SIGINT", stop)
-process.stdin.on("data", () => {})
-process.stdin.on("end", stop)
-process.stdin.on("error", stop)
-process.stdin.resume()
+if (watchStdin) {
+  process.stdin.on("data", () => {})
+  process.stdin.on("end", stop)
+  process.stdin.on("error", stop)
+  process.stdin.resume()
+}
+if (watchPid !== null) {
+  setInterval(() => {
+    try {
+      process.kill(watchPid, 0)
+    } catch (err) {
+      if (err.code === "ESRCH") stop()
+    }
+  }, 1000).unref()
+}
 process.stdout.on("error", () => {})
 server.listen(0, "127.0.0.1", () => {
   process.stdout.write(`http://127.0.0.1:${server.address().port}\n`)

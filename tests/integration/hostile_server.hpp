@@ -1,7 +1,8 @@
 // SPDX-License-Identifier: Apache-2.0
 #pragma once
 // The hostile test server (tests/hostile-server/server.mjs) for the CLI's hostile-server
-// tests: one per test binary, on a free 127.0.0.1 port, stopped by PID. A stream's first
+// tests: under ctest the one of the ctest run (fixture shared_servers); run by hand, one
+// per test binary, on a free 127.0.0.1 port, stopped by PID. A stream's first
 // path segment names its misbehaviour; what the server really stored is mirrored to
 // files in a store directory, read here without any HTTP client.
 
@@ -9,6 +10,7 @@
 #include <unistd.h>
 
 #include <filesystem>
+#include <memory>
 #include <mutex>
 #include <optional>
 #include <string>
@@ -33,18 +35,33 @@ inline ::testing::AssertionResult same_bytes(const std::string& got, const std::
 
 class HostileServer {
  public:
-  HostileServer()
-      : dir_{temp_path("hostile-store")}, node_{"../tests/hostile-server/server.mjs", {"--store-dir", dir_}} {}
+  /// The ctest run's shared hostile server when there is one (shared_server), otherwise
+  /// starts one with a store directory of its own.
+  HostileServer() {
+    if (auto s = shared_server("hostile-server")) {
+      dir_ = s->dir + "/hostile-store";
+      url_ = s->url;
+      error_ = s->error;
+      return;
+    }
+    dir_ = temp_path("hostile-store");
+    node_ = std::make_unique<NodeServer>("../tests/hostile-server/server.mjs",
+                                         std::vector<std::string>{"--store-dir", dir_});
+    url_ = node_->url();
+    error_ = node_->error();
+  }
 
   ~HostileServer() {
+    if (!node_) return;  // the shared server's store is the fixture's to remove
+    node_.reset();
     std::error_code ignored;
     std::filesystem::remove_all(dir_, ignored);
   }
   HostileServer(const HostileServer&) = delete;
   HostileServer& operator=(const HostileServer&) = delete;
 
-  [[nodiscard]] const std::string& url() const { return node_.url(); }
-  [[nodiscard]] const std::string& error() const { return node_.error(); }
+  [[nodiscard]] const std::string& url() const { return url_; }
+  [[nodiscard]] const std::string& error() const { return error_; }
 
   /// A fresh stream URL misbehaving as `mode`: "<url>/<mode>/<name>-<pid>-<n>".
   std::string stream(const std::string& mode, const std::string& name) {
@@ -82,7 +99,9 @@ class HostileServer {
   }
 
   std::string dir_;
-  NodeServer node_;
+  std::unique_ptr<NodeServer> node_;  // null when the ctest run's server is used
+  std::string url_;
+  std::string error_;
   std::mutex mu_;
   unsigned counter_ = 0;
 };

@@ -10,7 +10,9 @@
 
 #include <cerrno>
 #include <chrono>
+#include <cstdlib>
 #include <cstring>
+#include <fstream>
 #include <mutex>
 
 extern char** environ;
@@ -80,7 +82,32 @@ NodeServer::~NodeServer() {
   }
 }
 
-ReferenceServer::ReferenceServer() : node_{"ds-server.mjs", {}} {}
+std::optional<SharedServer> shared_server(const std::string& name) {
+  const char* dir = std::getenv("PRODSM_TEST_SERVERS_DIR");
+  if (dir == nullptr || *dir == '\0') return std::nullopt;
+  SharedServer s;
+  s.dir = dir;
+  const std::string file = s.dir + "/" + name + ".url";
+  std::ifstream in(file);
+  std::getline(in, s.url);
+  while (!s.url.empty() && (s.url.back() == '/' || s.url.back() == '\r')) s.url.pop_back();
+  if (s.url.empty()) {
+    s.error = "PRODSM_TEST_SERVERS_DIR is set but " + file +
+              " holds no URL: did ctest's fixture SharedServers.Start run and pass?";
+  }
+  return s;
+}
+
+ReferenceServer::ReferenceServer() {
+  if (auto s = shared_server("ds-server")) {
+    url_ = s->url;
+    error_ = s->error;
+    return;
+  }
+  node_ = std::make_unique<NodeServer>("ds-server.mjs", std::vector<std::string>{});
+  url_ = node_->url();
+  error_ = node_->error();
+}
 
 ReferenceServer::~ReferenceServer() = default;
 

@@ -1,10 +1,15 @@
 // SPDX-License-Identifier: Apache-2.0
 #pragma once
-// Starts the Durable Streams reference server (npm @durable-streams/server, through
-// scripts/ds-server.mjs) on a free 127.0.0.1 port for the duration of a test binary.
-// The server exits when its stdin closes, so it never outlives the test process.
+// The Durable Streams reference server (npm @durable-streams/server, through
+// scripts/ds-server.mjs) for a test binary: under ctest, the one server of the ctest run
+// (fixture shared_servers, tests/integration/shared-servers.sh); run by hand, one started
+// on a free 127.0.0.1 port for the duration of the process, which exits when its stdin
+// closes, so it never outlives the test process.
 
 #include <sys/types.h>
+
+#include <memory>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -31,9 +36,24 @@ class NodeServer {
   std::string error_;
 };
 
+/// A server of the ctest run's shared_servers fixture: its base URL, or why there is none.
+struct SharedServer {
+  std::string url;    ///< no trailing slash; empty on error
+  std::string error;  ///< why url is empty
+  std::string dir;    ///< the fixture's directory (PRODSM_TEST_SERVERS_DIR)
+};
+
+/// The fixture's server `name` ("ds-server", "hostile-server": DIR/<name>.url, DIR from
+/// the environment variable PRODSM_TEST_SERVERS_DIR, which ctest sets for integration
+/// tests); nullopt when the variable is unset (run by hand: start your own). An error,
+/// not a server of one's own, when it is set but names no URL: a test must not silently
+/// measure something else than it says.
+std::optional<SharedServer> shared_server(const std::string& name);
+
 class ReferenceServer {
  public:
-  /// Spawns `node <source>/scripts/ds-server.mjs` and waits (≤ 30 s) for its URL line.
+  /// The ctest run's shared server when there is one (shared_server), otherwise spawns
+  /// `node <source>/scripts/ds-server.mjs` and waits (≤ 30 s) for its URL line.
   /// On failure url() is empty and error() says why.
   ReferenceServer();
   ~ReferenceServer();
@@ -41,16 +61,18 @@ class ReferenceServer {
   ReferenceServer& operator=(const ReferenceServer&) = delete;
 
   /// Base URL, e.g. "http://127.0.0.1:40123" (no trailing slash).
-  [[nodiscard]] const std::string& url() const { return node_.url(); }
-  [[nodiscard]] const std::string& error() const { return node_.error(); }
+  [[nodiscard]] const std::string& url() const { return url_; }
+  [[nodiscard]] const std::string& error() const { return error_; }
   /// A fresh stream URL under the server: "<url>/<prefix>-<n>".
   std::string stream_url(const std::string& prefix);
 
-  /// The process-wide instance (started on first use).
+  /// The process-wide instance (started or found on first use).
   static ReferenceServer& shared();
 
  private:
-  NodeServer node_;
+  std::unique_ptr<NodeServer> node_;  // null when the ctest run's server is used
+  std::string url_;
+  std::string error_;
   unsigned counter_ = 0;
 };
 

@@ -8,6 +8,7 @@
 
 #include <string>
 #include <thread>
+#include <vector>
 
 #include "prodsm/asio/session.hpp"
 #include "prodsm/asio/stream_ops.hpp"
@@ -25,15 +26,19 @@ class TestClient {
   std::string read_all(const std::string& url, bool json);
   /// POST Stream-Closed: true.
   asio::CloseStreamResult close_stream(const std::string& url, const std::string& content_type);
-  /// POST <base>/_test/inject-error with `json_body`; asserts success.
+  /// POST <base>/_test/inject-error with `json_body` (its "path" is remembered for
+  /// clear_faults); asserts success.
   void inject_fault(const std::string& base_url, const std::string& json_body);
-  /// DELETE <base>/_test/inject-error.
+  /// DELETE <base>/_test/inject-error?path=P for every path P this process injected a
+  /// fault on (through any TestClient): only this process's, as the server may be shared
+  /// by every test of a ctest run (scripts/ds-server.mjs).
   void clear_faults(const std::string& base_url);
-  /// POST <base>/_test/fault-mix (scripts/ds-server.mjs): several kinds of fault in one run.
+  /// POST <base>/_test/fault-mix (scripts/ds-server.mjs): several kinds of fault in one
+  /// run; its "path" is remembered for clear_fault_mix.
   void set_fault_mix(const std::string& base_url, const std::string& json_body);
   /// GET <base>/_test/fault-mix: how many faults of each kind were injected per path (JSON).
   std::string fault_mix_counts(const std::string& base_url);
-  /// DELETE <base>/_test/fault-mix.
+  /// DELETE <base>/_test/fault-mix?path=P for every path P this process set a mix on.
   void clear_fault_mix(const std::string& base_url);
   /// One raw POST with producer headers (another producer taking the epoch, etc.).
   ds::Response post(const std::string& url, const std::string& content_type, const std::string& body,
@@ -43,6 +48,8 @@ class TestClient {
 
  private:
   std::shared_ptr<asio::Session> session_for(const ds::StreamUrl& url);
+  /// DELETE `control_url`?path=P for each P, asserting success.
+  void delete_per_path(const std::string& control_url, const std::vector<std::string>& paths);
   ::asio::io_context io_;
   ::asio::executor_work_guard<::asio::io_context::executor_type> guard_;
   std::thread thread_;
