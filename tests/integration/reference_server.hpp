@@ -63,7 +63,8 @@ class ReferenceServer {
   /// Base URL, e.g. "http://127.0.0.1:40123" (no trailing slash).
   [[nodiscard]] const std::string& url() const { return url_; }
   [[nodiscard]] const std::string& error() const { return error_; }
-  /// A fresh stream URL under the server: "<url>/<prefix>-<n>".
+  /// A fresh stream URL under the server: "<url>/prodsm-test/<prefix>-<pid>-<n>" (the
+  /// process id keeps the streams of tests sharing one server apart).
   std::string stream_url(const std::string& prefix);
 
   /// The process-wide instance (started or found on first use).

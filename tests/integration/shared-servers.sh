@@ -11,8 +11,9 @@
 #       exit 1 naming the server and its log otherwise. The servers also stop by
 #       themselves within a second of the process that ran this script ending (ctest).
 #   shared-servers.sh stop DIR
-#       Stops them by PID (SIGTERM, then SIGKILL after 5 s) and removes their URL and PID
-#       files and the hostile server's store; the logs stay.
+#       Prints each one's peak memory, stops them by PID (SIGTERM, then SIGKILL after
+#       5 s), and removes their URL and PID files and the hostile server's store; the
+#       logs stay.
 #
 # The tests find DIR through PRODSM_TEST_SERVERS_DIR (reference_server.cpp).
 set -uo pipefail
@@ -34,6 +35,7 @@ stop_one() {  # dir name
     local pid
     pid=$(cat "$pid_file")
     if [ -n "$pid" ] && tr '\0' ' ' <"/proc/$pid/cmdline" 2>/dev/null | grep -q -- "--exit-with-pid"; then
+      echo "$2 (pid $pid): peak memory $(awk '/^VmHWM/ {print $2, $3}' "/proc/$pid/status" 2>/dev/null)"
       kill -TERM "$pid" 2>/dev/null
       for _ in $(seq 50); do
         running "$pid" || break
