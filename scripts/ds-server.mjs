@@ -6,8 +6,8 @@
 //   --host H           listen host (default 127.0.0.1)
 //   --ignore-stdin     do not exit when stdin closes (for `&` from a shell whose
 //                      stdin is /dev/null; stop it with SIGTERM instead)
-//   --exit-with-pid P  also stop within a second of process P ending (a server that
-//                      outlives the command that started it, e.g. one per ctest run)
+//   --exit-with-pid P  also exit within a second of process P ending, at once (a server
+//                      that outlives the command that started it, e.g. one per ctest run)
 //
 // Fault mixes, beside the server's own POST /_test/inject-error (one fault per path):
 //   POST /_test/fault-mix {"path": P, "method": M, "probability": p, "faults": [F, ...],
@@ -25,6 +25,8 @@
 // streams live directly under it (any path, e.g. <url>/my/stream). Storage is
 // in-memory. Exits 0 after a clean stop on SIGTERM, SIGINT or EOF on stdin, so
 // a parent test process that dies (closing our stdin pipe) takes us with it.
+import { readFileSync } from "node:fs"
+
 const args = process.argv.slice(2)
 let port = 0
 let host = "127.0.0.1"
@@ -84,13 +86,26 @@ if (watchStdin) {
   process.stdin.on("error", () => shutdown("stdin error"))
   process.stdin.resume()
 }
+// Whether process `pid` has ended: gone, or a zombie not yet reaped (a killed ctest whose
+// parent has gone too waits for init to reap it).
+function ended(pid) {
+  try {
+    process.kill(pid, 0)
+  } catch (err) {
+    return err.code === "ESRCH"
+  }
+  try {
+    const stat = readFileSync(`/proc/${pid}/stat`, "utf8")
+    return stat.slice(stat.lastIndexOf(")") + 2).startsWith("Z")
+  } catch {
+    return false
+  }
+}
 if (watchPid !== null) {
   setInterval(() => {
-    try {
-      process.kill(watchPid, 0)
-    } catch (err) {
-      if (err.code === "ESRCH") shutdown(`process ${watchPid} ended`)
-    }
+    if (!ended(watchPid)) return
+    console.error(`ds-server: stopping (process ${watchPid} ended)`)
+    process.exit(0) // nobody is left to serve: no wait for open connections
   }, 1000).unref()
 }
 

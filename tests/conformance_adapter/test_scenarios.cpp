@@ -325,7 +325,7 @@ class ScenarioRun {
       if (it == vars_.end() && name.rfind("stream", 0) == 0) {
         static unsigned counter = 0;
         std::string path = "/ds-conformance/" + scenario_.file + "-" + scenario_.spec.value("name", std::string{}) +
-                           "-" + name + "-" + std::to_string(::getpid()) + "-" + std::to_string(++counter);
+                           "-" + name + "-" + process_tag() + "-" + std::to_string(++counter);
         it = vars_.emplace(name, path).first;
       }
       if (it == vars_.end()) {

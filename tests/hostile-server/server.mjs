@@ -20,7 +20,7 @@
 // ({"get": n, "post": n, "put": n, "head": n}), so tests read it back independently of
 // the client under test. GET /_stored/<path> returns the same bytes.
 import http from "node:http"
-import fs from "node:fs"
+import fs, { readFileSync } from "node:fs"
 
 import { append, isJson, offsetText, page, parseOffset, persist, producerCheck, storedBytes } from "./store.mjs"
 
@@ -415,13 +415,24 @@ if (watchStdin) {
   process.stdin.on("error", stop)
   process.stdin.resume()
 }
+// Whether process `pid` has ended: gone, or a zombie not yet reaped (a killed ctest whose
+// parent has gone too waits for init to reap it).
+function ended(pid) {
+  try {
+    process.kill(pid, 0)
+  } catch (err) {
+    return err.code === "ESRCH"
+  }
+  try {
+    const stat = readFileSync(`/proc/${pid}/stat`, "utf8")
+    return stat.slice(stat.lastIndexOf(")") + 2).startsWith("Z")
+  } catch {
+    return false
+  }
+}
 if (watchPid !== null) {
   setInterval(() => {
-    try {
-      process.kill(watchPid, 0)
-    } catch (err) {
-      if (err.code === "ESRCH") stop()
-    }
+    if (ended(watchPid)) stop()
   }, 1000).unref()
 }
 process.stdout.on("error", () => {})

@@ -63,10 +63,10 @@ class HostileServer {
   [[nodiscard]] const std::string& url() const { return url_; }
   [[nodiscard]] const std::string& error() const { return error_; }
 
-  /// A fresh stream URL misbehaving as `mode`: "<url>/<mode>/<name>-<pid>-<n>".
+  /// A fresh stream URL misbehaving as `mode`: "<url>/<mode>/<name>-<process_tag>-<n>".
   std::string stream(const std::string& mode, const std::string& name) {
     std::lock_guard lock(mu_);
-    return url() + "/" + mode + "/" + name + "-" + std::to_string(::getpid()) + "-" + std::to_string(++counter_);
+    return url() + "/" + mode + "/" + name + "-" + process_tag() + "-" + std::to_string(++counter_);
   }
 
   /// What the server stored for `stream_url` (bytes, or one JSON array text); nullopt

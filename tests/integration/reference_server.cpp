@@ -10,10 +10,12 @@
 
 #include <cerrno>
 #include <chrono>
+#include <cstdio>
 #include <cstdlib>
 #include <cstring>
 #include <fstream>
 #include <mutex>
+#include <random>
 
 extern char** environ;
 
@@ -82,6 +84,15 @@ NodeServer::~NodeServer() {
   }
 }
 
+const std::string& process_tag() {
+  static const std::string tag = [] {
+    char hex[8];
+    std::snprintf(hex, sizeof hex, "%06x", static_cast<unsigned>(std::random_device{}() & 0xffffffU));
+    return std::to_string(::getpid()) + "-" + hex;
+  }();
+  return tag;
+}
+
 std::optional<SharedServer> shared_server(const std::string& name) {
   const char* dir = std::getenv("PRODSM_TEST_SERVERS_DIR");
   if (dir == nullptr || *dir == '\0') return std::nullopt;
@@ -91,9 +102,16 @@ std::optional<SharedServer> shared_server(const std::string& name) {
   std::ifstream in(file);
   std::getline(in, s.url);
   while (!s.url.empty() && (s.url.back() == '/' || s.url.back() == '\r')) s.url.pop_back();
+  long pid = 0;
+  std::ifstream(s.dir + "/" + name + ".pid") >> pid;
+  const std::string why =
+      " (PRODSM_TEST_SERVERS_DIR): ctest's fixture SharedServers.Start starts it; did it run and pass, and did no "
+      "other ctest run in this build directory stop it?";
   if (s.url.empty()) {
-    s.error = "PRODSM_TEST_SERVERS_DIR is set but " + file +
-              " holds no URL: did ctest's fixture SharedServers.Start run and pass?";
+    s.error = file + " holds no URL" + why;
+  } else if (pid <= 0 || ::kill(static_cast<pid_t>(pid), 0) != 0) {
+    s.error = "the shared " + name + " at " + s.url + " is not running (a stale " + file + ")" + why;
+    s.url.clear();
   }
   return s;
 }
@@ -114,7 +132,7 @@ ReferenceServer::~ReferenceServer() = default;
 std::string ReferenceServer::stream_url(const std::string& prefix) {
   static std::mutex mu;
   std::lock_guard lock(mu);
-  return url() + "/prodsm-test/" + prefix + "-" + std::to_string(::getpid()) + "-" + std::to_string(++counter_);
+  return url() + "/prodsm-test/" + prefix + "-" + process_tag() + "-" + std::to_string(++counter_);
 }
 
 ReferenceServer& ReferenceServer::shared() {

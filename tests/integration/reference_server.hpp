@@ -36,6 +36,10 @@ class NodeServer {
   std::string error_;
 };
 
+/// "<pid>-<6 hex digits>", fixed for the process: what keeps the streams and faults of
+/// test processes sharing one server apart, also when a later process reuses a pid.
+const std::string& process_tag();
+
 /// A server of the ctest run's shared_servers fixture: its base URL, or why there is none.
 struct SharedServer {
   std::string url;    ///< no trailing slash; empty on error
@@ -63,8 +67,7 @@ class ReferenceServer {
   /// Base URL, e.g. "http://127.0.0.1:40123" (no trailing slash).
   [[nodiscard]] const std::string& url() const { return url_; }
   [[nodiscard]] const std::string& error() const { return error_; }
-  /// A fresh stream URL under the server: "<url>/prodsm-test/<prefix>-<pid>-<n>" (the
-  /// process id keeps the streams of tests sharing one server apart).
+  /// A fresh stream URL under the server: "<url>/prodsm-test/<prefix>-<process_tag>-<n>".
   std::string stream_url(const std::string& prefix);
 
   /// The process-wide instance (started or found on first use).

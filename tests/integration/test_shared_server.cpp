@@ -22,6 +22,7 @@ std::string path_of(const std::string& stream_url) {
 TEST(SharedServer, ClearingFaultsLeavesThoseOfOtherProcesses) {
   TestClient client;
   const std::string base = ReferenceServer::shared().url();
+  ASSERT_FALSE(base.empty()) << ReferenceServer::shared().error();
   const std::string mine = new_stream(client, "clear-mine", kBytes);
   const std::string theirs = new_stream(client, "clear-theirs", kBytes);
   const std::string fault = R"(","method":"POST","status":503,"count":10})";
@@ -41,6 +42,7 @@ TEST(SharedServer, ClearingFaultsLeavesThoseOfOtherProcesses) {
 TEST(SharedServer, ClearingAFaultMixLeavesThoseOfOtherProcesses) {
   TestClient client;
   const std::string base = ReferenceServer::shared().url();
+  ASSERT_FALSE(base.empty()) << ReferenceServer::shared().error();
   const std::string mine = new_stream(client, "mix-mine", kBytes);
   const std::string theirs = new_stream(client, "mix-theirs", kBytes);
   const std::string mix = R"(","method":"POST","probability":1,"faults":[{"status":503}]})";
