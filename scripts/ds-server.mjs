@@ -25,7 +25,7 @@
 // streams live directly under it (any path, e.g. <url>/my/stream). Storage is
 // in-memory. Exits 0 after a clean stop on SIGTERM, SIGINT or EOF on stdin, so
 // a parent test process that dies (closing our stdin pipe) takes us with it.
-import { readFileSync } from "node:fs"
+import { whenProcessEnds } from "./watch-pid.mjs"
 
 const args = process.argv.slice(2)
 let port = 0
@@ -86,27 +86,11 @@ if (watchStdin) {
   process.stdin.on("error", () => shutdown("stdin error"))
   process.stdin.resume()
 }
-// Whether process `pid` has ended: gone, or a zombie not yet reaped (a killed ctest whose
-// parent has gone too waits for init to reap it).
-function ended(pid) {
-  try {
-    process.kill(pid, 0)
-  } catch (err) {
-    return err.code === "ESRCH"
-  }
-  try {
-    const stat = readFileSync(`/proc/${pid}/stat`, "utf8")
-    return stat.slice(stat.lastIndexOf(")") + 2).startsWith("Z")
-  } catch {
-    return false
-  }
-}
 if (watchPid !== null) {
-  setInterval(() => {
-    if (!ended(watchPid)) return
+  whenProcessEnds(watchPid, () => {
     console.error(`ds-server: stopping (process ${watchPid} ended)`)
     process.exit(0) // nobody is left to serve: no wait for open connections
-  }, 1000).unref()
+  })
 }
 
 // Imported lazily so the handlers above already cover module loading.

@@ -20,8 +20,9 @@
 // ({"get": n, "post": n, "put": n, "head": n}), so tests read it back independently of
 // the client under test. GET /_stored/<path> returns the same bytes.
 import http from "node:http"
-import fs, { readFileSync } from "node:fs"
+import fs from "node:fs"
 
+import { whenProcessEnds } from "../../scripts/watch-pid.mjs"
 import { append, isJson, offsetText, page, parseOffset, persist, producerCheck, storedBytes } from "./store.mjs"
 
 const args = process.argv.slice(2)
@@ -415,26 +416,7 @@ if (watchStdin) {
   process.stdin.on("error", stop)
   process.stdin.resume()
 }
-// Whether process `pid` has ended: gone, or a zombie not yet reaped (a killed ctest whose
-// parent has gone too waits for init to reap it).
-function ended(pid) {
-  try {
-    process.kill(pid, 0)
-  } catch (err) {
-    return err.code === "ESRCH"
-  }
-  try {
-    const stat = readFileSync(`/proc/${pid}/stat`, "utf8")
-    return stat.slice(stat.lastIndexOf(")") + 2).startsWith("Z")
-  } catch {
-    return false
-  }
-}
-if (watchPid !== null) {
-  setInterval(() => {
-    if (ended(watchPid)) stop()
-  }, 1000).unref()
-}
+if (watchPid !== null) whenProcessEnds(watchPid, stop)
 process.stdout.on("error", () => {})
 server.listen(0, "127.0.0.1", () => {
   process.stdout.write(`http://127.0.0.1:${server.address().port}\n`)
