@@ -25,7 +25,7 @@
 // streams live directly under it (any path, e.g. <url>/my/stream). Storage is
 // in-memory. Exits 0 after a clean stop on SIGTERM, SIGINT or EOF on stdin, so
 // a parent test process that dies (closing our stdin pipe) takes us with it.
-import { whenProcessEnds } from "./watch-pid.mjs"
+import { parseWatchPid, whenProcessEnds } from "./watch-pid.mjs"
 
 const args = process.argv.slice(2)
 let port = 0
@@ -36,7 +36,7 @@ for (let i = 0; i < args.length; i++) {
   if (args[i] === "--port") port = Number(args[++i])
   else if (args[i] === "--host") host = args[++i]
   else if (args[i] === "--ignore-stdin") watchStdin = false
-  else if (args[i] === "--exit-with-pid") watchPid = Number(args[++i])
+  else if (args[i] === "--exit-with-pid") watchPid = parseWatchPid(args[++i], "ds-server")
   else {
     console.error(`ds-server: unknown argument ${args[i]}`)
     process.exit(2)
@@ -44,10 +44,6 @@ for (let i = 0; i < args.length; i++) {
 }
 if (!Number.isInteger(port) || port < 0 || port > 65535) {
   console.error("ds-server: --port needs an integer 0..65535")
-  process.exit(2)
-}
-if (watchPid !== null && !(Number.isInteger(watchPid) && watchPid > 0)) {
-  console.error("ds-server: --exit-with-pid needs a process id")
   process.exit(2)
 }
 

@@ -24,3 +24,14 @@ export function whenProcessEnds(pid, onEnded) {
     if (ended(pid)) onEnded()
   }, 1000).unref()
 }
+
+/// The process id given to `--exit-with-pid` (`text`); exits 2 naming `program` when it
+/// is not one.
+export function parseWatchPid(text, program) {
+  const pid = Number(text)
+  if (!(Number.isInteger(pid) && pid > 0)) {
+    console.error(`${program}: --exit-with-pid needs a process id`)
+    process.exit(2)
+  }
+  return pid
+}

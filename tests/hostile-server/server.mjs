@@ -22,7 +22,7 @@
 import http from "node:http"
 import fs from "node:fs"
 
-import { whenProcessEnds } from "../../scripts/watch-pid.mjs"
+import { parseWatchPid, whenProcessEnds } from "../../scripts/watch-pid.mjs"
 import { append, isJson, offsetText, page, parseOffset, persist, producerCheck, storedBytes } from "./store.mjs"
 
 const args = process.argv.slice(2)
@@ -32,7 +32,7 @@ let watchPid = null
 for (let i = 0; i < args.length; i++) {
   if (args[i] === "--store-dir") storeDir = args[++i]
   else if (args[i] === "--ignore-stdin") watchStdin = false
-  else if (args[i] === "--exit-with-pid") watchPid = Number(args[++i])
+  else if (args[i] === "--exit-with-pid") watchPid = parseWatchPid(args[++i], "hostile-server")
   else {
     console.error(`hostile-server: unknown argument ${args[i]}`)
     process.exit(2)
@@ -40,10 +40,6 @@ for (let i = 0; i < args.length; i++) {
 }
 if (!storeDir) {
   console.error("hostile-server: --store-dir DIR is required")
-  process.exit(2)
-}
-if (watchPid !== null && !(Number.isInteger(watchPid) && watchPid > 0)) {
-  console.error("hostile-server: --exit-with-pid needs a process id")
   process.exit(2)
 }
 fs.mkdirSync(storeDir, { recursive: true })

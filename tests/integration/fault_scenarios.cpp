@@ -14,11 +14,11 @@
 namespace prodsm::test {
 namespace {
 
-/// `n` records "f<k>\n" (k from `first`), submitted one by one, appended to `expected`.
-void produce(ProducerUnderTest& p, int first, int n, std::string& expected) {
+/// `n` records "<tag><k>\n" (k from `first`), submitted one by one, appended to `expected`.
+void produce(ProducerUnderTest& p, int first, int n, std::string& expected, char tag = 'f') {
   for (int k = first; k < first + n; ++k) {
-    std::string record = "f" + std::to_string(k) + "\n";
-    ASSERT_TRUE(p.submit(record).has_value()) << k;
+    std::string record = tag + std::to_string(k) + "\n";
+    ASSERT_TRUE(p.submit(record).has_value()) << tag << k;
     expected += record;
   }
 }
@@ -154,24 +154,37 @@ std::pair<std::string, int> without_takeover(std::string stream) {
   return {stream, found};
 }
 
+/// The setup of an S5 scenario with auto-claim: a new stream `name`, an idempotent
+/// producer id `<name>-producer` that claims the next epoch when fenced, 400-byte batches,
+/// and no stall detection: on a loaded machine it may replace a connection with a batch
+/// in flight (its attempt then ended ambiguously), and S5 refuses by design to claim past
+/// such a batch (the flake these tests had); the stall detector has its own scenarios.
+struct AutoClaimRun {
+  explicit AutoClaimRun(const std::string& name)
+      : url{server().stream_url(name)}, config{idempotent(name + "-producer", 0, true)} {
+    TestClient().create(url, "application/octet-stream");
+    config.max_batch_bytes = 400;
+    session.stall.enabled = false;
+  }
+  /// A producer of the adapter under test on the stream (a new incarnation each call).
+  [[nodiscard]] std::unique_ptr<ProducerUnderTest> make() const {
+    return Scenario::GetParam().make({url, "application/octet-stream", config, session});
+  }
+  std::string url;
+  DurableStreamsConfig config;
+  http::TransportOptions session;
+};
+
 // S5 with auto-claim: a second incarnation takes the producer id at a higher epoch in
 // the middle of a run, with batches in flight; ours claims the next epoch and every one
 // of its records still lands exactly once, in order. (Without injected faults: a
 // takeover that fences a batch whose earlier attempt ended ambiguously is refused by
 // design, S5 — see docs/contract.md.)
 TEST_P(Scenario, S5TakeoverMidRunWithAutoClaimLosesNothing) {
-  const std::string url = server().stream_url("takeover-claim");
+  const AutoClaimRun run("takeover-claim");
+  const std::string& url = run.url;
   TestClient client;
-  client.create(url, "application/octet-stream");
-  auto config = idempotent("takeover-claim-producer", 0, true);
-  config.max_batch_bytes = 400;
-  // No stall detection here: on a loaded machine it may replace a connection with a
-  // batch in flight (its attempt then ended ambiguously), and S5 refuses by design to
-  // claim past such a batch (the flake this test had); the stall detector has its own
-  // scenarios.
-  http::TransportOptions session;
-  session.stall.enabled = false;
-  auto producer = GetParam().make({url, "application/octet-stream", config, session});
+  auto producer = run.make();
   std::string expected;
   produce(*producer, 0, 10'000, expected);  // no flush: batches are in flight
   // A restarted incarnation starts a fresh epoch (microseconds since the Unix epoch):
@@ -279,27 +292,14 @@ std::string lines_tagged(const std::string& stream, char tag) {
 // `a` appends alone, `b` (a later, higher fresh epoch) fences it, both run at once, then
 // each alone again, so each one is fenced at least once by the other's higher epoch.
 TEST_P(Scenario, S5TwoIncarnationsThatBothAutoClaimTakeTurnsAndLoseNothing) {
-  const std::string url = server().stream_url("epoch-fight");
-  TestClient client;
-  client.create(url, "application/octet-stream");
-  auto config = idempotent("epoch-fight-producer", 0, true);
-  config.max_batch_bytes = 400;
-  // No stall detection, as in S5TakeoverMidRunWithAutoClaimLosesNothing: a connection
-  // replaced with a batch in flight leaves an ambiguous attempt, past which S5 refuses to
-  // claim by design.
-  http::TransportOptions session;
-  session.stall.enabled = false;
-  auto a = GetParam().make({url, "application/octet-stream", config, session});
+  const AutoClaimRun run("epoch-fight");
+  auto a = run.make();
   fresh_epoch();  // `b` starts strictly later: its fresh epoch is higher than `a`'s
-  auto b = GetParam().make({url, "application/octet-stream", config, session});
+  auto b = run.make();
   std::string want_a;
   std::string want_b;
   auto alone = [&](ProducerUnderTest& p, char tag, int first, int n, std::string& want) {
-    for (int k = first; k < first + n; ++k) {
-      const std::string r = std::string(1, tag) + std::to_string(k) + "\n";
-      ASSERT_TRUE(p.submit(r).has_value()) << tag << k;
-      want += r;
-    }
+    produce(p, first, n, want, tag);
     auto flushed = p.flush(kWait);
     ASSERT_TRUE(flushed.has_value()) << tag << ": " << flushed.error().describe();
   };
@@ -320,7 +320,7 @@ TEST_P(Scenario, S5TwoIncarnationsThatBothAutoClaimTakeTurnsAndLoseNothing) {
   }
   EXPECT_GE(a->stats().epoch_claims, 1U) << "`b` fenced `a`";
   EXPECT_GE(b->stats().epoch_claims, 1U) << "`a`'s claims fenced `b`";
-  const std::string stream = client.read_all(url, false);
+  const std::string stream = TestClient().read_all(run.url, false);
   EXPECT_EQ(lines_tagged(stream, 'a'), want_a) << "every record of `a` exactly once, in order";
   EXPECT_EQ(lines_tagged(stream, 'b'), want_b) << "every record of `b` exactly once, in order";
   EXPECT_EQ(stream.size(), want_a.size() + want_b.size()) << "nothing else in the stream";

@@ -19,43 +19,40 @@ std::string path_of(const std::string& stream_url) {
   return stream_url.substr(ReferenceServer::shared().url().size());
 }
 
-TEST(SharedServer, ClearingFaultsLeavesThoseOfOtherProcesses) {
+/// Injects `fault` (a JSON body after its path) through the control `endpoint` on two new
+/// streams: on "theirs" as another test process would (a bare POST, not through this
+/// process's client), on "mine" through `set`. After `clear` only "mine"'s fault is gone.
+template <class Set, class Clear>
+void expect_clear_leaves_other_processes(const std::string& name, const std::string& endpoint, const std::string& fault,
+                                         Set set, Clear clear) {
   TestClient client;
   const std::string base = ReferenceServer::shared().url();
   ASSERT_FALSE(base.empty()) << ReferenceServer::shared().error();
-  const std::string mine = new_stream(client, "clear-mine", kBytes);
-  const std::string theirs = new_stream(client, "clear-theirs", kBytes);
-  const std::string fault = R"(","method":"POST","status":503,"count":10})";
-  // "theirs" injected as another test process would: not through this process's clients.
-  ASSERT_EQ(client.post(base + "/_test/inject-error", "application/json", R"({"path":")" + path_of(theirs) + fault, {})
-                .status,
-            200);
-  client.inject_fault(base, R"({"path":")" + path_of(mine) + fault);
+  const std::string mine = new_stream(client, name + "-mine", kBytes);
+  const std::string theirs = new_stream(client, name + "-theirs", kBytes);
+  auto body = [&](const std::string& stream) { return R"({"path":")" + path_of(stream) + fault; };
+  ASSERT_EQ(client.post(base + endpoint, "application/json", body(theirs), {}).status, 200);
+  set(client, base, body(mine));
   ASSERT_EQ(client.post(mine, kBytes, "x", {}).status, 503);  // the fault is in place
 
-  client.clear_faults(base);
+  clear(client, base);
 
   EXPECT_LT(client.post(mine, kBytes, "x", {}).status, 300);
   EXPECT_EQ(client.post(theirs, kBytes, "x", {}).status, 503);  // left: its path is this test's only
 }
 
+TEST(SharedServer, ClearingFaultsLeavesThoseOfOtherProcesses) {
+  expect_clear_leaves_other_processes(
+      "clear", "/_test/inject-error", R"(","method":"POST","status":503,"count":10})",
+      [](TestClient& c, const std::string& base, const std::string& body) { c.inject_fault(base, body); },
+      [](TestClient& c, const std::string& base) { c.clear_faults(base); });
+}
+
 TEST(SharedServer, ClearingAFaultMixLeavesThoseOfOtherProcesses) {
-  TestClient client;
-  const std::string base = ReferenceServer::shared().url();
-  ASSERT_FALSE(base.empty()) << ReferenceServer::shared().error();
-  const std::string mine = new_stream(client, "mix-mine", kBytes);
-  const std::string theirs = new_stream(client, "mix-theirs", kBytes);
-  const std::string mix = R"(","method":"POST","probability":1,"faults":[{"status":503}]})";
-  ASSERT_EQ(
-      client.post(base + "/_test/fault-mix", "application/json", R"({"path":")" + path_of(theirs) + mix, {}).status,
-      200);
-  client.set_fault_mix(base, R"({"path":")" + path_of(mine) + mix);
-  ASSERT_EQ(client.post(mine, kBytes, "x", {}).status, 503);
-
-  client.clear_fault_mix(base);
-
-  EXPECT_LT(client.post(mine, kBytes, "x", {}).status, 300);
-  EXPECT_EQ(client.post(theirs, kBytes, "x", {}).status, 503);
+  expect_clear_leaves_other_processes(
+      "mix", "/_test/fault-mix", R"(","method":"POST","probability":1,"faults":[{"status":503}]})",
+      [](TestClient& c, const std::string& base, const std::string& body) { c.set_fault_mix(base, body); },
+      [](TestClient& c, const std::string& base) { c.clear_fault_mix(base); });
 }
 
 }  // namespace
