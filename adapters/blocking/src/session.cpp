@@ -162,6 +162,7 @@ void Session::Impl::run() {
     Instant now = steady_now();
     wake_pending.store(false);  // a wake from now on is seen by the next poll
     take_inbox(now);
+    take_resolution(now);
     bool stop = false;
     {
       std::lock_guard lock(mu);

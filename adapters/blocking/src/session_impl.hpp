@@ -13,6 +13,7 @@
 
 #include "prodsm/blocking/session.hpp"
 #include "prodsm/detail/pool_exchanges.hpp"
+#include "resolver.hpp"
 
 struct addrinfo;
 
@@ -32,6 +33,7 @@ class Participant {
 /// One nonblocking socket of the pool's connection `id`.
 struct Socket {
   int fd = -1;
+  bool resolving = false;  ///< waits for the session's Resolution (no descriptor yet)
   bool connecting = false;
   bool write_wanted = false;   ///< the pool has bytes for it
   bool write_blocked = false;  ///< the last write filled the send buffer: wait for POLLOUT
@@ -60,6 +62,8 @@ struct Session::Impl : prodsm::detail::PoolExchanges, std::enable_shared_from_th
   void take_inbox(Instant now);
   void drive(Instant now);
   void connect(http::ConnectionId id, Instant now);
+  void take_resolution(Instant now);
+  void connect_to_addresses(std::uint64_t id, Socket& s, Instant now);
   bool try_connect_from(Socket& s, std::size_t index);
   void on_socket_events(std::uint64_t id, short revents, Instant now);
   void write_some(std::uint64_t id, Socket& s, Instant now);
@@ -79,7 +83,8 @@ struct Session::Impl : prodsm::detail::PoolExchanges, std::enable_shared_from_th
 
   // The I/O thread's own (no lock), beside the pool.
   std::map<std::uint64_t, Socket> sockets;
-  std::shared_ptr<addrinfo> addresses;  ///< resolved once, dropped after a failed connect
+  std::shared_ptr<addrinfo> addresses;     ///< resolved once, dropped after a failed connect
+  std::shared_ptr<Resolution> resolution;  ///< running while `addresses` is wanted
 };
 
 }  // namespace prodsm::blocking

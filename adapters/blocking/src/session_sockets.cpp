@@ -1,8 +1,8 @@
 // SPDX-License-Identifier: Apache-2.0
-// prodsm::blocking::Session's socket work on the I/O thread: resolving and connecting
-// (each of the host's addresses in turn), writing what the pool has to send with
-// sendmsg(2), reading what arrives, and reporting each outcome to the http::Pool, which
-// decides what it means. The run loop that polls these sockets is in session.cpp.
+// prodsm::blocking::Session's socket work on the I/O thread: connecting once the host is
+// resolved (resolver.hpp: on a thread of its own), to each of its addresses in turn, writing what the pool has to send
+// with sendmsg(2), reading what arrives, and reporting each outcome to the http::Pool, which decides what it means. The
+// run loop that polls these sockets is in session.cpp.
 #include <netdb.h>
 #include <netinet/in.h>
 #include <netinet/tcp.h>
@@ -14,6 +14,7 @@
 #include <array>
 #include <cerrno>
 #include <cstring>
+#include <vector>
 
 #include "prodsm/detail/peer_closed.hpp"
 #include "session_impl.hpp"
@@ -32,26 +33,55 @@ thread_local std::array<char, 64 * 1024> tls_read_buffer;
 
 void Session::Impl::connect(http::ConnectionId id, Instant now) {
   Socket& s = sockets[id.value];
-  const http::PoolOptions& o = pool.options();
-  if (!addresses) {
-    addrinfo hints{};
-    hints.ai_family = AF_UNSPEC;
-    hints.ai_socktype = SOCK_STREAM;
-    addrinfo* list = nullptr;
-    // Blocking resolution on the I/O thread; done once and kept until a connect fails.
-    const int rc = ::getaddrinfo(o.host.c_str(), std::to_string(o.port).c_str(), &hints, &list);
-    if (rc != 0 || list == nullptr) {
-      sockets.erase(id.value);
-      pool.on_connect_failed(id, now, "resolving " + o.host + " failed: " + ::gai_strerror(rc));
-      return;
-    }
-    addresses = std::shared_ptr<addrinfo>(list, ::freeaddrinfo);
+  if (addresses) {
+    connect_to_addresses(id.value, s, now);
+    return;
   }
+  // Resolved once (on a thread of its own: resolver.hpp) and kept until a connect fails;
+  // the connection waits, bounded by the pool's connect timeout.
+  s.resolving = true;
+  if (resolution) return;
+  const http::PoolOptions& o = pool.options();
+  auto started = Resolution::start(o.host, o.port, wake_fd);
+  if (!started) {
+    sockets.erase(id.value);
+    pool.on_connect_failed(id, now, started.error());
+    return;
+  }
+  resolution = std::move(*started);
+}
+
+/// The resolution finished: every connection waiting for it connects, or fails with it.
+void Session::Impl::take_resolution(Instant now) {
+  if (!resolution) return;
+  auto result = resolution->result();
+  if (!result) return;
+  resolution.reset();
+  if (*result) addresses = **result;
+  std::vector<std::uint64_t> waiting;
+  for (const auto& [id, s] : sockets) {
+    if (s.resolving) waiting.push_back(id);
+  }
+  for (const std::uint64_t id : waiting) {
+    auto it = sockets.find(id);
+    if (it == sockets.end()) continue;
+    it->second.resolving = false;
+    if (*result) {
+      connect_to_addresses(id, it->second, now);
+    } else {
+      sockets.erase(it);
+      pool.on_connect_failed(http::ConnectionId{id}, now, result->error());
+    }
+  }
+}
+
+/// Starts connecting `s` (connection `id`) to the resolved addresses.
+void Session::Impl::connect_to_addresses(std::uint64_t id, Socket& s, Instant now) {
   if (!try_connect_from(s, 0)) {
     const int err = errno;
     addresses.reset();
-    sockets.erase(id.value);
-    pool.on_connect_failed(id, now, errno_text(err));
+    sockets.erase(id);
+    pool.on_connect_failed(http::ConnectionId{id}, now, errno_text(err));
   }
 }
 
