@@ -235,6 +235,42 @@ TEST(A2, BlockingFlushAndCloseReturnAfterCoveredCallbacksRan) {
   EXPECT_EQ(ran.load(), 301);
 }
 
+// A1, A2: outcomes are published in ticket order, each after its own callback: inside a
+// record's callback every earlier ticket is ready — one of the same batch too, with or
+// without a callback of its own.
+TEST(A2, BlockingInsideACallbackEveryEarlierTicketOfItsBatchIsReady) {
+  TestClient client;
+  auto options = options_for(new_stream(client, "a2-ready"));
+  options.producer.linger = Linger::after(std::chrono::seconds{60});  // one batch, sent by the flush
+  auto producer = blocking::Producer::create(options).value();
+  std::optional<blocking::RecordTicket> first;
+  std::optional<blocking::RecordTicket> second;
+  std::optional<blocking::RecordTicket> third;
+  std::vector<std::string> seen;  // written by the dispatcher, read after flush()
+  auto expect_ready = [&](const char* who, const std::optional<blocking::RecordTicket>& t) {
+    if (!t->ready()) seen.push_back(std::string(who) + " not ready");
+    auto r = t->wait(Duration::zero());
+    if (!r || !r->has_value()) seen.push_back(std::string(who) + " has no outcome");
+  };
+  first = producer.submit("a\n").value();  // no callback
+  second = producer.submit("b\n", [&](const blocking::RecordResult&) { expect_ready("first", first); }).value();
+  third = producer.submit("c\n").value();  // no callback
+  auto fourth = producer
+                    .submit("d\n",
+                            [&](const blocking::RecordResult&) {
+                              expect_ready("first", first);
+                              expect_ready("second", second);
+                              expect_ready("third", third);
+                              seen.emplace_back("fourth ran");
+                            })
+                    .value();
+  ASSERT_TRUE(producer.flush(kWait).has_value());
+  EXPECT_EQ(producer.stats().core.batches_acked, 1U) << "the four records are one batch";
+  EXPECT_EQ(seen, std::vector<std::string>{"fourth ran"});
+  EXPECT_TRUE(fourth.ready());
+  ASSERT_TRUE(producer.close(kWait).has_value());
+}
+
 // A2: a flush, close or wait from inside a callback would wait for its own dispatcher;
 // it fails at once instead of deadlocking.
 TEST(A2, BlockingFlushFromACallbackFailsInsteadOfDeadlocking) {

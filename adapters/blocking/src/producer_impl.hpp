@@ -283,25 +283,33 @@ struct ProducerImpl
 
   // ---- completions (dispatcher) ----------------------------------------------------------
 
-  /// Runs the callbacks of one completed batch in ticket order, then publishes the
-  /// outcomes (a ticket turns ready after its callback ran) and frees the room of the
-  /// batch's `count` records (R3).
+  /// Runs the callbacks of one completed batch in ticket order and publishes the outcomes
+  /// in the same order (A1, A2): a ticket turns ready after its own callback ran and
+  /// before the next record's callback runs, so inside a callback every earlier ticket,
+  /// of this batch too, is ready. Then frees the room of the batch's `count` records (R3).
   template <class Done, class Batch>
   void deliver(const Batch& handlers, const Done& batch, std::uint64_t count) {
     std::vector<Result> results;
     results.reserve(handlers.size());
-    for (const auto& [ticket, state] : handlers) {
+    std::size_t published = 0;
+    auto publish_before = [&](std::size_t end) {  // one lock for each run of records without a callback
+      if (published == end) return;
+      {
+        std::lock_guard lock(signal->mu);
+        for (; published < end; ++published) handlers[published].second->value = std::move(results[published]);
+      }
+      signal->cv.notify_all();
+    };
+    for (std::size_t i = 0; i < handlers.size(); ++i) {
+      const auto& [ticket, state] = handlers[i];
       results.push_back(batch.record(ticket));
       if (auto& cb = state->callback) {
-        run_callback([&] { cb(results.back()); });
+        publish_before(i);
+        run_callback([&] { cb(results[i]); });
         cb = nullptr;
       }
     }
-    {
-      std::lock_guard lock(signal->mu);
-      for (std::size_t i = 0; i < handlers.size(); ++i) handlers[i].second->value = std::move(results[i]);
-    }
-    signal->cv.notify_all();
+    publish_before(handlers.size());
     std::lock_guard lock(mu);
     client.on_delivered(steady_now(), count);
     drive(steady_now());
