@@ -29,13 +29,14 @@ namespace {
 struct Gates {
   std::mutex mu;
   std::condition_variable cv;
-  std::map<std::string, bool, std::less<>> open;  ///< name → opened
-  std::map<std::string, int, std::less<>> calls;  ///< name → getaddrinfo calls that arrived
+  std::map<std::string, bool, std::less<>> open;   ///< name → opened
+  std::map<std::string, int, std::less<>> calls;   ///< name → getaddrinfo calls that arrived
+  std::map<std::string, int, std::less<>> passed;  ///< name → calls that went through the gate
 };
 
 Gates& gates() {
-  static Gates g;
-  return g;
+  static auto* g = new Gates;  // never destroyed: a resolving thread may outlive main()
+  return *g;
 }
 
 }  // namespace
@@ -49,6 +50,8 @@ extern "C" int getaddrinfo(const char* node, const char* service, const addrinfo
     ++g.calls[node];
     g.cv.notify_all();
     g.cv.wait(lock, [&] { return g.open[node]; });
+    ++g.passed[node];
+    g.cv.notify_all();
     node = "127.0.0.1";
   }
   return real(node, service, hints, res);
@@ -66,13 +69,14 @@ bool resolver_called(const std::string& name) {
   return g.cv.wait_for(lock, kWait, [&] { return g.calls[name] > 0; });
 }
 
-void open_gate(const std::string& name) {
+/// Opens the gate of `name` and waits (liveness bound kWait) until every call waiting at
+/// it went through; true when they did.
+bool open_gate(const std::string& name) {
   Gates& g = gates();
-  {
-    std::lock_guard lock(g.mu);
-    g.open[name] = true;
-  }
+  std::unique_lock lock(g.mu);
+  g.open[name] = true;
   g.cv.notify_all();
+  return g.cv.wait_for(lock, kWait, [&] { return g.passed[name] == g.calls[name]; });
 }
 
 // E6, C5: the name server never answers. The record still fails at its delivery timeout,
@@ -94,7 +98,7 @@ TEST(E6, BlockingAResolverThatNeverAnswersHoldsNeitherTheDeliveryTimeoutNorTheDe
   EXPECT_EQ(outcome->error().code, ErrorCode::delivery_timeout) << outcome->error().describe();
   auto destroyed = std::async(std::launch::async, [&] { producer.reset(); });
   EXPECT_EQ(destroyed.wait_for(kWait), std::future_status::ready) << "C5: the destructor waits for the resolver";
-  open_gate(name);  // the resolving thread ends; its result goes nowhere
+  EXPECT_TRUE(open_gate(name));  // the resolving thread ends; its result goes nowhere
   destroyed.wait();
 }
 
@@ -109,7 +113,7 @@ TEST(E2, BlockingAConnectionWaitsForALateResolutionAndUsesIt) {
   auto ticket = producer.submit("x\n").value();
   ASSERT_TRUE(resolver_called(name));
   EXPECT_FALSE(ticket.ready()) << "nothing can be sent before the name is resolved";
-  open_gate(name);
+  ASSERT_TRUE(open_gate(name));
   auto outcome = ticket.wait(kWait);
   ASSERT_TRUE(outcome.has_value());
   ASSERT_TRUE(outcome->has_value()) << outcome->error().describe();
