@@ -14,9 +14,12 @@
 
 #include <chrono>
 #include <csignal>
+#include <cstdio>
 #include <cstdlib>
 #include <string>
+#include <string_view>
 #include <thread>
+#include <utility>
 #include <vector>
 
 #include "cli_support.hpp"
@@ -35,6 +38,64 @@ class CliInput : public CliServerTest {
   CliInput() : CliServerTest("cli-input") {}
 };
 
+/// `prodsm produce URL -q ARGS...` reading a pipe the test writes to (`in`), its stderr
+/// in `err` (a file). `nonblocking`: O_NONBLOCK on the CLI's end of the pipe.
+class PipedProduce {
+ public:
+  PipedProduce(const std::string& url, std::vector<std::string> args, std::string err_path, bool nonblocking)
+      : err{std::move(err_path)} {
+    int fds[2];
+    if (::pipe(fds) != 0) return;
+    if (nonblocking) ::fcntl(fds[0], F_SETFL, O_NONBLOCK);
+    args.insert(args.begin(), {PRODSM_CLI, "produce", url, "-q"});
+    std::vector<char*> argv;
+    for (auto& a : args) argv.push_back(a.data());
+    argv.push_back(nullptr);
+    child = ::fork();
+    if (child == 0) {
+      const int errfd = ::open(err.c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0600);
+      if (errfd < 0 || ::dup2(fds[0], 0) < 0 || ::dup2(errfd, 2) < 0) ::_exit(99);
+      ::close(fds[1]);
+      ::execv(PRODSM_CLI, argv.data());
+      ::_exit(98);
+    }
+    ::close(fds[0]);
+    in = fds[1];
+    ::signal(SIGPIPE, SIG_IGN);  // a CLI that ended its input early closes the pipe
+  }
+  PipedProduce(const PipedProduce&) = delete;
+  PipedProduce& operator=(const PipedProduce&) = delete;
+  ~PipedProduce() {
+    if (in >= 0 || child > 0) (void)finish();
+    std::remove(err.c_str());
+  }
+
+  /// Writes `text` to the CLI's input; false when not all of it was taken.
+  bool write(std::string_view text) const {
+    return ::write(in, text.data(), text.size()) == static_cast<ssize_t>(text.size());
+  }
+
+  /// Closes the pipe (the true end of the input) and waits (liveness bound kCliWait) for
+  /// the CLI's exit status; -1 when it did not exit by then (it is killed) or never ran.
+  int finish() {
+    if (in >= 0) ::close(std::exchange(in, -1));
+    if (child <= 0) return -1;
+    int status = 0;
+    pid_t waited = 0;
+    const bool exited = eventually([&] { return (waited = ::waitpid(child, &status, WNOHANG)) != 0; }, kCliWait);
+    if (!exited) {
+      ::kill(child, SIGKILL);
+      ::waitpid(child, &status, 0);
+    }
+    child = -1;
+    return exited && WIFEXITED(status) ? WEXITSTATUS(status) : -1;
+  }
+
+  int in = -1;       ///< the test's end of the CLI's input
+  pid_t child = -1;  ///< the CLI
+  std::string err;   ///< where its stderr goes
+};
+
 // A parent that hands over a pipe with O_NONBLOCK set on its read end: every read that
 // finds the pipe empty fails with EAGAIN. The CLI must wait for more input, not take the
 // first EAGAIN for the end (which lost every later line and exited 0), and a line split
@@ -42,46 +103,36 @@ class CliInput : public CliServerTest {
 TEST_F(CliInput, NonBlockingStdinWaitsForInputInsteadOfEndingIt) {
   const std::string u = url("nonblocking");
   client.create(u, "application/octet-stream");
-  int fds[2];
-  ASSERT_EQ(::pipe(fds), 0);
-  ASSERT_EQ(::fcntl(fds[0], F_SETFL, O_NONBLOCK), 0);
-  const std::string err = temp_path("nonblocking-stderr");
-  std::string cli = PRODSM_CLI;
-  std::string produce = "produce", target = u, quiet = "-q";
-  std::vector<char*> argv{cli.data(), produce.data(), target.data(), quiet.data(), nullptr};
-  const pid_t child = ::fork();
-  ASSERT_GE(child, 0);
-  if (child == 0) {
-    const int errfd = ::open(err.c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0600);
-    if (errfd < 0 || ::dup2(fds[0], 0) < 0 || ::dup2(errfd, 2) < 0) ::_exit(99);
-    ::close(fds[1]);
-    ::execv(PRODSM_CLI, argv.data());
-    ::_exit(98);
-  }
-  ::close(fds[0]);
-  const int out = fds[1];
-  ::signal(SIGPIPE, SIG_IGN);  // a CLI that ended its input early closes the pipe
-  ASSERT_EQ(::write(out, "a\nb\n", 4), 4);
+  PipedProduce run(u, {}, temp_path("nonblocking-stderr"), true);
+  ASSERT_GT(run.child, 0);
+  ASSERT_TRUE(run.write("a\nb\n"));
   // The stream holds them once the CLI has read them, sent them and been acknowledged;
   // by then its next read found the pipe empty (EAGAIN).
   EXPECT_TRUE(eventually([&] { return client.read_all(u, false) == "a\nb\n"; }, kCliWait)) << client.read_all(u, false);
-  ASSERT_EQ(::write(out, "c\nhal", 5), 5) << "the CLI closed its input after the first EAGAIN";
+  ASSERT_TRUE(run.write("c\nhal")) << "the CLI closed its input after the first EAGAIN";
   int unread = 5;
-  EXPECT_TRUE(eventually([&] { return ::ioctl(out, FIONREAD, &unread) != 0 || unread == 0; }, kCliWait))
+  EXPECT_TRUE(eventually([&] { return ::ioctl(run.in, FIONREAD, &unread) != 0 || unread == 0; }, kCliWait))
       << "the CLI never read the half line";
-  EXPECT_EQ(::write(out, "f\nd\n", 4), 4) << "the CLI closed its input inside a line";
-  ::close(out);  // the true end of the input
-  int status = 0;
-  pid_t waited = 0;
-  EXPECT_TRUE(eventually([&] { return (waited = ::waitpid(child, &status, WNOHANG)) != 0; }, kCliWait));
-  if (waited == 0) {
-    ::kill(child, SIGKILL);
-    ::waitpid(child, &status, 0);
-  }
-  EXPECT_TRUE(WIFEXITED(status) && WEXITSTATUS(status) == 0) << slurp(err);
-  EXPECT_EQ(client.read_all(u, false), "a\nb\nc\nhalf\nd\n") << slurp(err);
-  EXPECT_EQ(slurp(err).find("dropped"), std::string::npos) << slurp(err);
-  std::remove(err.c_str());
+  EXPECT_TRUE(run.write("f\nd\n")) << "the CLI closed its input inside a line";
+  EXPECT_EQ(run.finish(), 0) << slurp(run.err);
+  EXPECT_EQ(client.read_all(u, false), "a\nb\nc\nhalf\nd\n") << slurp(run.err);
+  EXPECT_EQ(slurp(run.err).find("dropped"), std::string::npos) << slurp(run.err);
+}
+
+// --linger-ms off: no linger timer, yet a partial batch waits for more input at most half
+// of --delivery-timeout-ms (B1, E6). A line followed by a pause in the input is sent
+// then: it used to wait for the batch to fill and fail at its delivery timeout, unsent.
+TEST_F(CliInput, LingerOffSendsAPartialBatchBeforeItsDeliveryTimeoutWhileTheInputPauses) {
+  const std::string u = url("linger-off");
+  client.create(u, "application/octet-stream");
+  PipedProduce run(u, {"--linger-ms", "off", "--delivery-timeout-ms", "2000"}, temp_path("linger-off-stderr"), false);
+  ASSERT_GT(run.child, 0);
+  ASSERT_TRUE(run.write("slow 1\n"));
+  EXPECT_TRUE(eventually([&] { return client.read_all(u, false) == "slow 1\n"; }, kCliWait)) << slurp(run.err);
+  ASSERT_TRUE(run.write("slow 2\n")) << slurp(run.err);
+  EXPECT_TRUE(eventually([&] { return client.read_all(u, false) == "slow 1\nslow 2\n"; }, kCliWait)) << slurp(run.err);
+  EXPECT_EQ(run.finish(), 0) << slurp(run.err);
+  EXPECT_EQ(client.read_all(u, false), "slow 1\nslow 2\n");
 }
 
 // A stdin that cannot be read (a directory: read(2) fails with EISDIR) is bad input,

@@ -28,7 +28,10 @@ void add_producer_flags(CLI::App& cmd, ProducerFlags& f) {
       ->excludes(id)
       ->excludes(epoch)
       ->excludes(claim);
-  cmd.add_option("--linger-ms", f.linger, "Linger in ms (0 = no delay, 'off' = no timer)")->capture_default_str();
+  cmd.add_option("--linger-ms", f.linger,
+                 "Linger in ms (0 = no delay; 'off' = no linger timer: a partial batch waits for more input, "
+                 "at most half of --delivery-timeout-ms)")
+      ->capture_default_str();
   add_decimal_option(cmd, "--max-batch-bytes", f.max_batch_bytes, DurableStreamsPolicy::kMinBatchBytes,
                      DurableStreamsPolicy::kMaxBatchBytesCap,
                      "Most bytes per batch, 3..67108864 (s2:// targets: 8..1048576)");
@@ -70,6 +73,25 @@ void name_retry_flags(Error& failure, const ProducerFlags& f) {
   }
 }
 
+tl::expected<Linger, std::string> linger_flag(const ProducerFlags& f) {
+  const Duration delivery_timeout_ns = std::chrono::milliseconds{f.delivery_timeout_ms};
+  if (f.linger == "off" || f.linger == "disabled") {
+    // No linger timer in the core (Linger::disabled) would keep a partial batch until the
+    // next line came, however long the input paused: its records would fail at their
+    // delivery timeout without ever being sent (E6).
+    return Linger::after(std::min<Duration>(Linger::kMaxLinger, delivery_timeout_ns / 2));
+  }
+  const auto max_ms =
+      static_cast<std::uint64_t>(std::chrono::duration_cast<std::chrono::milliseconds>(Linger::kMaxLinger).count());
+  auto ns = parse_decimal_ms(f.linger, max_ms);
+  if (!ns) return tl::unexpected("--linger-ms: " + ns.error() + ", or 'off'");
+  const Linger linger = Linger::after(std::chrono::nanoseconds{static_cast<std::int64_t>(*ns)});
+  if (delivery_timeout_ns <= linger.duration_ns()) {
+    return tl::unexpected("--delivery-timeout-ms: must be above --linger-ms (" + f.linger + " ms)");
+  }
+  return linger;
+}
+
 std::optional<std::string> apply_producer_flags(const ProducerFlags& f, asio::ProducerOptions& options) {
   auto& core = options.producer;
   if (!f.no_producer_id) {
@@ -77,18 +99,9 @@ std::optional<std::string> apply_producer_flags(const ProducerFlags& f, asio::Pr
         f.producer_id.empty() ? generated_producer_id() : f.producer_id, f.epoch, f.auto_claim};
     options.start = f.epoch_given ? ds::ProducerStart::given_epoch : ds::ProducerStart::fresh_epoch;
   }
-  if (f.linger == "off" || f.linger == "disabled") {
-    core.linger = Linger::disabled();
-  } else {
-    const auto max_ms =
-        static_cast<std::uint64_t>(std::chrono::duration_cast<std::chrono::milliseconds>(Linger::kMaxLinger).count());
-    auto ns = parse_decimal_ms(f.linger, max_ms);
-    if (!ns) return "--linger-ms: " + ns.error() + ", or 'off'";
-    core.linger = Linger::after(std::chrono::nanoseconds{static_cast<std::int64_t>(*ns)});
-  }
-  if (!core.linger.is_disabled() && std::chrono::milliseconds{f.delivery_timeout_ms} <= core.linger.duration_ns()) {
-    return "--delivery-timeout-ms: must be above --linger-ms (" + f.linger + " ms)";
-  }
+  auto linger = linger_flag(f);
+  if (!linger) return linger.error();
+  core.linger = *linger;
   core.max_batch_bytes = f.max_batch_bytes;
   core.max_unacked_bytes = std::max<std::uint64_t>(core.max_unacked_bytes, f.max_batch_bytes);
   // Plain appends keep their order only one batch at a time: batches pipelined behind one

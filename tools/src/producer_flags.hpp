@@ -43,6 +43,13 @@ struct ProducerFlags {
 /// checks; the rest is checked by apply_producer_flags and the core's validation).
 void add_producer_flags(CLI::App& cmd, ProducerFlags& flags);
 
+/// --linger-ms of `flags`: a linger in ms (0..3600000), checked to be below
+/// --delivery-timeout-ms; or 'off' (also 'disabled'): no linger timer, a partial batch
+/// waits for more input, but at most half of --delivery-timeout-ms (at most 1 h), so no
+/// record reaches its delivery timeout (E6) only because the input paused (B1). The
+/// error names the flag. For Durable Streams and S2 targets alike.
+tl::expected<Linger, std::string> linger_flag(const ProducerFlags& flags);
+
 /// Fills `options.producer` (linger, batch bytes, in-flight, delivery timeout,
 /// idempotent producer), `options.start` (a fresh epoch, or exactly --epoch when given:
 /// then a reused id and epoch fails at the first batch, before anything is appended),

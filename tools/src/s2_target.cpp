@@ -61,18 +61,9 @@ std::optional<std::string> apply_s2_flags(const S2Target& target, const S2Flags&
   if (auto bad = S2Policy::validate(core.protocol)) {  // named by the flag, not the option field
     return (bad->field == "protocol.fencing_token" ? std::string{"--fencing-token"} : bad->field) + ": " + bad->reason;
   }
-  if (f.linger == "off" || f.linger == "disabled") {
-    core.linger = Linger::disabled();
-  } else {
-    const auto max_ms =
-        static_cast<std::uint64_t>(std::chrono::duration_cast<std::chrono::milliseconds>(Linger::kMaxLinger).count());
-    auto ns = parse_decimal_ms(f.linger, max_ms);
-    if (!ns) return "--linger-ms: " + ns.error() + ", or 'off'";
-    core.linger = Linger::after(std::chrono::nanoseconds{static_cast<std::int64_t>(*ns)});
-  }
-  if (!core.linger.is_disabled() && std::chrono::milliseconds{f.delivery_timeout_ms} <= core.linger.duration_ns()) {
-    return "--delivery-timeout-ms: must be above --linger-ms (" + f.linger + " ms)";
-  }
+  auto linger = linger_flag(f);
+  if (!linger) return linger.error();
+  core.linger = *linger;
   if (f.max_batch_bytes < S2Policy::kMinBatchBytes || f.max_batch_bytes > S2Policy::kMaxBatchBytesCap) {
     return "--max-batch-bytes: s2:// targets take 8..1048576 (S2's limit per append; got " +
            std::to_string(f.max_batch_bytes) + ")";
