@@ -78,5 +78,37 @@ TEST(B3, AFreshEpochWithANonzeroFirstSeqIsRefusedAtCreation) {
   }
 }
 
+// B3, PROTOCOL.md section 9.1: application/json needs JSON framing and a type that is not
+// JSON bytes; a `+json` type takes either (the server stores it as bytes, the other SDKs
+// frame it as JSON), and with bytes its records go out as they are.
+TEST(B3, APlusJsonContentTypeTakesEitherBodyFormat) {
+  auto options = [](const std::string& type, DurableStreamsPolicy::BodyFormat format) {
+    ProducerOptions o;
+    o.url = "http://127.0.0.1:4437/s";
+    o.content_type = type;
+    o.producer.protocol.body_format = format;
+    return o;
+  };
+  using F = DurableStreamsPolicy::BodyFormat;
+  EXPECT_EQ(validate(options("application/vnd.foo+json", F::bytes)), std::nullopt);
+  EXPECT_EQ(validate(options("application/vnd.foo+json", F::json)), std::nullopt);
+  EXPECT_EQ(validate(options("application/json", F::json)), std::nullopt);
+  EXPECT_EQ(validate(options("application/json", F::bytes)),
+            "content_type: 'application/json' needs producer.protocol.body_format = json");
+  EXPECT_EQ(validate(options("text/plain", F::json)),
+            "content_type: 'text/plain' needs producer.protocol.body_format = bytes");
+  auto c =
+      ProducerClient::create(options("application/vnd.foo+json", F::bytes), std::chrono::system_clock::time_point{})
+          .value();
+  ASSERT_TRUE(c.submit(kT0, "{\"x\":1}\n").has_value());
+  ASSERT_TRUE(c.submit(kT0, "{\"x\":2}\n").has_value());
+  ASSERT_TRUE(c.flush(kT0).has_value());
+  auto r = c.poll_request();
+  ASSERT_TRUE(r.has_value());
+  const std::string& bytes = r->request.bytes;
+  EXPECT_EQ(bytes.substr(bytes.size() - 16), "{\"x\":1}\n{\"x\":2}\n") << "the records as they are, no array";
+  EXPECT_NE(bytes.find("Content-Type: application/vnd.foo+json\r\n"), std::string::npos) << bytes;
+}
+
 }  // namespace
 }  // namespace prodsm::ds::test

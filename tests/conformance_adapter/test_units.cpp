@@ -127,6 +127,11 @@ TEST(DsConformanceProtocol, JsonContentTypes) {
   EXPECT_FALSE(is_json_content_type("text/json"));
   EXPECT_FALSE(is_json_content_type("application/atom+xml"));
   EXPECT_FALSE(is_json_content_type("text/plain"));
+  // PROTOCOL.md section 9.1: the server keeps JSON messages for application/json only.
+  EXPECT_TRUE(ds::stores_json_messages("Application/JSON; charset=utf-8"));
+  EXPECT_FALSE(ds::stores_json_messages("application/hal+json"));
+  EXPECT_FALSE(ds::stores_json_messages("application/json-patch+json"));
+  EXPECT_FALSE(ds::stores_json_messages("text/plain"));
 }
 
 TEST(DsConformanceProtocol, CommandFieldsAreTypedAndNamedInErrors) {

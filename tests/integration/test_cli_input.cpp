@@ -186,5 +186,31 @@ TEST_F(CliInput, JsonNumbersTheServerRewritesReadBackVerifyAndResume) {
   EXPECT_EQ(reproduced.status, 0) << reproduced.err;
 }
 
+// PROTOCOL.md section 9.1: only an application/json stream keeps JSON messages; the
+// server stores a `+json` type as sent. So produce sends a `+json` stream's lines as
+// bytes, newline kept: two runs append one after the other and read back as the input
+// (framed as arrays, they were two arrays glued together, which read --json, --verify and
+// --resume refused); --json with such a type is refused, exit 2, saying why.
+TEST_F(CliInput, APlusJsonContentTypeIsProducedAsBytesAsTheServerStoresIt) {
+  const std::string u = url("plus-json");
+  const std::string type = " --content-type application/vnd.foo+json";
+  const std::string lines = "{\"x\":1}\n{\"x\":2}\n";
+  const CliRun first = prodsm("produce " + u + " --create -q --verify" + type, lines);
+  EXPECT_EQ(first.status, 0) << first.err;
+  const CliRun second = prodsm("produce " + u + " -q" + type, "{\"x\":3}\n");
+  EXPECT_EQ(second.status, 0) << second.err;
+  const std::string all = lines + "{\"x\":3}\n";
+  EXPECT_EQ(client.read_all(u, false), all);
+  const CliRun read = prodsm("read " + u);
+  EXPECT_EQ(read.status, 0) << read.err;
+  EXPECT_EQ(read.out, all);
+  const CliRun resumed = prodsm("produce " + u + " -q --resume --verify" + type, all + "{\"x\":4}\n");
+  EXPECT_EQ(resumed.status, 0) << resumed.err;
+  EXPECT_EQ(client.read_all(u, false), all + "{\"x\":4}\n");
+  const CliRun json = prodsm("produce " + u + " -q --json" + type, "{}\n");
+  EXPECT_EQ(json.status, 2);
+  EXPECT_NE(json.err.find("JSON mode is application/json"), std::string::npos) << json.err;
+}
+
 }  // namespace
 }  // namespace prodsm::test

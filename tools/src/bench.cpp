@@ -295,7 +295,7 @@ int run_bench(const BenchOptions& o) {
     std::fprintf(stderr, "prodsm bench: %s\n", bad->c_str());
     return kExitBadInput;
   }
-  if (ds::is_json_content_type(o.content_type)) {
+  if (ds::stores_json_messages(o.content_type)) {
     std::fprintf(stderr, "prodsm bench: --content-type '%s': bench writes bytes records, not JSON values\n",
                  o.content_type.c_str());
     return kExitBadInput;

@@ -65,13 +65,17 @@ int run_produce(const ProduceOptions& o) {
   // ---- configuration --------------------------------------------------------------------
   asio::ProducerOptions options;
   options.url = o.url;
-  if (o.json && o.content_type_given && !ds::is_json_content_type(o.content_type)) {
-    std::fprintf(stderr, "prodsm produce: --json conflicts with --content-type '%s' (not a JSON type)\n",
+  // JSON mode only where the server keeps JSON messages (application/json): a `+json`
+  // stream is stored as sent, so it is produced as bytes, line by line, like any other.
+  if (o.json && o.content_type_given && !ds::stores_json_messages(o.content_type)) {
+    std::fprintf(stderr,
+                 "prodsm produce: --json conflicts with --content-type '%s' (JSON mode is application/json: the "
+                 "server stores any other type, +json ones too, as bytes)\n",
                  o.content_type.c_str());
     return kExitBadInput;
   }
   options.content_type = o.json && !o.content_type_given ? "application/json" : o.content_type;
-  const bool json_mode = o.json || ds::is_json_content_type(o.content_type);
+  const bool json_mode = o.json || ds::stores_json_messages(o.content_type);
   options.producer.protocol.body_format =
       json_mode ? DurableStreamsPolicy::BodyFormat::json : DurableStreamsPolicy::BodyFormat::bytes;
   options.producer.protocol.validate_json = false;  // the record reader validates each line first

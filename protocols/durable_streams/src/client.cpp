@@ -28,8 +28,11 @@ std::optional<std::string> validate(const ProducerOptions& o) {
   if (o.content_type.empty() || o.content_type.find_first_of("\r\n") != std::string::npos) {
     return "content_type: must be a non-empty header value without CR/LF";
   }
+  // application/json needs JSON framing and a non-JSON type bytes; a `+json` type takes
+  // either (the server stores it as bytes, the other SDKs frame it as JSON).
   const bool json = is_json_content_type(o.content_type);
-  if (json != (o.producer.protocol.body_format == DurableStreamsPolicy::BodyFormat::json)) {
+  const bool either = json && !stores_json_messages(o.content_type);
+  if (!either && json != (o.producer.protocol.body_format == DurableStreamsPolicy::BodyFormat::json)) {
     return "content_type: '" + o.content_type + "' needs producer.protocol.body_format = " + (json ? "json" : "bytes");
   }
   for (const auto& h : o.extra_headers) {

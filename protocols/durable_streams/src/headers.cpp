@@ -74,6 +74,10 @@ bool is_json_content_type(std::string_view content_type) noexcept {
          (media.size() > kSuffix.size() && http::detail::iequals(media.substr(media.size() - kSuffix.size()), kSuffix));
 }
 
+bool stores_json_messages(std::string_view content_type) noexcept {
+  return http::detail::iequals(media_type(content_type), "application/json");
+}
+
 std::optional<std::uint64_t> parse_protocol_number(std::string_view text) noexcept {
   // Plain decimal digits only: no sign, no space, no exponent. Leading zeros are still
   // decimal (the reference server accepts them). 2^53 - 1 has 16 digits.

@@ -263,7 +263,7 @@ void StreamReader::choose_mode(const http::Response& head) {
   // `+json` type is stored as sent there — bytes, whatever a producer framed — so it is
   // read as bytes unless `json` asks otherwise.
   const auto content_type = head.header("Content-Type");
-  summary_.json = content_type && http::detail::iequals(media_type(*content_type), "application/json");
+  summary_.json = content_type && stores_json_messages(*content_type);
 }
 
 bool StreamReader::on_data_bytes(std::span<const char> bytes) {

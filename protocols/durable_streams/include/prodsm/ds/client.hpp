@@ -84,8 +84,12 @@ enum class ProducerStart : std::uint8_t {
 struct ProducerOptions {
   /// The stream: `http://host[:port]/path`.
   std::string url;
-  /// The stream's content type, sent on every append. `application/json` (or a `+json`
-  /// type) requires `producer.protocol.body_format == json`, and vice versa.
+  /// The stream's content type, sent on every append. `application/json` requires
+  /// `producer.protocol.body_format == json`, and a type that is not JSON `bytes`. A
+  /// `+json` type takes either: `json` frames each batch as one array, as the other SDKs
+  /// and the client conformance suite do, but the reference server stores such a stream
+  /// as bytes (PROTOCOL.md section 9.1; ds::stores_json_messages), so its batches land as
+  /// arrays one after another; `bytes` sends the records as they are.
   std::string content_type = "application/octet-stream";
   /// The core's configuration (linger, limits, retry, idempotent producer, ...).
   DurableStreamsConfig producer{};

@@ -204,10 +204,17 @@ tl::expected<void, Error> classify_delete(const Response& response);
 /// `content_type`.
 [[nodiscard]] std::string_view media_type(std::string_view content_type) noexcept;
 
-/// True when `content_type` selects the protocol's JSON mode (PROTOCOL.md, JSON mode):
-/// media type `application/json` or any `+json` suffix, ASCII case-insensitive,
-/// parameters (`; charset=utf-8`) and surrounding whitespace ignored.
+/// True when `content_type` names JSON: media type `application/json` or any `+json`
+/// suffix, ASCII case-insensitive, parameters (`; charset=utf-8`) and surrounding
+/// whitespace ignored. What the client conformance suite and the other SDKs frame as JSON
+/// (a batch as one array); see stores_json_messages for what the server does with it.
 [[nodiscard]] bool is_json_content_type(std::string_view content_type) noexcept;
+
+/// True when the server keeps the stream as JSON messages (PROTOCOL.md section 9.1: it
+/// flattens an appended array one level and answers each read as one array): media type
+/// exactly `application/json`, ASCII case-insensitive, parameters ignored. A `+json` type
+/// is not one: the reference server stores it as sent, as bytes.
+[[nodiscard]] bool stores_json_messages(std::string_view content_type) noexcept;
 
 /// Parses a decimal protocol number: digits only, 0..2^53-1 (Producer-Epoch,
 /// Producer-Seq, Producer-Expected-Seq, ...). nullopt for anything else.
