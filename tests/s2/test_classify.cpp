@@ -217,12 +217,14 @@ TEST(E4, RetryAfterMsIsHonouredOnRetryableErrors) {
   // Retry-After (seconds) when there is no retry-after-ms.
   const auto seconds = s2::classify_append(response(503, std_body("unavailable"), {{"Retry-After", "2"}}));
   EXPECT_EQ(*seconds.error().retry_after_ns, std::chrono::seconds{2});
-  // Malformed, over a day, or on a terminal error: ignored.
+  // Malformed, or on a terminal error: ignored. Over a day: a day (E4), said in the message.
   EXPECT_FALSE(
       s2::classify_append(response(503, std_body("unavailable"), {{"retry-after-ms", "-5"}})).error().retry_after_ns);
-  EXPECT_FALSE(s2::classify_append(response(503, std_body("unavailable"), {{"retry-after-ms", "86400001"}}))
-                   .error()
-                   .retry_after_ns);
+  const auto long_wait =
+      s2::classify_append(response(503, std_body("unavailable"), {{"retry-after-ms", "86400001"}})).error();
+  EXPECT_EQ(long_wait.retry_after_ns, std::chrono::hours{24});
+  EXPECT_NE(long_wait.message.find("retry-after-ms 86400000 (capped: the server asked for longer)"), std::string::npos)
+      << long_wait.message;
   EXPECT_FALSE(
       s2::classify_append(response(400, std_body("bad_proto"), {{"retry-after-ms", "5"}})).error().retry_after_ns);
 }

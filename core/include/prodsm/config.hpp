@@ -54,7 +54,8 @@ enum class RetryMode : std::uint8_t {
 /// Retry and backoff (E4, R3). The wait before the k-th backing-off retry is
 /// min(backoff_max_ns, backoff_initial_ns * backoff_multiplier^(k-1)), jittered uniformly
 /// into [half, full] from a deterministic generator seeded with jitter_seed (D2); a
-/// server's Retry-After raises it to at least that long. The first retry after a lost
+/// server's Retry-After raises it to at least that long (delay-seconds, or an HTTP-date
+/// measured from the response's Date; at most 24 h: http::retry_after). The first retry after a lost
 /// connection goes out at once (detail/backoff.hpp). In the usual names: max retries =
 /// max_attempts - 1, initial delay, max delay, multiplier.
 struct RetryPolicy {
@@ -118,7 +119,10 @@ struct ProducerConfig {
   /// Most batches accepted and not yet completed, including the partial one (R3);
   /// max_in_flight..65536. Default 1024.
   std::uint32_t max_unacked_batches = 1024;
-  /// Most batches with an attempt outstanding (R1), 1..64. Default 5.
+  /// Most batches with an attempt outstanding (R1), 1..64. Default 5. Plain appends (no
+  /// sequencing: no Durable Streams producer id, no S2 match_seq_num) keep their order
+  /// only with 1: a server may apply pipelined appends concurrently (the reference server
+  /// does), and batches behind a refused one may land before its resend (E4).
   std::uint32_t max_in_flight = 5;
   /// Most flush barriers pending at once (R3), 1..65536. Default 1024.
   std::uint32_t max_pending_barriers = 1024;

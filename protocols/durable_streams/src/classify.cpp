@@ -3,6 +3,7 @@
 // results and Error values.
 #include "prodsm/ds/http_codec.hpp"
 #include "prodsm/http/detail/text.hpp"
+#include "prodsm/http/retry_after.hpp"
 
 namespace prodsm::ds {
 namespace {
@@ -11,7 +12,6 @@ using Ack = DurableStreamsPolicy::Ack;
 using Fail = tl::unexpected<Error>;
 
 /// Largest Retry-After (delta-seconds) taken into account: one day.
-constexpr std::uint64_t kMaxRetryAfterSeconds = 86'400;
 /// Bytes of the response body quoted in rejected/conflict messages.
 constexpr std::size_t kBodyExcerptBytes = 200;
 
@@ -132,14 +132,9 @@ Error status_error(const Response& r, Operation op) {
   if (s == 429 || s == 503) {
     Error e = make(ErrorCode::unavailable, Certainty::definite, true, r, op,
                    s == 429 ? "rate limited" : "service unavailable");
-    if (const auto v = header(r, "Retry-After")) {
-      const auto seconds = parse_protocol_number(*v);
-      if (seconds && *seconds <= kMaxRetryAfterSeconds) {
-        e.retry_after_ns = std::chrono::seconds{static_cast<std::int64_t>(*seconds)};
-        e.message += "; Retry-After ";
-        http::detail::append_decimal(e.message, *seconds);
-        e.message += " s";
-      }
+    if (const auto after = http::retry_after(r)) {
+      e.retry_after_ns = after->delay_ns;
+      e.message += "; " + http::describe(*after);
     }
     return e;
   }

@@ -3,10 +3,12 @@
 // results and Error values. JSON bodies are read with simdjson's DOM parser.
 #include <simdjson.h>
 
+#include <algorithm>
 #include <array>
 #include <chrono>
 
 #include "prodsm/http/detail/text.hpp"
+#include "prodsm/http/retry_after.hpp"
 #include "prodsm/s2/http_codec.hpp"
 
 namespace prodsm::s2 {
@@ -16,7 +18,8 @@ namespace {
 using Fail = tl::unexpected<Error>;
 
 /// Largest retry-after taken into account: one day.
-constexpr std::uint64_t kMaxRetryAfterMs = 86'400'000;
+constexpr auto kMaxRetryAfterMs =
+    static_cast<std::uint64_t>(std::chrono::duration_cast<std::chrono::milliseconds>(http::kMaxRetryAfter).count());
 /// Bytes of a body quoted in messages.
 constexpr std::size_t kExcerptBytes = 200;
 
@@ -191,25 +194,22 @@ std::optional<std::uint64_t> parse_decimal(std::string_view s, std::size_t max_d
   return v;
 }
 
-/// retry-after-ms (decimal ms; s2 `sdk/src/api.rs`), else Retry-After (delta-seconds).
+/// retry-after-ms (decimal ms; s2 `sdk/src/api.rs`), else Retry-After (http::retry_after:
+/// delay-seconds or an HTTP-date); either capped at http::kMaxRetryAfter.
 void add_retry_after(Error& e, const http::Response& r) {
   if (const auto ms_text = r.header("retry-after-ms")) {
-    const auto ms = parse_decimal(*ms_text, 12);
-    if (ms && *ms <= kMaxRetryAfterMs) {
-      e.retry_after_ns = std::chrono::milliseconds{static_cast<std::int64_t>(*ms)};
+    if (const auto ms = parse_decimal(*ms_text, 12)) {
+      const std::uint64_t taken = std::min(*ms, kMaxRetryAfterMs);
+      e.retry_after_ns = std::chrono::milliseconds{static_cast<std::int64_t>(taken)};
       e.message += "; retry-after-ms ";
-      text::append_decimal(e.message, *ms);
+      text::append_decimal(e.message, taken);
+      if (taken < *ms) e.message += " (capped: the server asked for longer)";
       return;
     }
   }
-  if (const auto s_text = r.header("Retry-After")) {
-    const auto s = parse_decimal(*s_text, 6);
-    if (s && *s * 1000 <= kMaxRetryAfterMs) {
-      e.retry_after_ns = std::chrono::seconds{static_cast<std::int64_t>(*s)};
-      e.message += "; Retry-After ";
-      text::append_decimal(e.message, *s);
-      e.message += " s";
-    }
+  if (const auto after = http::retry_after(r)) {
+    e.retry_after_ns = after->delay_ns;
+    e.message += "; " + http::describe(*after);
   }
 }
 
