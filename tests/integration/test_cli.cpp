@@ -101,6 +101,22 @@ TEST_F(Cli, A413NamesMaxBatchBytes) {
   EXPECT_NE(r.err.find("--max-batch-bytes 4096 bytes: lower it"), std::string::npos) << r.err;
 }
 
+// --verify whose read-back fails (here every GET answered 404) compared nothing: a
+// server failure, exit 3 "not verified", never exit 1 "verification failed" — which says
+// the stream differs from the input.
+TEST_F(Cli, AVerifyThatCannotReadTheStreamBackIsAServerFailureNotAMismatch) {
+  const std::string u = url("verify-unread");
+  ASSERT_EQ(prodsm("produce " + u + " --create -q", "").status, 0);
+  client.inject_fault(ReferenceServer::shared().url(),
+                      R"({"path":")" + ds::StreamUrl::parse(u)->path + R"(","method":"GET","status":404,"count":100})");
+  const CliRun r = prodsm("produce " + u + " -q --verify", "a\nb\n");
+  client.clear_faults(ReferenceServer::shared().url());
+  EXPECT_EQ(r.status, 3) << r.err;
+  EXPECT_NE(r.err.find("not verified: reading the stream back failed"), std::string::npos) << r.err;
+  EXPECT_EQ(r.err.find("verification failed"), std::string::npos) << r.err;
+  EXPECT_EQ(client.read_all(u, false), "a\nb\n") << "every record was appended";
+}
+
 // E2, E6: a run that fails indefinite (the delivery timeout ran out with the batch in
 // flight) does not call its unacknowledged records simply "failed": some may be in the
 // stream. It names the command that appends exactly the rest (the generated producer id

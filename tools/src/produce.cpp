@@ -253,18 +253,19 @@ int run_produce(const ProduceOptions& o) {
   progress.finish();
 
   // ---- verification -----------------------------------------------------------------------
-  std::optional<std::string> verify_problem;
+  std::optional<VerifyProblem> verify_problem;
   if (o.verify && !failure && !bad_line && !interrupted && !resume_problem && !waits.aborted()) {
     if (!created && o.create && !o.resume) {
-      verify_problem = "the stream existed before this run; --verify needs a new stream (or --resume)";
+      verify_problem = VerifyProblem{"the stream existed before this run; --verify needs a new stream (or --resume)"};
     } else {
       asio::SessionOptions verify_session = options.session;     // the run's TLS ...
       verify_session.header_provider = options.header_provider;  // ... and per-request headers
       verify_problem =
           verify_stream(producer->url(), io, verify_session, request_options, json_mode,
                         file.is_open() ? o.input : std::string{}, o.producer.max_batch_bytes, input_records, produced);
-      if (verify_problem && !o.create && !o.resume) {  // the likely cause, which only --create can rule out
-        *verify_problem +=
+      // A stream that held data before: the likely cause of a difference, which only --create rules out.
+      if (verify_problem && !verify_problem->unread && !o.create && !o.resume) {
+        verify_problem->message +=
             " (--verify compares the whole stream with the input: a stream that held data before "
             "this run differs; verify a new stream, --create, or use --resume)";
       }
@@ -394,10 +395,15 @@ int run_produce(const ProduceOptions& o) {
   }
   if (verify_problem) {
     if (abort_requested()) {
-      std::fprintf(stderr, "prodsm produce: %s; every record was acknowledged\n", verify_problem->c_str());
+      std::fprintf(stderr, "prodsm produce: %s; every record was acknowledged\n", verify_problem->message.c_str());
       return kExitInterrupted;
     }
-    std::fprintf(stderr, "prodsm produce: verification failed: %s\n", verify_problem->c_str());
+    if (verify_problem->unread) {  // nothing compared: a server or network failure, not a mismatch
+      std::fprintf(stderr, "prodsm produce: not verified: %s; every record was acknowledged\n",
+                   verify_problem->message.c_str());
+      return kExitServerError;
+    }
+    std::fprintf(stderr, "prodsm produce: verification failed: %s\n", verify_problem->message.c_str());
     return kExitFailure;
   }
   return kExitOk;

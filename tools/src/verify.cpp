@@ -86,16 +86,16 @@ std::optional<std::string> StreamVerifier::finish() {
   return std::nullopt;
 }
 
-std::optional<std::string> verify_stream(const ds::StreamUrl& url, ::asio::io_context& io,
-                                         const asio::SessionOptions& session_options,
-                                         const ds::RequestOptions& request_options, bool json_mode,
-                                         const std::string& input_path, std::uint64_t max_record_bytes,
-                                         std::uint64_t records, const std::vector<std::string>& produced) {
+std::optional<VerifyProblem> verify_stream(const ds::StreamUrl& url, ::asio::io_context& io,
+                                           const asio::SessionOptions& session_options,
+                                           const ds::RequestOptions& request_options, bool json_mode,
+                                           const std::string& input_path, std::uint64_t max_record_bytes,
+                                           std::uint64_t records, const std::vector<std::string>& produced) {
   std::ifstream again;
   std::optional<RecordReader> reread;
   if (!input_path.empty()) {
     again.open(input_path, std::ios::binary);
-    if (!again) return "cannot open the input '" + input_path + "' again to compare it";
+    if (!again) return VerifyProblem{"cannot open the input '" + input_path + "' again to compare it"};
     reread.emplace(again, json_mode ? RecordReader::Mode::json : RecordReader::Mode::bytes,
                    json_mode ? max_record_bytes - 1 : max_record_bytes);
   }
@@ -113,19 +113,19 @@ std::optional<std::string> verify_stream(const ds::StreamUrl& url, ::asio::io_co
     return std::string(**next);
   });
   auto session = asio::Session::create(io.get_executor(), url, session_options);  // the run's TLS and headers
-  if (!session) return "reading the stream back failed: " + session.error();
+  if (!session) return VerifyProblem{"reading the stream back failed: " + session.error(), true};
   CliReadResult r = run_cli_read(
       *session, url, whole_stream_read(json_mode, request_options),
       [&verifier](const ds::ReadChunk& c) { return verifier.add(c); }, false);
   (*session)->close();
   const bool differed = verifier.differs();  // before finish(), which also reports a short stream
   auto problem = verifier.finish();
-  if (input_problem) return input_problem;
-  if (differed) return problem;
-  if (r.interrupted) return "not verified: a second interrupt stopped the reading of the stream";
+  if (input_problem) return VerifyProblem{*input_problem};
+  if (differed) return VerifyProblem{*problem};
+  if (r.interrupted) return VerifyProblem{"not verified: a second interrupt stopped the reading of the stream"};
   // A read that failed says why it failed, not that the stream seemed short.
-  if (!r.outcome) return "reading the stream back failed: " + r.outcome.error().describe();
-  if (problem) return problem;
+  if (!r.outcome) return VerifyProblem{"reading the stream back failed: " + r.outcome.error().describe(), true};
+  if (problem) return VerifyProblem{*problem};
   return std::nullopt;
 }
 

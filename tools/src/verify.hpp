@@ -53,16 +53,24 @@ class StreamVerifier {
   std::uint64_t stream_bytes_ = 0;
 };
 
+/// Why `--verify` did not confirm the stream.
+struct VerifyProblem {
+  std::string message;  ///< what differs, or why nothing could be compared
+  /// The stream could not be read back (a server or network failure after its retries):
+  /// nothing was compared, so this is no mismatch (exit 3, not 1).
+  bool unread = false;
+};
+
 /// `prodsm produce --verify`: reads the stream back (streamed, over a session with `session_options`: the run's TLS
 /// and header provider) and compares it with the input's records: the input
 /// file read again when there is one (`input_path`), else `produced`. Only the first
 /// `records` input records are compared (a file that grew since is not an error).
 /// Returns why the stream is not exactly those records (or why it could not be read), or
 /// nullopt when it is.
-std::optional<std::string> verify_stream(const ds::StreamUrl& url, ::asio::io_context& io,
-                                         const asio::SessionOptions& session_options,
-                                         const ds::RequestOptions& request_options, bool json_mode,
-                                         const std::string& input_path, std::uint64_t max_record_bytes,
-                                         std::uint64_t records, const std::vector<std::string>& produced);
+std::optional<VerifyProblem> verify_stream(const ds::StreamUrl& url, ::asio::io_context& io,
+                                           const asio::SessionOptions& session_options,
+                                           const ds::RequestOptions& request_options, bool json_mode,
+                                           const std::string& input_path, std::uint64_t max_record_bytes,
+                                           std::uint64_t records, const std::vector<std::string>& produced);
 
 }  // namespace prodsm::tools
