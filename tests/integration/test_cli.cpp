@@ -117,6 +117,27 @@ TEST_F(Cli, AVerifyThatCannotReadTheStreamBackIsAServerFailureNotAMismatch) {
   EXPECT_EQ(client.read_all(u, false), "a\nb\n") << "every record was appended";
 }
 
+// S5: a restart whose fresh epoch (microseconds since the Unix epoch) is below one the
+// server holds for its producer id — an earlier run with a clock ahead, or a larger
+// --epoch — is fenced (exit 3); the message says so and names --auto-claim, which then
+// appends the run after the earlier one's records.
+TEST_F(Cli, AFencedRestartNamesAutoClaimAndAutoClaimAppendsIt) {
+  const std::string u = url("fenced-restart");
+  const auto ahead = std::chrono::duration_cast<std::chrono::microseconds>(
+                         std::chrono::system_clock::now().time_since_epoch() + std::chrono::hours{1})
+                         .count();
+  const CliRun earlier =
+      prodsm("produce " + u + " --create -q --producer-id skew --epoch " + std::to_string(ahead), "a\n");
+  ASSERT_EQ(earlier.status, 0) << earlier.err;
+  const CliRun fenced = prodsm("produce " + u + " -q --producer-id skew", "b\n");
+  EXPECT_EQ(fenced.status, 3) << fenced.err;
+  EXPECT_NE(fenced.err.find("stale_epoch"), std::string::npos) << fenced.err;
+  EXPECT_NE(fenced.err.find("--auto-claim takes the next epoch"), std::string::npos) << fenced.err;
+  const CliRun claimed = prodsm("produce " + u + " -q --producer-id skew --auto-claim", "b\n");
+  EXPECT_EQ(claimed.status, 0) << claimed.err;
+  EXPECT_EQ(client.read_all(u, false), "a\nb\n");
+}
+
 // E2, E6: a run that fails indefinite (the delivery timeout ran out with the batch in
 // flight) does not call its unacknowledged records simply "failed": some may be in the
 // stream. It names the command that appends exactly the rest (the generated producer id

@@ -386,6 +386,15 @@ int run_produce(const ProduceOptions& o) {
                        : "prodsm produce: the server answered a fresh producer epoch as a duplicate, which an honest "
                          "server cannot do; nothing of this batch was appended\n");
     }
+    if (failure->code == ErrorCode::stale_epoch && !o.producer.auto_claim) {
+      // S5: fenced. A later run of the id, or an earlier one whose epoch is above this run's
+      // fresh one (a clock ahead of this host's, or a larger --epoch) — say which way out there is.
+      std::fprintf(stderr,
+                   "prodsm produce: the server holds a higher epoch for this producer id: a run of it that started "
+                   "later fenced this one, or an earlier run used a larger epoch (its clock ahead of this host's, or "
+                   "a larger --epoch). If no other run of it is live, --auto-claim takes the next epoch instead of "
+                   "failing\n");
+    }
     return waits.aborted() ? kExitInterrupted : kExitServerError;
   }
   if (interrupted) {
