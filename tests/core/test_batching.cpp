@@ -268,6 +268,13 @@ TEST(B5, InvalidRecordsAreRefusedAtSubmit) {
   EXPECT_TRUE(h.try_submit("{\"n\":[-123456789012345678901234567890]}").has_value());
   EXPECT_EQ(h.try_submit("0100000000000000000000").error().reason, RejectReason::invalid_record);
   EXPECT_EQ(h.try_submit("[100000000000000000000x]").error().reason, RejectReason::invalid_record);
+  // Beyond the double range: JSON by its grammar, but no JSON server can keep it (the
+  // reference server would store null); the refusal says so, not only "not JSON".
+  const auto huge = h.try_submit("1e400");
+  ASSERT_FALSE(huge.has_value());
+  EXPECT_EQ(huge.error().reason, RejectReason::invalid_record);
+  EXPECT_NE(huge.error().detail.find("beyond the double range"), std::string_view::npos) << huge.error().detail;
+  EXPECT_EQ(h.try_submit("{\"a\":").error().detail, "record is not exactly one JSON value");
 }
 
 }  // namespace

@@ -53,6 +53,10 @@ std::optional<std::string_view> DurableStreamsPolicy::check_json(std::span<const
   const auto refusal = json_validity_->check({reinterpret_cast<const char*>(record.data()), record.size()});
   if (!refusal) return std::nullopt;
   if (refusal->out_of_memory) return "no memory to validate the JSON record";
+  if (refusal->number) {
+    return "record is not exactly one JSON value: a number is malformed or beyond the double range (1e400), which a "
+           "JSON server cannot keep";
+  }
   return "record is not exactly one JSON value";
 }
 

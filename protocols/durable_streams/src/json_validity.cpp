@@ -40,7 +40,7 @@ std::optional<JsonRefusal> JsonValidity::check(std::string_view text) {
     }
   }
   if (error == simdjson::SUCCESS) return std::nullopt;
-  return JsonRefusal{error == simdjson::MEMALLOC, simdjson::error_message(error)};
+  return JsonRefusal{error == simdjson::MEMALLOC, error == simdjson::NUMBER_ERROR, simdjson::error_message(error)};
 }
 
 }  // namespace prodsm::ds::detail

@@ -76,7 +76,10 @@ struct DurableStreamsOptions {
   /// Body format; must match the stream's content type. Default bytes.
   DurableStreamsBodyFormat body_format = DurableStreamsBodyFormat::bytes;
   /// JSON mode: reject at submit a record that is not exactly one JSON value, so one
-  /// bad record can never poison a batch (400). Default true.
+  /// bad record can never poison a batch (400). Default true. A number beyond the double
+  /// range (1e400) is refused too: a JSON server keeps numbers as doubles (the reference
+  /// server would store null). One a double cannot hold exactly (9007199254740993) is
+  /// taken, and the server keeps the nearest double; `prodsm produce --json` refuses those.
   bool validate_json = true;
   /// Present: stamp Producer-Id/Epoch/Seq on every batch (S2). Absent: plain appends —
   /// no deduplication, and with max_in_flight > 1 a batch the server refuses (503, 429)

@@ -20,6 +20,7 @@ namespace prodsm::ds::detail {
 /// Why a text is not accepted as one JSON value.
 struct JsonRefusal {
   bool out_of_memory = false;  ///< the parser could not allocate: the text was not judged
+  bool number = false;         ///< a number is malformed or beyond the double range (1e400)
   std::string_view reason;     ///< simdjson's message (static storage), e.g. "The JSON
                                ///< document has an improper structure: ..."
 };
