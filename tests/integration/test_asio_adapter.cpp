@@ -603,6 +603,10 @@ TEST(B3, AsioOptionsAreValidatedWithTheirNames) {
   plain.producer.max_in_flight = 1;
   EXPECT_TRUE(asio::Producer::attach(pool_session, plain).has_value()) << "one in flight keeps the order";
   pool_session->close();
+  EXPECT_TRUE(pool_session->closed());
+  auto on_closed = asio::Producer::attach(pool_session, plain);
+  ASSERT_FALSE(on_closed.has_value()) << "a closed session is refused at attach, not at the first flush";
+  EXPECT_NE(on_closed.error().find("session: it is closed"), std::string::npos) << on_closed.error();
   auto header = options_for("http://127.0.0.1:9/s");
   header.extra_headers.push_back({"X-Evil", "a\r\nInjected: 1"});
   r = asio::Producer::create(io.io.get_executor(), header);

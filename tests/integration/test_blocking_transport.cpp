@@ -115,6 +115,18 @@ TEST(Connection, BlockingIdleConnectionIsReplacedBeforeReuse) {
   EXPECT_EQ(replace.stats().session.connections_opened, 3U);
 }
 
+// B3, C4: a producer attached to a session already closed is refused at attach, naming
+// the session; it used to be accepted, take records, and fail them at the first flush.
+TEST(B3, BlockingAttachToAClosedSessionIsRefused) {
+  auto session = blocking::Session::create(ds::StreamUrl::parse("http://127.0.0.1:9/s").value()).value();
+  EXPECT_FALSE(session->closed());
+  session->close();
+  EXPECT_TRUE(session->closed());
+  auto attached = blocking::Producer::attach(session, options_for("http://127.0.0.1:9/s"));
+  ASSERT_FALSE(attached.has_value());
+  EXPECT_NE(attached.error().find("session: it is closed"), std::string::npos) << attached.error();
+}
+
 // B3: options are validated and the error names the option.
 TEST(B3, BlockingOptionsAreValidatedWithTheirNames) {
   auto expect_named = [](blocking::ProducerOptions o, std::string_view name) {

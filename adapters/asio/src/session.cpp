@@ -15,6 +15,7 @@
 #include "prodsm/detail/steady_now.hpp"
 
 #include <array>
+#include <atomic>
 #include <map>
 #include <mutex>
 #include <unordered_map>
@@ -53,6 +54,7 @@ struct Session::Impl : prodsm::detail::PoolExchanges, std::enable_shared_from_th
   net::steady_timer timer;
   std::optional<Instant> armed;
   std::uint64_t timer_generation = 0;
+  std::atomic<bool> close_called{false};  ///< any thread: Session::close() or ~Session
 
   // ---- strand only -------------------------------------------------------------------
 
@@ -239,7 +241,7 @@ Session::Session(std::shared_ptr<Impl> impl) : impl_{std::move(impl)} {}
 Session::~Session() {
   // Handlers hold the Impl, not the Session: close on the strand; the posted task keeps
   // the Impl alive until it ran, and the sockets' pending operations then end.
-  net::post(impl_->strand, [impl = impl_] { impl->close(); });
+  close();
 }
 
 void Session::exchange(http::Request request, ExchangeHandler done) {
@@ -258,7 +260,12 @@ void Session::exchange(std::string request, bool head_request, ExchangeHandler d
 }
 
 void Session::close() {
+  impl_->close_called.store(true);
   net::post(impl_->strand, [impl = impl_] { impl->close(); });
+}
+
+bool Session::closed() const noexcept {
+  return impl_->close_called.load();
 }
 
 const net::strand<net::any_io_executor>& Session::strand() const noexcept {

@@ -294,6 +294,11 @@ void Session::close() {
   impl_->join();
 }
 
+bool Session::closed() const {
+  std::lock_guard lock(impl_->mu);
+  return impl_->closing;
+}
+
 const std::string& Session::host() const noexcept {
   return impl_->pool.options().host;
 }

@@ -102,6 +102,10 @@ class Session : public std::enable_shared_from_this<Session> {
   /// `closed`.
   void close();
 
+  /// True once close() was called (or the Session was destroyed); any thread. A closed
+  /// session refuses producers that attach to it.
+  [[nodiscard]] bool closed() const noexcept;
+
   /// The strand every callback of this session runs on.
   [[nodiscard]] const ::asio::strand<::asio::any_io_executor>& strand() const noexcept;
   /// The host this session talks to.

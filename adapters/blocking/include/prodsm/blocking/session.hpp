@@ -70,6 +70,10 @@ class Session : public std::enable_shared_from_this<Session> {
   /// called from it). Idempotent. Later exchanges fail with `closed`.
   void close();
 
+  /// True once close() was called (or the Session was destroyed); any thread. A closed
+  /// session refuses producers that attach to it.
+  [[nodiscard]] bool closed() const;
+
   /// The host this session talks to.
   [[nodiscard]] const std::string& host() const noexcept;
   /// The TCP port this session connects to (never 0).

@@ -26,11 +26,14 @@
 
 namespace prodsm::detail {
 
-/// Before the client is built: a session is given, and the producer has no header
-/// provider of its own (an attached producer uses its session's). Session: an adapter's.
+/// Before the client is built: a session is given, it is not closed (a producer attached
+/// to a closed one accepted records only to fail them at the first flush), and the
+/// producer has no header provider of its own (an attached producer uses its session's).
+/// Session: an adapter's.
 template <class Session>
 std::optional<std::string> attach_refusal(const std::shared_ptr<Session>& session, const HeaderProvider& provider) {
   if (!session) return std::string{"session: null"};
+  if (session->closed()) return std::string{"session: it is closed (its close() was called): attach to an open one"};
   if (provider) return std::string{"header_provider: an attached producer uses its session's (SessionOptions)"};
   return std::nullopt;
 }
