@@ -39,6 +39,17 @@ TEST_F(CliRead, PrintsJsonWithANewlineAndBytesExactly) {
   EXPECT_EQ(r.out, "x\nno newline");
 }
 
+// `read --json` of a bytes stream: the flag does not fit the stream, exit 2 (bad input)
+// saying to read it without --json — not exit 3, a server or network failure.
+TEST_F(CliRead, JsonOnABytesStreamIsBadInputThatSaysWhy) {
+  const std::string b = url("json-on-bytes");
+  ASSERT_EQ(prodsm("produce " + b + " --create", "x\ny\n").status, 0);
+  const CliRun r = prodsm("read " + b + " --json");
+  EXPECT_EQ(r.status, 2) << r.err;
+  EXPECT_NE(r.err.find("read it without --json"), std::string::npos) << r.err;
+  EXPECT_TRUE(r.out.empty()) << r.out;
+}
+
 // A value another producer wrote with a lone surrogate ("\ud800": an emoji cut in half in
 // JavaScript) is stored and returned by the server. It is JSON by RFC 8259's grammar, so
 // `read --json` passes it on as sent, and the values after it too, instead of stopping.

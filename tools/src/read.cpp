@@ -176,6 +176,15 @@ int run_read(const ReadOptions& o) {
                    "prodsm read: the %llu bytes written before the failure are what the server sent, in order\n",
                    static_cast<unsigned long long>(out.written()));
     }
+    if (o.json && out.written() == 0 && e.code == ErrorCode::protocol_error &&
+        e.message.find("the body is not a JSON array (it does not start with '[')") != std::string::npos) {
+      // --json asked a stream the server does not keep as JSON (its pages are not arrays):
+      // the flag does not fit the stream, which is the caller's to fix.
+      std::fprintf(stderr,
+                   "prodsm read: --json reads a JSON stream (Content-Type application/json), and this one is not: "
+                   "read it without --json\n");
+      return kExitBadInput;
+    }
     return kExitServerError;
   }
   const ds::ReadSummary& s = *r.outcome;
