@@ -54,7 +54,7 @@ enum class RetryMode : std::uint8_t {
 /// Retry and backoff (E4, R3). The wait before the k-th backing-off retry is
 /// min(backoff_max_ns, backoff_initial_ns * backoff_multiplier^(k-1)), jittered uniformly
 /// into [half, full] from a deterministic generator seeded with jitter_seed (D2); a
-/// server's Retry-After raises it to at least that long (delay-seconds, or an HTTP-date
+/// server's Retry-After raises it to at least that long (delay-seconds, or an IMF-fixdate
 /// measured from the response's Date; at most 24 h: http::retry_after). The first retry after a lost
 /// connection goes out at once (detail/backoff.hpp). In the usual names: max retries =
 /// max_attempts - 1, initial delay, max delay, multiplier.

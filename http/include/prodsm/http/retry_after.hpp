@@ -29,10 +29,11 @@ struct RetryAfter {
 };
 
 /// The Retry-After of `response`: delay-seconds (decimal digits; any number, capped at
-/// kMaxRetryAfter), or an HTTP-date (IMF-fixdate, or the obsolete RFC 850 and asctime
-/// forms) minus the response's `Date` (0 when it is not later). nullopt when there is no
-/// Retry-After, when it is neither form, or when it is a date and the response has no
-/// valid `Date` to measure it from (then the caller's own backoff applies).
+/// kMaxRetryAfter), or an HTTP-date in the IMF-fixdate form senders must use ("Sun, 06
+/// Nov 1994 08:49:37 GMT") minus the response's `Date` (0 when it is not later). nullopt
+/// when there is no Retry-After, when it is neither (the obsolete RFC 850 and asctime
+/// date forms included), or when it is a date and the response has no IMF-fixdate `Date`
+/// to measure it from (then the caller's own backoff applies).
 [[nodiscard]] std::optional<RetryAfter> retry_after(const Response& response);
 
 /// For error messages: "Retry-After 30 s", with " (an HTTP-date)" and " (capped: the
