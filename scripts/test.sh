@@ -89,7 +89,7 @@ for stage in $stages; do
       run_stage "$stage" bash -c "build $stage && ctest --preset $stage" ;;
     tsan)
       run_stage tsan bash -c "build tsan prodsm_asio_integration_tests prodsm_blocking_integration_tests prodsm_cli_tests prodsm \
-        prodsm_cli_hostile_tests prodsm_s2_integration_tests prodsm_blocking_resolver_tests \
+        prodsm_cli_hostile_tests prodsm_s2_integration_tests prodsm_resolver_tests \
         prodsm_ds_conformance_tests prodsm-ds-conformance-adapter prodsm_epoll_producer && check_unbuilt build/tsan \
         && ctest --preset tsan" ;;
     fuzz)

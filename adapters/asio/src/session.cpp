@@ -12,10 +12,13 @@
 
 #include "prodsm/detail/peer_closed.hpp"
 #include "prodsm/detail/pool_exchanges.hpp"
+#include "prodsm/detail/resolution.hpp"
 #include "prodsm/detail/steady_now.hpp"
 
+#include <algorithm>
 #include <array>
 #include <atomic>
+#include <cstring>
 #include <map>
 #include <mutex>
 #include <unordered_map>
@@ -44,14 +47,20 @@ struct Session::Impl : prodsm::detail::PoolExchanges, std::enable_shared_from_th
   Impl(net::any_io_executor executor, http::Pool p, SessionOptions o)
       : PoolExchanges{std::move(p), std::move(o)},
         strand{net::make_strand(executor)},
-        resolver{strand},
-        timer{strand} {}
+        timer{strand},
+        resolution_timer{strand} {}
 
   net::strand<net::any_io_executor> strand;
-  tcp::resolver resolver;
-  std::optional<tcp::resolver::results_type> endpoints;  // resolved once, dropped after a failed connect
+  std::optional<std::vector<tcp::endpoint>> endpoints;  // resolved once, dropped after a failed connect
   std::map<std::uint64_t, std::shared_ptr<Socket>> sockets;
   net::steady_timer timer;
+  // Resolving off the strand (prodsm/detail/resolution.hpp: not Asio's resolver, whose
+  // thread run() and the io_context's destruction wait for): the connections waiting for
+  // it, and a timer that looks for its result while it runs.
+  std::shared_ptr<prodsm::detail::Resolution> resolution;
+  std::vector<std::pair<http::ConnectionId, std::shared_ptr<Socket>>> awaiting_resolution;
+  net::steady_timer resolution_timer;
+  Duration resolution_poll_ns{};
   std::optional<Instant> armed;
   std::uint64_t timer_generation = 0;
   std::atomic<bool> close_called{false};  ///< any thread: Session::close() or ~Session
@@ -80,39 +89,89 @@ struct Session::Impl : prodsm::detail::PoolExchanges, std::enable_shared_from_th
   void run(const http::Connect& c) {
     auto socket = std::make_shared<Socket>(strand);
     sockets[c.id.value] = socket;
-    auto connect = [self = shared_from_this(), socket, id = c.id](const tcp::resolver::results_type& eps) {
-      net::async_connect(socket->socket, eps, [self, socket, id](std::error_code ec, const tcp::endpoint&) {
-        if (!self->pool.knows(id)) return;
-        if (ec) {
-          self->endpoints.reset();
-          self->pool.on_connect_failed(id, steady_now(), ec.message());
-        } else {
-          std::error_code ignored;
-          socket->socket.set_option(tcp::no_delay(true), ignored);
-          self->pool.on_connected(id, steady_now());
-          self->start_read(id, socket);
-        }
-        self->drive();
-      });
-    };
+    const http::PoolOptions& o = pool.options();
+    if (std::error_code not_ip; !endpoints) {  // an IP address needs no resolution
+      const auto address = net::ip::make_address(o.host, not_ip);
+      if (!not_ip) endpoints = std::vector<tcp::endpoint>{tcp::endpoint(address, o.port)};
+    }
     if (endpoints) {
-      connect(*endpoints);
+      connect(c.id, socket, *endpoints);
       return;
     }
-    const http::PoolOptions& o = pool.options();
-    resolver.async_resolve(
-        o.host, std::to_string(o.port),
-        [self = shared_from_this(), id = c.id, connect](std::error_code ec, tcp::resolver::results_type results) {
-          if (!self->pool.knows(id)) return;
-          if (ec) {
-            self->pool.on_connect_failed(id, steady_now(),
-                                         "resolving " + self->pool.options().host + " failed: " + ec.message());
-            self->drive();
-            return;
-          }
-          self->endpoints = results;
-          connect(results);
-        });
+    awaiting_resolution.emplace_back(c.id, socket);  // bounded by the pool's connect timeout
+    if (resolution) return;
+    auto started = prodsm::detail::Resolution::start(o.host, o.port);
+    if (!started) {
+      awaiting_resolution.clear();
+      sockets.erase(c.id.value);
+      pool.on_connect_failed(c.id, steady_now(), started.error());
+      return;
+    }
+    resolution = std::move(*started);
+    resolution_poll_ns = kFirstResolutionPollNs;
+    take_resolution();
+  }
+
+  /// Looks for the resolution's result: connects the connections waiting for it, or fails
+  /// them with it; else looks again later (1 ms, doubling up to 50 ms).
+  static constexpr Duration kFirstResolutionPollNs = std::chrono::milliseconds{1};
+  static constexpr Duration kMaxResolutionPollNs = std::chrono::milliseconds{50};
+  void take_resolution() {
+    auto result = resolution->result();
+    if (!result) {
+      resolution_timer.expires_after(resolution_poll_ns);
+      resolution_poll_ns = std::min(resolution_poll_ns * 2, kMaxResolutionPollNs);
+      resolution_timer.async_wait([weak = weak_from_this()](std::error_code ec) {
+        auto self = weak.lock();
+        if (!self || ec || !self->resolution) return;
+        self->take_resolution();
+        self->drive();
+      });
+      return;
+    }
+    resolution.reset();
+    if (*result) endpoints = to_endpoints((*result)->get());
+    for (auto& [id, socket] : std::exchange(awaiting_resolution, {})) {
+      if (!pool.knows(id)) continue;  // timed out or closed meanwhile
+      if (endpoints && !endpoints->empty()) {
+        connect(id, socket, *endpoints);
+      } else {
+        sockets.erase(id.value);
+        pool.on_connect_failed(id, steady_now(),
+                               *result ? "resolving " + pool.options().host + " gave no TCP address" : result->error());
+      }
+    }
+  }
+
+  /// The TCP endpoints of a getaddrinfo(3) list (IPv4 and IPv6 only).
+  static std::vector<tcp::endpoint> to_endpoints(const addrinfo* list) {
+    std::vector<tcp::endpoint> out;
+    for (const addrinfo* a = list; a != nullptr; a = a->ai_next) {
+      if ((a->ai_family != AF_INET && a->ai_family != AF_INET6) || a->ai_addr == nullptr) continue;
+      tcp::endpoint endpoint;
+      if (a->ai_addrlen > endpoint.capacity()) continue;
+      std::memcpy(endpoint.data(), a->ai_addr, a->ai_addrlen);
+      endpoint.resize(a->ai_addrlen);
+      out.push_back(endpoint);
+    }
+    return out;
+  }
+
+  void connect(http::ConnectionId id, const std::shared_ptr<Socket>& socket, const std::vector<tcp::endpoint>& eps) {
+    net::async_connect(socket->socket, eps,
+                       [self = shared_from_this(), socket, id](std::error_code ec, const tcp::endpoint&) {
+                         if (!self->pool.knows(id)) return;
+                         if (ec) {
+                           self->endpoints.reset();
+                           self->pool.on_connect_failed(id, steady_now(), ec.message());
+                         } else {
+                           std::error_code ignored;
+                           socket->socket.set_option(tcp::no_delay(true), ignored);
+                           self->pool.on_connected(id, steady_now());
+                           self->start_read(id, socket);
+                         }
+                         self->drive();
+                       });
   }
 
   void run(const http::Write& w) {
@@ -211,6 +270,9 @@ struct Session::Impl : prodsm::detail::PoolExchanges, std::enable_shared_from_th
   }
 
   void close() {
+    resolution.reset();  // its thread goes on alone; nothing here waits for it
+    awaiting_resolution.clear();
+    resolution_timer.cancel();
     pool.close(steady_now());
     drive();
   }

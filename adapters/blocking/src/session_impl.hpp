@@ -13,7 +13,7 @@
 
 #include "prodsm/blocking/session.hpp"
 #include "prodsm/detail/pool_exchanges.hpp"
-#include "resolver.hpp"
+#include "prodsm/detail/resolution.hpp"
 
 struct addrinfo;
 
@@ -83,8 +83,8 @@ struct Session::Impl : prodsm::detail::PoolExchanges, std::enable_shared_from_th
 
   // The I/O thread's own (no lock), beside the pool.
   std::map<std::uint64_t, Socket> sockets;
-  std::shared_ptr<addrinfo> addresses;     ///< resolved once, dropped after a failed connect
-  std::shared_ptr<Resolution> resolution;  ///< running while `addresses` is wanted
+  std::shared_ptr<addrinfo> addresses;                     ///< resolved once, dropped after a failed connect
+  std::shared_ptr<prodsm::detail::Resolution> resolution;  ///< running while `addresses` is wanted
 };
 
 }  // namespace prodsm::blocking

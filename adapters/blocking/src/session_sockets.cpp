@@ -1,8 +1,8 @@
 // SPDX-License-Identifier: Apache-2.0
 // prodsm::blocking::Session's socket work on the I/O thread: connecting once the host is
-// resolved (resolver.hpp: on a thread of its own), to each of its addresses in turn, writing what the pool has to send
-// with sendmsg(2), reading what arrives, and reporting each outcome to the http::Pool, which decides what it means. The
-// run loop that polls these sockets is in session.cpp.
+// resolved (prodsm/detail/resolution.hpp: on a thread of its own), to each of its addresses in turn, writing what the
+// pool has to send with sendmsg(2), reading what arrives, and reporting each outcome to the http::Pool, which decides
+// what it means. The run loop that polls these sockets is in session.cpp.
 #include <netdb.h>
 #include <netinet/in.h>
 #include <netinet/tcp.h>
@@ -37,12 +37,12 @@ void Session::Impl::connect(http::ConnectionId id, Instant now) {
     connect_to_addresses(id.value, s, now);
     return;
   }
-  // Resolved once (on a thread of its own: resolver.hpp) and kept until a connect fails;
+  // Resolved once (off this thread: prodsm/detail/resolution.hpp) and kept until a connect fails;
   // the connection waits, bounded by the pool's connect timeout.
   s.resolving = true;
   if (resolution) return;
   const http::PoolOptions& o = pool.options();
-  auto started = Resolution::start(o.host, o.port, wake_fd);
+  auto started = prodsm::detail::Resolution::start(o.host, o.port, wake_fd);
   if (!started) {
     sockets.erase(id.value);
     pool.on_connect_failed(id, now, started.error());

@@ -1,10 +1,11 @@
 // SPDX-License-Identifier: Apache-2.0
-// The blocking session resolves host names off its I/O thread
-// (adapters/blocking/src/resolver.hpp): a name server that does not answer holds neither
-// the delivery timeout (E6) nor the destructor (C5), and a connection waits for a late
-// answer and uses it. getaddrinfo(3) is replaced in this executable (its own, so no other
-// test sees it): a name under `.resolver-test` waits until the test opens its gate, then
-// resolves as 127.0.0.1; every other name goes to the C library.
+// Both adapters' sessions resolve host names off their I/O threads
+// (adapters/common/include/prodsm/detail/resolution.hpp): a name server that does not
+// answer holds neither the delivery timeout (E6), nor the destructor (C5), nor — on Asio
+// — the io_context's run(), and a connection waits for a late answer and uses it.
+// getaddrinfo(3) is replaced in this executable (its own, so no other test sees it): a
+// name under `.resolver-test` waits until the test opens its gate, then resolves as
+// 127.0.0.1; every other name goes to the C library.
 #include <dlfcn.h>
 #include <netdb.h>
 
@@ -18,9 +19,13 @@
 #include <string>
 #include <string_view>
 
+#include <asio/io_context.hpp>
+#include <asio/post.hpp>
 #include "blocking_test_support.hpp"
 #include "fake_server.hpp"
 #include "liveness.hpp"
+
+#include "prodsm/asio/producer.hpp"
 #include "prodsm/blocking/producer.hpp"
 
 namespace {
@@ -100,6 +105,32 @@ TEST(E6, BlockingAResolverThatNeverAnswersHoldsNeitherTheDeliveryTimeoutNorTheDe
   EXPECT_EQ(destroyed.wait_for(kWait), std::future_status::ready) << "C5: the destructor waits for the resolver";
   EXPECT_TRUE(open_gate(name));  // the resolving thread ends; its result goes nowhere
   destroyed.wait();
+}
+
+// E6, C5 on Asio: the same, and the io_context's run() returns once the producer is gone,
+// while the resolution still waits. Asio's own resolver kept run() — and so
+// `prodsm produce` at exit — waiting for its getaddrinfo thread.
+TEST(E6, AsioAResolverThatNeverAnswersHoldsNeitherTheDeliveryTimeoutNorRun) {
+  const std::string name = "stuck-asio.resolver-test";
+  ::asio::io_context io;
+  asio::ProducerOptions options;
+  options.url = "http://" + name + ":1/s";
+  options.producer.delivery_timeout_ns = 200ms;
+  options.session.connect_timeout_ns = 50ms;
+  auto producer = std::make_unique<asio::Producer>(asio::Producer::create(io.get_executor(), options).value());
+  std::promise<asio::RecordResult> outcome;
+  ASSERT_TRUE(producer->submit("x\n", [&outcome](const asio::RecordResult& r) { outcome.set_value(r); }).has_value());
+  auto ran = std::async(std::launch::async, [&io] { io.run(); });  // returns once no work is left
+  ASSERT_TRUE(resolver_called(name));
+  auto result = outcome.get_future();
+  ASSERT_EQ(result.wait_for(kWait), std::future_status::ready) << "no outcome while the resolver hangs";
+  const auto r = result.get();
+  ASSERT_FALSE(r.has_value());
+  EXPECT_EQ(r.error().code, ErrorCode::delivery_timeout) << r.error().describe();
+  ::asio::post(io, [&producer] { producer.reset(); });  // C5: aborted, its session closed
+  EXPECT_EQ(ran.wait_for(kWait), std::future_status::ready) << "run() waits for the resolver";
+  EXPECT_TRUE(open_gate(name));
+  ran.wait();
 }
 
 // A connection waits for a resolution that answers late (the connect timeout is longer),
