@@ -30,6 +30,21 @@ namespace {
 class Cli : public CliServerTest {
  protected:
   Cli() : CliServerTest("cli") {}
+
+  /// A new stream `name` (created by a produce of nothing), then `prodsm produce <its
+  /// URL> <args>` on `input` while the reference server injects `fault` (the
+  /// inject-error fields after the path, e.g. `"method":"POST","status":413,"count":1`)
+  /// on it, cleared after. The stream's URL is put in `u`.
+  CliRun produce_under_fault(const std::string& name, const std::string& fault, const std::string& args,
+                             const std::string& input, std::string& u) {
+    u = url(name);
+    EXPECT_EQ(prodsm("produce " + u + " --create -q", "").status, 0);
+    client.inject_fault(ReferenceServer::shared().url(),
+                        R"({"path":")" + ds::StreamUrl::parse(u)->path + "\"," + fault + "}");
+    CliRun r = prodsm("produce " + u + " " + args, input);
+    client.clear_faults(ReferenceServer::shared().url());
+    return r;
+  }
 };
 
 TEST_F(Cli, ProducesAFileAndVerifiesIt) {
@@ -90,12 +105,9 @@ TEST_F(Cli, RetriesAreToldOnStderrAtMostOnceASecondUnlessQuiet) {
 // A 413 (the server's or a proxy's body limit below a batch) is terminal (E1, S7) and
 // the failure names --max-batch-bytes, the flag that fixes it.
 TEST_F(Cli, A413NamesMaxBatchBytes) {
-  const std::string u = url("too-large");
-  ASSERT_EQ(prodsm("produce " + u + " --create -q", "").status, 0);
-  client.inject_fault(ReferenceServer::shared().url(),
-                      R"({"path":")" + ds::StreamUrl::parse(u)->path + R"(","method":"POST","status":413,"count":1})");
-  const CliRun r = prodsm("produce " + u + " -q --max-batch-bytes 4096", "a\n");
-  client.clear_faults(ReferenceServer::shared().url());
+  std::string u;
+  const CliRun r = produce_under_fault("too-large", R"("method":"POST","status":413,"count":1)",
+                                       "-q --max-batch-bytes 4096", "a\n", u);
   EXPECT_EQ(r.status, 3) << r.err;
   EXPECT_NE(r.err.find("413"), std::string::npos) << r.err;
   EXPECT_NE(r.err.find("--max-batch-bytes 4096 bytes: lower it"), std::string::npos) << r.err;
@@ -105,12 +117,9 @@ TEST_F(Cli, A413NamesMaxBatchBytes) {
 // server failure, exit 3 "not verified", never exit 1 "verification failed" — which says
 // the stream differs from the input.
 TEST_F(Cli, AVerifyThatCannotReadTheStreamBackIsAServerFailureNotAMismatch) {
-  const std::string u = url("verify-unread");
-  ASSERT_EQ(prodsm("produce " + u + " --create -q", "").status, 0);
-  client.inject_fault(ReferenceServer::shared().url(),
-                      R"({"path":")" + ds::StreamUrl::parse(u)->path + R"(","method":"GET","status":404,"count":100})");
-  const CliRun r = prodsm("produce " + u + " -q --verify", "a\nb\n");
-  client.clear_faults(ReferenceServer::shared().url());
+  std::string u;
+  const CliRun r =
+      produce_under_fault("verify-unread", R"("method":"GET","status":404,"count":100)", "-q --verify", "a\nb\n", u);
   EXPECT_EQ(r.status, 3) << r.err;
   EXPECT_NE(r.err.find("not verified: reading the stream back failed"), std::string::npos) << r.err;
   EXPECT_EQ(r.err.find("verification failed"), std::string::npos) << r.err;
@@ -143,12 +152,9 @@ TEST_F(Cli, AFencedRestartNamesAutoClaimAndAutoClaimAppendsIt) {
 // stream. It names the command that appends exactly the rest (the generated producer id
 // included), and that command leaves the stream exact.
 TEST_F(Cli, AnIndefiniteFailureSaysRecordsMayBeInTheStreamAndHowToResume) {
-  const std::string u = url("indefinite");
-  ASSERT_EQ(prodsm("produce " + u + " --create -q", "").status, 0);
-  client.inject_fault(ReferenceServer::shared().url(), R"({"path":")" + ds::StreamUrl::parse(u)->path +
-                                                           R"(","method":"POST","delayMs":2000,"count":1})");
-  const CliRun r = prodsm("produce " + u + " --progress never --delivery-timeout-ms 500", "a\nb\n");
-  client.clear_faults(ReferenceServer::shared().url());
+  std::string u;
+  const CliRun r = produce_under_fault("indefinite", R"("method":"POST","delayMs":2000,"count":1)",
+                                       "--progress never --delivery-timeout-ms 500", "a\nb\n", u);
   EXPECT_EQ(r.status, 3) << r.err;
   EXPECT_NE(r.out.find("0 acknowledged, 2 failed (indefinite: some of them may be in the stream)"), std::string::npos)
       << r.out;
