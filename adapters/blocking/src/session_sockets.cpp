@@ -1,8 +1,9 @@
 // SPDX-License-Identifier: Apache-2.0
 // prodsm::blocking::Session's socket work on the I/O thread: connecting once the host is
-// resolved (prodsm/detail/resolution.hpp: on a thread of its own), to each of its addresses in turn, writing what the
-// pool has to send with sendmsg(2), reading what arrives, and reporting each outcome to the http::Pool, which decides
-// what it means. The run loop that polls these sockets is in session.cpp.
+// resolved (off this thread: prodsm/detail/resolution.hpp), to each of its addresses in
+// turn, writing what the pool has to send with sendmsg(2), reading what arrives, and
+// reporting each outcome to the http::Pool, which decides what it means. The run loop
+// that polls these sockets is in session.cpp.
 #include <netdb.h>
 #include <netinet/in.h>
 #include <netinet/tcp.h>
@@ -37,8 +38,8 @@ void Session::Impl::connect(http::ConnectionId id, Instant now) {
     connect_to_addresses(id.value, s, now);
     return;
   }
-  // Resolved once (off this thread: prodsm/detail/resolution.hpp) and kept until a connect fails;
-  // the connection waits, bounded by the pool's connect timeout.
+  // Resolved once (off this thread) and kept until a connect fails; the connection waits,
+  // bounded by the pool's connect timeout.
   s.resolving = true;
   if (resolution) return;
   const http::PoolOptions& o = pool.options();
