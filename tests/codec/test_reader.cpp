@@ -84,7 +84,7 @@ struct Drive {
     reader.on_outcome(now, tl::unexpected(std::move(e)));
   }
   void transport(Error e) { reader.on_outcome(now, tl::unexpected(std::move(e))); }
-  const Error& error() const { return reader.result()->error(); }
+  const ReadError& error() const { return reader.result()->error(); }
 };
 
 Error lost() {
@@ -215,7 +215,43 @@ TEST(StreamReader, Issue15_AJsonBodyThatDoesNotParseIsAProtocolErrorAndNotRetrie
   EXPECT_EQ(d.error().code, ErrorCode::protocol_error);
   EXPECT_NE(d.error().message.find("read /j: "), std::string::npos) << d.error().message;
   EXPECT_NE(d.error().message.find("truncated"), std::string::npos) << d.error().message;
+  EXPECT_EQ(d.error().failure, ReadFailure::other) << "an array that breaks off is a bad response, not a bytes stream";
   EXPECT_EQ(d.reader.summary().requests, 1u);
+}
+
+// JSON mode asked of a stream whose pages are not arrays (a bytes stream read with --json)
+// is the caller's mismatch, told apart from a malformed response by ReadFailure::not_json,
+// so a caller need not read the message (the CLI's exit 2). Only the first page of a read
+// asked for JSON can show it: once values were handed on, or under a JSON Content-Type,
+// a page that is not an array is the server's fault.
+TEST(StreamReader, JsonModeOnAStreamThatIsNotJsonIsToldApartFromABadResponse) {
+  ReadOptions o;
+  o.json = true;
+  Drive first(o);
+  first.request();
+  first.ok("o1", "plain text\n");
+  ASSERT_TRUE(first.reader.finished());
+  EXPECT_EQ(first.error().code, ErrorCode::protocol_error);
+  EXPECT_EQ(first.error().failure, ReadFailure::not_json) << first.error().message;
+  EXPECT_EQ(first.out, "");
+
+  Drive later(o);
+  later.options_json = true;
+  later.request();
+  later.ok("o1", "[1]", false);
+  later.request();
+  later.ok("o2", "2");
+  ASSERT_TRUE(later.reader.finished());
+  EXPECT_EQ(later.out, "1");
+  EXPECT_EQ(later.error().code, ErrorCode::protocol_error);
+  EXPECT_EQ(later.error().failure, ReadFailure::other) << later.error().message;
+
+  Drive by_type;  // JSON mode by the stream's Content-Type, over a body that is no array
+  by_type.request();
+  by_type.respond(200, {{"Stream-Next-Offset", "o1"}, {"Content-Type", "application/json"}}, {"plain"});
+  ASSERT_TRUE(by_type.reader.finished());
+  EXPECT_EQ(by_type.error().code, ErrorCode::protocol_error);
+  EXPECT_EQ(by_type.error().failure, ReadFailure::other) << "the server's fault, not the caller's mode";
 }
 
 TEST(StreamReader, Issue15_E4_5xx429And408AreRetriedWithBackoffAndRetryAfter) {
@@ -257,6 +293,7 @@ TEST(StreamReader, E4_ARetryPastTheReadsTimeoutFailsAtOnceNamingRetryAfter) {
   EXPECT_NE(d.error().message.find("not retried"), std::string::npos) << d.error().message;
   EXPECT_NE(d.error().message.find("Retry-After"), std::string::npos) << d.error().message;
   EXPECT_NE(d.error().message.find("timeout_ns (600000 ms)"), std::string::npos) << d.error().message;
+  EXPECT_EQ(d.error().failure, ReadFailure::other) << "the server's answer ended it, not the timeout";
   EXPECT_EQ(d.reader.summary().requests, 1u);
 }
 
@@ -396,6 +433,7 @@ TEST(StreamReader, R3_MoreThanMaxBytesIsAnError) {
   d.respond(200, {{"Stream-Next-Offset", "o1"}}, {"abc", "de"});
   ASSERT_TRUE(d.reader.finished());
   EXPECT_NE(d.error().message.find("read limit of 4 bytes (max_bytes)"), std::string::npos) << d.error().message;
+  EXPECT_EQ(d.error().failure, ReadFailure::max_bytes);
   EXPECT_EQ(d.out, "abc");
 }
 
@@ -412,6 +450,7 @@ TEST(StreamReader, R3_D3_TheWholeReadHasATimeout) {
   ASSERT_TRUE(d.reader.finished());
   EXPECT_TRUE(d.reader.timed_out());
   EXPECT_EQ(d.error().code, ErrorCode::cancelled);
+  EXPECT_EQ(d.error().failure, ReadFailure::timeout);
   // The late outcome and body of the request in flight change nothing; the body is abandoned.
   Response late = Drive::head(200, {{"Stream-Next-Offset", "o1"}});
   EXPECT_TRUE(d.reader.on_head(late));
@@ -476,6 +515,7 @@ TEST(StreamReader, AStopByTheConsumerEndsTheRead) {
   d.reader.stop(make_error(ErrorCode::cancelled, Certainty::definite, false, "output failed"));
   ASSERT_TRUE(d.reader.finished());
   EXPECT_EQ(d.error().message, "output failed");
+  EXPECT_EQ(d.error().failure, ReadFailure::other);
   EXPECT_FALSE(d.reader.poll_request(d.now).has_value());
 }
 

@@ -162,12 +162,12 @@ int run_read(const ReadOptions& o) {
     return kExitInterrupted;
   }
   if (!r.outcome) {
-    const Error& e = r.outcome.error();
+    const ds::ReadError& e = r.outcome.error();
     std::fprintf(stderr, "prodsm read: %s\n", e.describe().c_str());
-    if (e.code == ErrorCode::cancelled && e.message.find("timeout_ns") != std::string::npos) {
+    if (e.failure == ds::ReadFailure::timeout) {
       std::fprintf(stderr, "prodsm read: the read did not finish within --timeout-ms (%llu ms)\n",
                    static_cast<unsigned long long>(o.timeout_ms));
-    } else if (e.message.find("(max_bytes)") != std::string::npos) {
+    } else if (e.failure == ds::ReadFailure::max_bytes) {
       std::fprintf(stderr, "prodsm read: the server sent more than --max-bytes (%llu bytes)\n",
                    static_cast<unsigned long long>(o.max_bytes));
     }
@@ -176,8 +176,7 @@ int run_read(const ReadOptions& o) {
                    "prodsm read: the %llu bytes written before the failure are what the server sent, in order\n",
                    static_cast<unsigned long long>(out.written()));
     }
-    if (o.json && out.written() == 0 && e.code == ErrorCode::protocol_error &&
-        e.message.find("the body is not a JSON array (it does not start with '[')") != std::string::npos) {
+    if (e.failure == ds::ReadFailure::not_json) {
       // --json asked a stream the server does not keep as JSON (its pages are not arrays):
       // the flag does not fit the stream, which is the caller's to fix.
       std::fprintf(stderr,

@@ -145,6 +145,7 @@ JsonArraySplitter& JsonArraySplitter::operator=(JsonArraySplitter&&) noexcept = 
 void JsonArraySplitter::reset() {
   where_ = Where::before_array;
   seen_bytes_ = false;
+  not_an_array_ = false;
   in_string_ = false;
   escape_ = false;
   depth_ = 0;
@@ -190,7 +191,10 @@ std::optional<std::string> JsonArraySplitter::feed(std::span<const char> bytes) 
       seen_bytes_ = true;
       switch (where_) {
         case Where::before_array:
-          if (c != '[') failure = "the body is not a JSON array (it does not start with '[')";
+          if (c != '[') {
+            failure = "the body is not a JSON array (it does not start with '[')";
+            not_an_array_ = true;
+          }
           where_ = Where::first;
           break;
         case Where::first:

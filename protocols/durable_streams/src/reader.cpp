@@ -120,9 +120,9 @@ Error StreamReader::protocol_error(std::string what) const {
   return in_context(std::move(e));
 }
 
-void StreamReader::fail(Error error) {
+void StreamReader::fail(Error error, ReadFailure why) {
   if (result_) return;
-  result_ = tl::unexpected(std::move(error));
+  result_ = tl::unexpected(ReadError{std::move(error), why});
 }
 
 void StreamReader::finish_ok() {
@@ -179,7 +179,8 @@ void StreamReader::handle_timeout(Instant now) {
   if (result_ || now < deadline_) return;
   timed_out_ = true;
   fail(in_context(make_error(ErrorCode::cancelled, Certainty::definite, false,
-                             "not finished within timeout_ns (" + ms_text(options_.timeout_ns) + ")")));
+                             "not finished within timeout_ns (" + ms_text(options_.timeout_ns) + ")")),
+       ReadFailure::timeout);
 }
 
 // ---- the streamed body ---------------------------------------------------------------------
@@ -209,7 +210,10 @@ bool StreamReader::on_body(std::span<const char> bytes) {
     if (!take_unit(element, false)) return false;
   }
   if (failure) {
-    fail(protocol_error(std::move(*failure)));
+    // The caller's ReadOptions::json on a bytes stream. A JSON Content-Type over a body
+    // that is not an array, or such a page after data, is the server's fault.
+    const bool not_json = options_.json && splitter_.not_an_array() && delivered_ == 0;
+    fail(protocol_error(std::move(*failure)), not_json ? ReadFailure::not_json : ReadFailure::other);
     return false;
   }
   return true;
@@ -238,7 +242,8 @@ bool StreamReader::take_unit(std::string_view unit, bool bytes_mode) {
   }
   if (unit.size() > options_.max_bytes - std::min(summary_.bytes, options_.max_bytes)) {
     fail(protocol_error("the server sent more than the read limit of " + std::to_string(options_.max_bytes) +
-                        " bytes (max_bytes): the stream holds more, or a body does not end"));
+                        " bytes (max_bytes): the stream holds more, or a body does not end"),
+         ReadFailure::max_bytes);
     return false;
   }
   output_.push_back(unit);

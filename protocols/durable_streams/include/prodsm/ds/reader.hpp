@@ -94,8 +94,39 @@ struct ReadSummary {
   std::uint64_t responses = 0;  ///< complete 200 responses
   bool json = false;            ///< read in JSON mode (ReadOptions::json or the stream's Content-Type)
 };
+/// Which of the read's own conditions ended it, beside the Error's code: a caller maps
+/// these to outcomes of its own (the CLI's exit statuses) without reading messages.
+enum class ReadFailure : std::uint8_t {
+  /// The server's answer, the transport, a malformed response, the consumer's stop(), or
+  /// one of the other bounds (max_requests, max_empty_responses, max_element_bytes,
+  /// max_attempts): the code says which kind, the message names it.
+  other,
+  /// timeout_ns elapsed before the read finished (ErrorCode::cancelled; timed_out()).
+  timeout,
+  /// The stream holds more than max_bytes of data from the read's offset; max_bytes of it
+  /// were handed on (ErrorCode::protocol_error).
+  max_bytes,
+  /// ReadOptions::json was set, and the first page's body is not a JSON array, before any
+  /// data was handed on: the stream does not keep JSON messages (ErrorCode::protocol_error);
+  /// the caller asked for the wrong mode. A page that is not an array after data was
+  /// handed on, or under a JSON Content-Type (JSON mode by json_from_content_type), is the
+  /// server's fault: `other`.
+  not_json,
+};
+
+/// A read's error: the Error (code, certainty, message naming the stream's path) and
+/// which of the read's own conditions, if any, ended it. Converts from an Error (`other`)
+/// and, sliced, to one.
+struct ReadError : Error {
+  ReadFailure failure = ReadFailure::other;  ///< which condition ended the read
+
+  ReadError() = default;  ///< an `internal` error, `other`
+  /// `error` with `why` (implicit from an Error: every error the read does not own is `other`).
+  ReadError(Error error, ReadFailure why = ReadFailure::other) : Error(std::move(error)), failure(why) {}  // NOLINT
+};
+
 /// A read's outcome: where it ended, or the error that stopped it.
-using ReadOutcome = tl::expected<ReadSummary, Error>;
+using ReadOutcome = tl::expected<ReadSummary, ReadError>;
 
 /// What a streamed read hands to its consumer (the adapters' read_stream), in order.
 struct ReadChunk {
@@ -173,7 +204,7 @@ class StreamReader {
   /// Processes what is due at `now` (never early, D3): a retry, or the timeout.
   void handle_timeout(Instant now);
   /// Ends the read with `error` (the consumer's reason: its output failed, an
-  /// interrupt). Idempotent; the first end wins.
+  /// interrupt; ReadFailure::other). Idempotent; the first end wins.
   void stop(Error error);
 
   // ---- the streamed body (the adapter's http::BodySink forwards to these) --------------
@@ -212,7 +243,7 @@ class StreamReader {
  private:
   StreamReader(StreamUrl url, ReadOptions options, Instant now);
   void finish_ok();
-  void fail(Error error);
+  void fail(Error error, ReadFailure why = ReadFailure::other);
   Error in_context(Error error) const;
   Error protocol_error(std::string what) const;
   bool take_unit(std::string_view unit, bool bytes_mode);

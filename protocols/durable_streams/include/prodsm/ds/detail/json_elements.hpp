@@ -79,6 +79,9 @@ class JsonArraySplitter {
   void clear_elements() noexcept;
   /// Elements completed in this array so far.
   [[nodiscard]] std::uint64_t count() const noexcept { return count_; }
+  /// True when feed() failed because the body's first non-whitespace byte is not '[':
+  /// the body is no JSON array at all (a bytes stream), not a malformed one. Until reset().
+  [[nodiscard]] bool not_an_array() const noexcept { return not_an_array_; }
 
  private:
   enum class Where : std::uint8_t { before_array, first, next, inside, after_array };
@@ -88,7 +91,8 @@ class JsonArraySplitter {
   std::unique_ptr<JsonValidity> validity_;  ///< judges each element (json_validity.hpp)
   std::size_t max_element_bytes_;
   Where where_ = Where::before_array;
-  bool seen_bytes_ = false;  ///< a non-whitespace byte arrived
+  bool seen_bytes_ = false;    ///< a non-whitespace byte arrived
+  bool not_an_array_ = false;  ///< the first non-whitespace byte was not '['
   bool in_string_ = false;
   bool escape_ = false;
   std::uint32_t depth_ = 0;  ///< brackets and braces open inside the current element
