@@ -1,28 +1,18 @@
 // SPDX-License-Identifier: Apache-2.0
 // `prodsm produce URL`: one record per input line into a Durable Streams stream, through
-// the Asio producer; flushes at the end and prints a summary.
-#include <fcntl.h>
+// the Asio producer; flushes at the end, verifies when asked, and hands what happened to
+// produce_report.cpp (the summary and the exit status).
 #include <unistd.h>
+
 #include <asio/io_context.hpp>
 #include <asio/use_future.hpp>
-
-#include <pthread.h>
-#include <algorithm>
-
-#include <cerrno>
-#include <cmath>
-#include <csignal>
 #include <cstdio>
-#include <cstring>
-#include <filesystem>
 #include <fstream>
-#include <iostream>
-#include <nlohmann/json.hpp>
-#include <random>
-#include <thread>
+#include <optional>
+#include <string>
+#include <vector>
 
 #include "commands.hpp"
-#include "figures.hpp"
 #include "input.hpp"
 #include "interrupt.hpp"
 #include "interruptible_waits.hpp"
@@ -30,6 +20,7 @@
 #include "numeric_flags.hpp"
 #include "prodsm/asio/producer.hpp"
 #include "prodsm/asio/stream_ops.hpp"
+#include "produce_report.hpp"
 #include "produce_s2.hpp"
 #include "producer_flags.hpp"
 #include "progress.hpp"
@@ -272,150 +263,30 @@ int run_produce(const ProduceOptions& o) {
     }
   }
 
-  // ---- summary --------------------------------------------------------------------------
-  const auto stats = producer->stats();
-  const bool verified = o.verify && !verify_problem && !failure && !bad_line && !interrupted && !resume_problem;
-  if (o.producer.no_producer_id && o.producer.max_in_flight_given && o.producer.max_in_flight > 1 && !verified) {
-    // Plain appends pipelined: nothing orders them at the server. A server may apply
-    // pipelined appends concurrently (the reference server does: a slow one lands after
-    // later ones), and a batch resent (E4) lands after those sent behind it. Not an error
-    // (every record is in), but the input order is not certain: say so, whether or not
-    // anything was resent (before, only a resend was warned of).
-    const std::string resent = stats.core.retries == 0
-                                   ? std::string{}
-                                   : ", and " + std::to_string(stats.core.retries) +
-                                         " batch attempt(s) were resent, each landing after batches sent behind it";
-    std::fprintf(stderr,
-                 "prodsm produce: warning: plain appends with up to %u in flight (--no-producer-id --max-in-flight "
-                 "%u): a server may apply pipelined appends out of order%s, so the stream may hold records out of "
-                 "order; --verify checks, --max-in-flight 1 (the default without an id) or a producer id prevents "
-                 "it\n",
-                 o.producer.max_in_flight, o.producer.max_in_flight, resent.c_str());
-  }
-  if (!o.quiet) {
-    const std::vector<double> latencies = waits.flush_latencies_ms();
-    if (stats.core.records_failed > 0 || records != stats.core.records_succeeded) {
-      // Accepted is not stored: say how many were acknowledged and how many failed, and
-      // whether failed means "not in the stream" (E2: an indefinite failure may be).
-      std::printf(
-          "records      %llu accepted: %llu acknowledged, %llu failed%s\n", static_cast<unsigned long long>(records),
-          static_cast<unsigned long long>(stats.core.records_succeeded),
-          static_cast<unsigned long long>(stats.core.records_failed),
-          failure && failure->certainty == Certainty::indefinite ? " (indefinite: some of them may be in the stream)"
-                                                                 : "");
-    } else {
-      std::printf("records      %llu\n", static_cast<unsigned long long>(records));
-    }
-    std::printf("bytes        %llu (%s)\n", static_cast<unsigned long long>(record_bytes),
-                format_bytes(static_cast<double>(record_bytes)).c_str());
-    std::printf("batches      %llu\n", static_cast<unsigned long long>(stats.core.batches_sealed));
-    std::printf("duplicates   %llu records in %llu batches\n",
-                static_cast<unsigned long long>(stats.core.duplicate_records),
-                static_cast<unsigned long long>(stats.core.duplicates));
-    std::printf("resends      %llu retries, %llu gap resends, %llu epoch claims\n",
-                static_cast<unsigned long long>(stats.core.retries),
-                static_cast<unsigned long long>(stats.core.gap_resends),
-                static_cast<unsigned long long>(stats.core.epoch_claims));
-    std::printf("transport    %llu connections, %llu transport failures, %llu stalled responses\n",
-                static_cast<unsigned long long>(stats.session.connections_opened),
-                static_cast<unsigned long long>(stats.session.transport_failures),
-                static_cast<unsigned long long>(stats.session.stalls));
-    std::printf("elapsed      %.3f s\n", elapsed);
-    std::printf("throughput   %.0f records/s, %s/s\n", elapsed > 0 ? static_cast<double>(records) / elapsed : 0.0,
-                format_bytes(elapsed > 0 ? static_cast<double>(record_bytes) / elapsed : 0.0).c_str());
-    std::printf("flush        %zu flushes, latency p50 %.2f ms, p99 %.2f ms\n", latencies.size(),
-                percentile(latencies, 50), percentile(latencies, 99));
-    if (reader.skipped_blank_lines() > 0) {
-      std::printf("skipped      %llu blank lines\n", static_cast<unsigned long long>(reader.skipped_blank_lines()));
-    }
-    if (closed_stream && *closed_stream) {
-      std::printf("stream       closed at offset %s\n", (*closed_stream)->final_offset.c_str());
-    }
-    if (verified) {
-      std::printf("verified     the stream holds exactly the %llu records, in order\n",
-                  static_cast<unsigned long long>(input_records));  // the resumed ones too
-    }
-  }
-  if (prefix && !o.quiet) {
-    std::printf("resumed      %llu records were already in the stream and were skipped\n",
-                static_cast<unsigned long long>(prefix->skipped()));
-  }
-  report_dropped_partial_line(reader.dropped_partial_bytes());
-  if (resume_problem) {
-    std::fprintf(stderr, "prodsm produce: --resume: %s; %llu records were appended before this was found\n",
-                 resume_problem->c_str(), static_cast<unsigned long long>(records));
-    return records == 0 ? kExitBadInput : kExitServerError;
-  }
-  if (bad_line) {
-    if (failure) {
-      std::fprintf(stderr,
-                   "prodsm produce: line %llu: %s (stopped before sending it); the %llu records before it were not "
-                   "all stored: %s\n",
-                   static_cast<unsigned long long>(bad_line->line), bad_line->message.c_str(),
-                   static_cast<unsigned long long>(records), failure->describe().c_str());
-      return kExitServerError;
-    }
-    std::fprintf(stderr,
-                 "prodsm produce: line %llu: %s (stopped before sending it; the %llu records before it were flushed)\n",
-                 static_cast<unsigned long long>(bad_line->line), bad_line->message.c_str(),
-                 static_cast<unsigned long long>(records));
-    return kExitBadInput;
-  }
-  if (failure) {
-    name_retry_flags(*failure, o.producer);
-    std::fprintf(stderr, "prodsm produce: %s\n", failure->describe().c_str());
-    if (failure->certainty == Certainty::indefinite && records > stats.core.records_succeeded) {
-      // E2: sent, outcome unknown. Sending the unacknowledged tail again could double it;
-      // --resume reads what the stream holds and appends exactly the rest, and the same
-      // producer id fences this run's requests still on their way (S3).
-      const auto& idempotent = options.producer.protocol.idempotent;
-      const std::string again =
-          idempotent ? "--producer-id " + idempotent->producer_id + " --resume --verify" : "--resume --verify";
-      std::fprintf(stderr,
-                   "prodsm produce: %llu accepted records were not acknowledged and some of them may be in the "
-                   "stream; do not send them again as they are: run again with %s to append exactly what the "
-                   "stream lacks\n",
-                   static_cast<unsigned long long>(records - stats.core.records_succeeded), again.c_str());
-    }
-    if (failure->code == ErrorCode::protocol_error && stats.core.first_attempt_duplicate_records > 0) {
-      std::fprintf(stderr, "%s",
-                   o.producer.epoch_given
-                       ? "prodsm produce: the producer id and epoch were used by an earlier run; nothing of this run "
-                         "was appended. Leave out --epoch for a fresh epoch, or use --resume to append what the "
-                         "stream lacks\n"
-                       : "prodsm produce: the server answered a fresh producer epoch as a duplicate, which an honest "
-                         "server cannot do; nothing of this batch was appended\n");
-    }
-    if (failure->code == ErrorCode::stale_epoch && !o.producer.auto_claim) {
-      // S5: fenced. A later run of the id, or an earlier one whose epoch is above this run's
-      // fresh one (a clock ahead of this host's, or a larger --epoch) — say which way out there is.
-      std::fprintf(stderr,
-                   "prodsm produce: the server holds a higher epoch for this producer id: a run of it that started "
-                   "later fenced this one, or an earlier run used a larger epoch (its clock ahead of this host's, or "
-                   "a larger --epoch). If no other run of it is live, --auto-claim takes the next epoch instead of "
-                   "failing\n");
-    }
-    return waits.aborted() ? kExitInterrupted : kExitServerError;
-  }
-  if (interrupted) {
-    std::fprintf(stderr, "prodsm produce: interrupted: stopped reading after %llu records, which were flushed%s\n",
-                 static_cast<unsigned long long>(records), o.close_stream ? " (the stream was not closed)" : "");
-    return kExitInterrupted;
-  }
-  if (verify_problem) {
-    if (abort_requested()) {
-      std::fprintf(stderr, "prodsm produce: %s; every record was acknowledged\n", verify_problem->message.c_str());
-      return kExitInterrupted;
-    }
-    if (verify_problem->unread) {  // nothing compared: a server or network failure, not a mismatch
-      std::fprintf(stderr, "prodsm produce: not verified: %s; every record was acknowledged\n",
-                   verify_problem->message.c_str());
-      return kExitServerError;
-    }
-    std::fprintf(stderr, "prodsm produce: verification failed: %s\n", verify_problem->message.c_str());
-    return kExitFailure;
-  }
-  return kExitOk;
+  // ---- summary and exit status (produce_report.cpp) ----------------------------------------
+  ProduceEnd end;
+  end.quiet = o.quiet;
+  end.close_stream = o.close_stream;
+  end.verify = o.verify;
+  end.resume = o.resume;
+  end.producer = &o.producer;
+  if (const auto& idempotent = options.producer.protocol.idempotent) end.producer_id = idempotent->producer_id;
+  end.records = records;
+  end.input_records = input_records;
+  end.record_bytes = record_bytes;
+  end.elapsed_s = elapsed;
+  end.flush_latencies_ms = waits.flush_latencies_ms();
+  end.skipped_blank_lines = reader.skipped_blank_lines();
+  end.dropped_partial_bytes = reader.dropped_partial_bytes();
+  if (prefix) end.resumed_skipped = prefix->skipped();
+  if (closed_stream && *closed_stream) end.closed_at = (*closed_stream)->final_offset;
+  end.bad_line = std::move(bad_line);
+  end.failure = std::move(failure);
+  end.resume_problem = std::move(resume_problem);
+  end.verify_problem = std::move(verify_problem);
+  end.interrupted = interrupted;
+  end.aborted = waits.aborted();
+  return report_produce_end(end, producer->stats());
 }
 
 }  // namespace
