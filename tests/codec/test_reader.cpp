@@ -246,6 +246,23 @@ TEST(StreamReader, JsonModeOnAStreamThatIsNotJsonIsToldApartFromABadResponse) {
   EXPECT_EQ(later.error().code, ErrorCode::protocol_error);
   EXPECT_EQ(later.error().failure, ReadFailure::other) << later.error().message;
 
+  // A bytes stream's Content-Type tells it before the body: a body that looks like JSON
+  // ("[1,2]\n[3]\n", two lines produced as bytes) is not cut into values until it breaks.
+  Drive typed(o);
+  typed.options_json = true;
+  typed.request();
+  typed.respond(200, {{"Stream-Next-Offset", "o1"}, {"Content-Type", "application/octet-stream"}},
+                {"[1,2]\n", "[3]\n"});
+  ASSERT_TRUE(typed.reader.finished());
+  EXPECT_EQ(typed.error().failure, ReadFailure::not_json) << typed.error().message;
+  EXPECT_EQ(typed.out, "");
+  Drive plus_json(o);  // a +json type may hold arrays: judged by its body
+  plus_json.options_json = true;
+  plus_json.request();
+  plus_json.respond(200, {{"Stream-Next-Offset", "o1"}, {"Content-Type", "application/vnd.x+json"}}, {"[1]"});
+  ASSERT_TRUE(plus_json.reader.result()->has_value()) << plus_json.error().describe();
+  EXPECT_EQ(plus_json.out, "1");
+
   Drive by_type;  // JSON mode by the stream's Content-Type, over a body that is no array
   by_type.request();
   by_type.respond(200, {{"Stream-Next-Offset", "o1"}, {"Content-Type", "application/json"}}, {"plain"});
@@ -434,7 +451,61 @@ TEST(StreamReader, R3_MoreThanMaxBytesIsAnError) {
   ASSERT_TRUE(d.reader.finished());
   EXPECT_NE(d.error().message.find("read limit of 4 bytes (max_bytes)"), std::string::npos) << d.error().message;
   EXPECT_EQ(d.error().failure, ReadFailure::max_bytes);
-  EXPECT_EQ(d.out, "abc");
+  EXPECT_EQ(d.out, "abcd") << "a bytes stream hands on exactly max_bytes, as head -c would";
+
+  // A JSON element is whole or not at all: the one that would pass the limit is not handed on.
+  o.json = true;
+  Drive json(o);
+  json.options_json = true;
+  json.request();
+  json.respond(200, {{"Stream-Next-Offset", "o1"}}, {"[12,", "345]"});
+  ASSERT_TRUE(json.reader.finished());
+  EXPECT_EQ(json.error().failure, ReadFailure::max_bytes);
+  EXPECT_EQ(json.out, "12");
+
+  // Exactly max_bytes in the stream is no failure.
+  o.json = false;
+  Drive exact(o);
+  exact.request();
+  exact.ok("o1", "abcd");
+  ASSERT_TRUE(exact.reader.result()->has_value()) << exact.error().describe();
+  EXPECT_EQ(exact.out, "abcd");
+}
+
+// PROTOCOL.md, Offsets: offsets are lexicographically sortable and strictly increasing. A
+// page whose Stream-Next-Offset is before the offset it was read from would hand on again
+// what came before it (a server cycling between two offsets repeated its data until a
+// bound ended the read, exit 0): refused before any of its data is handed on.
+TEST(StreamReader, E5_ANextOffsetBeforeTheOffsetReadFromIsRefusedBeforeItsData) {
+  Drive d;
+  d.request();
+  d.ok("o6", "rec-A", false);
+  EXPECT_EQ(d.request(), "o6");
+  d.ok("o3", "rec-B");
+  ASSERT_TRUE(d.reader.finished());
+  EXPECT_EQ(d.error().code, ErrorCode::protocol_error);
+  EXPECT_NE(d.error().message.find("Stream-Next-Offset (o3) is before the offset read from (o6)"), std::string::npos)
+      << d.error().message;
+  EXPECT_EQ(d.out, "rec-A");
+
+  Drive empty;  // an empty page going backwards is refused too: the read would go back
+  empty.request();
+  empty.ok("o6", "a", false);
+  empty.request();
+  empty.ok("o3", "", false);
+  ASSERT_TRUE(empty.reader.finished());
+  EXPECT_EQ(empty.error().code, ErrorCode::protocol_error);
+
+  Drive collected;  // a collected body (no sink) takes the same check
+  collected.request();
+  collected.ok("o6", "a", false);
+  collected.request();
+  Response r = Drive::head(200, {{"Stream-Next-Offset", "o3"}});
+  r.body = "b";
+  collected.reader.on_outcome(collected.now, std::move(r));
+  collected.take_output();
+  ASSERT_TRUE(collected.reader.finished());
+  EXPECT_EQ(collected.out, "a");
 }
 
 TEST(StreamReader, R3_D3_TheWholeReadHasATimeout) {

@@ -126,6 +126,17 @@ TEST_F(Cli, AVerifyThatCannotReadTheStreamBackIsAServerFailureNotAMismatch) {
   EXPECT_EQ(client.read_all(u, false), "a\nb\n") << "every record was appended";
 }
 
+// E4: the read-back of --verify retries as the run's appends do (--max-attempts, default
+// 1000): 12 GETs in a row that lost their connection (a server restarting) were "not verified"
+// (exit 3) when the read-back gave up after ds::ReadOptions' default of 10 attempts.
+TEST_F(Cli, AVerifyReadBackRetriesAsTheAppendsDo) {
+  std::string u;
+  const CliRun r = produce_under_fault("verify-outage", R"("method":"GET","dropConnection":true,"count":12)",
+                                       "-q --verify", "a\nb\n", u);
+  EXPECT_EQ(r.status, 0) << r.err;
+  EXPECT_EQ(client.read_all(u, false), "a\nb\n");
+}
+
 // S5: a restart whose fresh epoch (microseconds since the Unix epoch) is below one the
 // server holds for its producer id — an earlier run with a clock ahead, or a larger
 // --epoch — is fenced (exit 3); the message says so and names --auto-claim, which then

@@ -80,7 +80,19 @@ TEST_F(CliHostileRead, AnEndlessBodyEndsAtMaxBytes) {
   const CliRun r = prodsm("read " + seeded("read-endless", lines_of_100_bytes(3)) + " --max-bytes 2000000");
   EXPECT_EQ(r.status, 3) << r.err;
   EXPECT_NE(r.err.find("more than --max-bytes (2000000 bytes)"), std::string::npos) << r.err;
-  EXPECT_LE(r.out.size(), 2000000U);
+  EXPECT_EQ(r.out.size(), 2000000U) << "exactly --max-bytes of a bytes stream, as head -c";
+}
+
+// R3: --max-bytes N writes exactly the stream's first N bytes when it holds more, whatever
+// the pieces the body arrives in (a whole piece was refused, leaving fewer).
+TEST_F(CliHostileRead, MaxBytesWritesExactlyThatPrefix) {
+  const std::string u = seeded("honest", lines_of_100_bytes(100));
+  for (const std::uint64_t n : {1ULL, 150ULL, 9999ULL}) {
+    const CliRun r = prodsm("read " + u + " --max-bytes " + std::to_string(n));
+    EXPECT_EQ(r.status, 3) << r.err;
+    EXPECT_EQ(r.out, server().stored(u)->substr(0, n));
+  }
+  EXPECT_EQ(prodsm("read " + u + " --max-bytes 10000").status, 0) << "exactly the stream's size is no failure";
 }
 
 // A body trickled one byte at a time is slow, not wrong: read exactly.
@@ -168,8 +180,13 @@ TEST_F(CliHostileRead, AResetOnEveryResponseFailsAfterBoundedAttempts) {
   const std::string u = seeded("read-reset", lines_of_100_bytes(100));
   const CliRun r = prodsm("read " + u);
   EXPECT_EQ(r.status, 3) << r.err;
-  EXPECT_NE(r.err.find("attempts"), std::string::npos) << r.err;
+  EXPECT_NE(r.err.find("(after 10 attempts)"), std::string::npos) << r.err;
   EXPECT_TRUE(same_bytes(r.out, server().stored(u)->substr(0, r.out.size())));
+  const int gets = server().stats(u)["get"].get<int>();
+  const CliRun three = prodsm("read " + u + " --max-attempts 3");
+  EXPECT_EQ(three.status, 3) << three.err;
+  EXPECT_NE(three.err.find("(after 3 attempts)"), std::string::npos) << three.err;
+  EXPECT_EQ(server().stats(u)["get"].get<int>() - gets, 3) << "--max-attempts bounds the GETs at one offset";
 }
 
 // A response that stops halfway with its connection open: --request-timeout-ms notices

@@ -48,6 +48,15 @@ TEST_F(CliRead, JsonOnABytesStreamIsBadInputThatSaysWhy) {
   EXPECT_EQ(r.status, 2) << r.err;
   EXPECT_NE(r.err.find("read it without --json"), std::string::npos) << r.err;
   EXPECT_TRUE(r.out.empty()) << r.out;
+
+  // Lines that look like JSON arrays are still a bytes stream (its Content-Type says so):
+  // "[1,2" was written and the read failed as the server's fault, exit 3.
+  const std::string arrays = url("json-on-bytes-arrays");
+  ASSERT_EQ(prodsm("produce " + arrays + " --create", "[1,2]\n[3]\n").status, 0);
+  const CliRun a = prodsm("read " + arrays + " --json");
+  EXPECT_EQ(a.status, 2) << a.err;
+  EXPECT_NE(a.err.find("Content-Type application/octet-stream"), std::string::npos) << a.err;
+  EXPECT_TRUE(a.out.empty()) << a.out;
 }
 
 // A value another producer wrote with a lone surrogate ("\ud800": an emoji cut in half in

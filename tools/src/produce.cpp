@@ -128,7 +128,7 @@ int run_produce(const ProduceOptions& o) {
     }
     // Streamed into the spool (resume.hpp): bounded memory whatever the stream's size.
     CliReadResult r = run_cli_read(
-        producer->session(), producer->url(), whole_stream_read(json_mode, request_options),
+        producer->session(), producer->url(), whole_stream_read(json_mode, request_options, o.producer.max_attempts),
         [&p, json_mode](const ds::ReadChunk& c) {
           if (c.next_offset) return true;
           return json_mode ? p->add_value(c.data) : p->add_bytes(c.data);
@@ -251,9 +251,9 @@ int run_produce(const ProduceOptions& o) {
     } else {
       asio::SessionOptions verify_session = options.session;     // the run's TLS ...
       verify_session.header_provider = options.header_provider;  // ... and per-request headers
-      verify_problem =
-          verify_stream(producer->url(), io, verify_session, request_options, json_mode,
-                        file.is_open() ? o.input : std::string{}, o.producer.max_batch_bytes, input_records, produced);
+      verify_problem = verify_stream(producer->url(), io, verify_session, request_options, json_mode,
+                                     file.is_open() ? o.input : std::string{}, o.producer.max_batch_bytes,
+                                     input_records, produced, o.producer.max_attempts);
       // A stream that held data before: the likely cause of a difference, which only --create rules out.
       if (verify_problem && !verify_problem->unread && !o.create && !o.resume) {
         verify_problem->message +=

@@ -26,6 +26,7 @@ struct ReadOptions {
   std::uint64_t max_bytes = 1ULL << 40;
   std::uint64_t timeout_ms = 600'000;
   std::uint64_t request_timeout_ms = 30'000;
+  std::uint32_t max_attempts = 10;
   std::vector<std::string> headers;
   ConnectionFlags connection;
 };
@@ -96,6 +97,7 @@ int run_read(const ReadOptions& o) {
   read.json = o.json;
   read.max_bytes = o.max_bytes;
   read.timeout_ns = std::chrono::milliseconds{o.timeout_ms};
+  read.retry.max_attempts = o.max_attempts;
   for (const auto& h : o.headers) {
     auto header = parse_header_flag(h);
     if (!header) {
@@ -212,6 +214,10 @@ void add_read_command(CLI::App& app, std::function<int()>& run) {
                      "Fail when the whole read takes longer, 1..86400000");
   add_decimal_option(*cmd, "--request-timeout-ms", o->request_timeout_ms, 1, 600'000,
                      "Per request: no response, or a body that stops arriving, for this long, 1..600000");
+  add_decimal_option(*cmd, "--max-attempts", o->max_attempts, 1, Bounds::kMaxAttemptsCap,
+                     "GETs at one offset, the first included, 1..1000: a lost connection, 429 and 5xx are "
+                     "retried with backoff (the default 10 rides out about 2.5 s of outage; more ride out a "
+                     "longer one, up to --timeout-ms)");
   cmd->add_option("-H,--header", o->headers, "Extra request header 'Name: value' (repeatable)");
   add_connection_flags(*cmd, o->connection);
   cmd->footer(

@@ -64,11 +64,11 @@ class StreamPrefix {
   std::unique_ptr<std::FILE, FileCloser> spool_;
   bool json_;
   std::optional<std::string> error_;
-  std::uint64_t spooled_ = 0;     ///< bytes written to the spool
-  std::uint64_t values_ = 0;      ///< JSON: values spooled
-  std::uint64_t position_ = 0;    ///< bytes consumed (bytes mode) or values matched (JSON mode)
+  std::uint64_t spooled_ = 0;   ///< bytes written to the spool
+  std::uint64_t values_ = 0;    ///< JSON: values spooled
+  std::uint64_t position_ = 0;  ///< bytes consumed (bytes mode) or values matched (JSON mode)
   std::uint64_t skipped_ = 0;
-  std::string buffer_;            ///< the spool's next record, read back
+  std::string buffer_;  ///< the spool's next record, read back
   bool done_ = false;
 };
 

@@ -9,7 +9,7 @@
 
 namespace prodsm::tools {
 
-ds::ReadOptions whole_stream_read(bool json, ds::RequestOptions request) {
+ds::ReadOptions whole_stream_read(bool json, ds::RequestOptions request, std::uint32_t max_attempts) {
   ds::ReadOptions read;
   read.json = json;
   // The produce run's mode, not the stream's: its records are compared in that mode (a
@@ -18,6 +18,7 @@ ds::ReadOptions whole_stream_read(bool json, ds::RequestOptions request) {
   read.request = std::move(request);
   read.max_bytes = std::uint64_t{1} << 62;  // the consumer's bound (the spool's disk, a comparison)
   read.timeout_ns = std::chrono::hours{24};
+  read.retry.max_attempts = max_attempts;
   return read;
 }
 

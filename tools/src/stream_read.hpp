@@ -19,8 +19,11 @@ struct CliReadResult {
 /// The options of a read of the whole stream whose consumer keeps bounded memory however
 /// much arrives (--resume's spool, --verify's comparison): `json` mode, `request`'s
 /// headers, no byte limit short of 2^62 bytes (ds::ReadOptions' default of 4 GiB failed a
-/// --verify of a larger stream), 24 h for the whole read.
-ds::ReadOptions whole_stream_read(bool json, ds::RequestOptions request);
+/// --verify of a larger stream), 24 h for the whole read, and a lost connection, 429 or
+/// 5xx retried up to `max_attempts` times at one offset (the run's --max-attempts, as its
+/// appends: ds::ReadOptions' default of 10, about 2.5 s of outage, failed the read-back
+/// of a run that a server restart of a few seconds did not fail).
+ds::ReadOptions whole_stream_read(bool json, ds::RequestOptions request, std::uint32_t max_attempts);
 
 /// Runs asio::read_stream on `session` to its end; `on_data` runs on the session's I/O
 /// thread as data arrives. With `watch_interrupts`, the first interrupt (interrupt.hpp)

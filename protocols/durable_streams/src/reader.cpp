@@ -190,11 +190,35 @@ void StreamReader::begin_input() {
   splitter_.clear_elements();
 }
 
+bool StreamReader::refuse_page(const http::Response& head, const std::string& next_offset) {
+  // PROTOCOL.md, Offsets: offsets are lexicographically sortable, and those of appended
+  // data strictly increasing (byte-wise). A page that ends before the offset it was read
+  // from would hand on again what came before it; a server cycling through offsets would
+  // repeat data until a bound ended the read. "-1" and "now" are not positions.
+  if (offset_ != "-1" && offset_ != "now" && next_offset < offset_) {
+    fail(protocol_error("the server's Stream-Next-Offset (" + next_offset + ") is before the offset read from (" +
+                        offset_ + "): offsets only increase, and its data would be read twice"));
+    return true;
+  }
+  // A stream asked for as JSON whose Content-Type says it is no JSON at all: the caller's
+  // mode does not fit the stream (told before a byte of it is taken; a JSON-looking body
+  // of a bytes stream would otherwise be cut into values until it broke).
+  const auto content_type = head.header("Content-Type");
+  if (options_.json && content_type && !is_json_content_type(*content_type) && delivered_ == 0) {
+    fail(protocol_error("the stream is not JSON (Content-Type " + std::string(*content_type) +
+                        "), and the read asked for JSON values"),
+         ReadFailure::not_json);
+    return true;
+  }
+  return false;
+}
+
 bool StreamReader::on_head(const http::Response& head) {
   if (result_) return true;  // streamed into on_body, which abandons it
   if (head.status != 200) return false;
   auto read = classify_read(head);
-  if (!read) return false;  // collected; on_outcome reports why
+  if (!read) return false;                                // collected; on_outcome reports why
+  if (refuse_page(head, read->next_offset)) return true;  // streamed into on_body, which abandons it
   choose_mode(head);
   streaming_ = true;
   head_same_offset_ = read->next_offset == offset_;
@@ -227,7 +251,7 @@ bool StreamReader::take_unit(std::string_view unit, bool bytes_mode) {
                         "); it would be read twice"));
     return false;
   }
-  const std::uint64_t units = bytes_mode ? unit.size() : 1;
+  std::uint64_t units = bytes_mode ? unit.size() : 1;
   const std::uint64_t at = committed_units_ + seen_;
   if (at < delivered_) {  // read again after a retry: already handed on
     hash_resent_ = fnv(hash_resent_, unit);
@@ -240,10 +264,15 @@ bool StreamReader::take_unit(std::string_view unit, bool bytes_mode) {
     }
     return true;
   }
-  if (unit.size() > options_.max_bytes - std::min(summary_.bytes, options_.max_bytes)) {
-    fail(protocol_error("the server sent more than the read limit of " + std::to_string(options_.max_bytes) +
-                        " bytes (max_bytes): the stream holds more, or a body does not end"),
-         ReadFailure::max_bytes);
+  // R3: no more than max_bytes handed on. A bytes stream hands on exactly max_bytes (a
+  // prefix, as `head -c` would) before the read fails; a JSON element is whole or not at all.
+  const std::uint64_t room = options_.max_bytes - std::min(summary_.bytes, options_.max_bytes);
+  const bool over = unit.size() > room;
+  if (over && bytes_mode && room > 0) {
+    unit = unit.substr(0, static_cast<std::size_t>(room));
+    units = room;
+  } else if (over) {
+    fail_max_bytes();
     return false;
   }
   output_.push_back(unit);
@@ -255,7 +284,17 @@ bool StreamReader::take_unit(std::string_view unit, bool bytes_mode) {
   delivered_ += units;
   seen_ += units;
   summary_.bytes += unit.size();
+  if (over) {
+    fail_max_bytes();
+    return false;
+  }
   return true;
+}
+
+void StreamReader::fail_max_bytes() {
+  fail(protocol_error("the server sent more than the read limit of " + std::to_string(options_.max_bytes) +
+                      " bytes (max_bytes): the stream holds more, or a body does not end"),
+       ReadFailure::max_bytes);
 }
 
 void StreamReader::choose_mode(const http::Response& head) {
@@ -312,6 +351,7 @@ void StreamReader::on_response(Instant now, const http::Response& response) {
     return;
   }
   if (!response.body_streamed) {  // no sink took it (a caller without one): the same path
+    if (refuse_page(response, read->next_offset)) return;
     choose_mode(response);
     streaming_ = true;
     head_same_offset_ = read->next_offset == offset_;

@@ -17,6 +17,9 @@
 /// some of its data was handed on is read again from the same offset and the part
 /// already handed on is skipped — after checking that it is the same data (an
 /// append-only stream never changes what it holds; a server that does is refused).
+/// A page whose Stream-Next-Offset is before the offset it was read from is refused
+/// before its data is handed on: offsets are lexicographically sortable and only increase
+/// (PROTOCOL.md, Offsets), so its data would be handed on twice.
 /// Everything is bounded (R3): output bytes, JSON element size, requests, responses that
 /// carry no data, attempts per offset, and the whole read's duration.
 /// Source: PROTOCOL.md of durable-streams/durable-streams, "Reading" (catch-up reads,
@@ -57,7 +60,9 @@ struct ReadOptions {
   /// ReadChunk::json and ReadSummary::json tell which mode the read used. Default true.
   bool json_from_content_type = true;
   /// Most data bytes handed on (JSON: element bytes), 0..2^62; past it the read fails
-  /// with protocol_error naming the limit (R3). Default 4 GiB.
+  /// with protocol_error naming the limit (R3, ReadFailure::max_bytes): a bytes stream
+  /// after exactly max_bytes were handed on, a JSON stream before the element that would
+  /// pass it (elements are whole). Default 4 GiB.
   std::uint64_t max_bytes = 4ULL << 30;
   /// JSON streams: the largest element held while it is validated (bytes), 1..1 GiB.
   /// Default 64 MiB.
@@ -103,12 +108,14 @@ enum class ReadFailure : std::uint8_t {
   other,
   /// timeout_ns elapsed before the read finished (ErrorCode::cancelled; timed_out()).
   timeout,
-  /// The stream holds more than max_bytes of data from the read's offset; max_bytes of it
-  /// were handed on (ErrorCode::protocol_error).
+  /// The stream holds more than max_bytes of data from the read's offset: a bytes stream's
+  /// first max_bytes were handed on, a JSON stream's whole elements up to it
+  /// (ErrorCode::protocol_error).
   max_bytes,
-  /// ReadOptions::json was set, and the first page's body is not a JSON array, before any
-  /// data was handed on: the stream does not keep JSON messages (ErrorCode::protocol_error);
-  /// the caller asked for the wrong mode. A page that is not an array after data was
+  /// ReadOptions::json was set, and before any data was handed on the first page's
+  /// Content-Type was no JSON type (ds::is_json_content_type) or its body no JSON array:
+  /// the stream does not keep JSON messages (ErrorCode::protocol_error); the caller asked
+  /// for the wrong mode. A page that is not an array after data was
   /// handed on, or under a JSON Content-Type (JSON mode by json_from_content_type), is the
   /// server's fault: `other`.
   not_json,
@@ -244,10 +251,14 @@ class StreamReader {
   StreamReader(StreamUrl url, ReadOptions options, Instant now);
   void finish_ok();
   void fail(Error error, ReadFailure why = ReadFailure::other);
+  void fail_max_bytes();
   Error in_context(Error error) const;
   Error protocol_error(std::string what) const;
   bool take_unit(std::string_view unit, bool bytes_mode);
   bool on_data_bytes(std::span<const char> bytes);
+  /// A 200 page that cannot follow offset_ (its next offset is before it) or does not fit
+  /// the read's mode (JSON asked, the Content-Type is no JSON): fails the read, true.
+  bool refuse_page(const http::Response& head, const std::string& next_offset);
   /// JSON mode by the stream's Content-Type (ReadOptions::json_from_content_type).
   void choose_mode(const http::Response& head);
   void on_response(Instant now, const http::Response& response);
