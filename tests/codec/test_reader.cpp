@@ -84,7 +84,13 @@ struct Drive {
     reader.on_outcome(now, tl::unexpected(std::move(e)));
   }
   void transport(Error e) { reader.on_outcome(now, tl::unexpected(std::move(e))); }
-  const ReadError& error() const { return reader.result()->error(); }
+  /// The read finished ok.
+  bool ok() const { return reader.result() && reader.result()->has_value(); }
+  /// The read's error; a stand-in naming why there is none while it has not failed.
+  const ReadError& error() const {
+    static const ReadError kNone{make_error(ErrorCode::internal, Certainty::definite, false, "the read did not fail")};
+    return reader.result() && !reader.result()->has_value() ? reader.result()->error() : kNone;
+  }
 };
 
 Error lost() {
@@ -100,7 +106,7 @@ TEST(StreamReader, BytesAreHandedOnAsTheyArriveAcrossResponses) {
   EXPECT_EQ(d.request(), "o1");
   d.ok("o2", "de");
   ASSERT_TRUE(d.reader.finished());
-  ASSERT_TRUE(d.reader.result()->has_value()) << d.error().describe();
+  ASSERT_TRUE(d.ok()) << d.error().describe();
   EXPECT_EQ(d.out, "abcde");
   const ReadSummary& s = **d.reader.result();
   EXPECT_EQ(s.next_offset, "o2");
@@ -113,6 +119,25 @@ TEST(StreamReader, BytesAreHandedOnAsTheyArriveAcrossResponses) {
 // Issue 22: a page followed by bytes beyond its framing (a Content-Length one byte short of
 // the data, the hostile server's read-short-length) may have lost bytes no header shows:
 // the read fails, protocol_error, not retried — it never ends as a success.
+// RFC 9112 section 6.3: a body with no Content-Length and no chunked framing ends with
+// the connection, so one cut short by a lost connection looks whole, and the offset after
+// it would skip what was cut (a read wrote "partial" and exit 0). Refused, not retried.
+TEST(StreamReader, APageWhoseBodyEndedWithItsConnectionFailsTheRead) {
+  Drive d;
+  d.request();
+  Response r = Drive::head(200, {{"Stream-Next-Offset", "o9"}, {"Stream-Up-To-Date", "true"}});
+  ASSERT_TRUE(d.reader.on_head(r));
+  r.body_streamed = true;
+  (void)d.reader.on_body(std::span<const char>("partial", 7));
+  d.take_output();
+  r.body_until_close = true;
+  d.reader.on_outcome(d.now, std::move(r));
+  ASSERT_TRUE(d.reader.finished());
+  EXPECT_EQ(d.error().code, ErrorCode::protocol_error);
+  EXPECT_NE(d.error().message.find("ended with its connection"), std::string::npos) << d.error().message;
+  EXPECT_FALSE(d.reader.poll_request(d.now).has_value()) << "not retried";
+}
+
 TEST(StreamReader, Issue22_APageWithBytesBeyondItsFramingFailsTheRead) {
   Drive d;
   d.request();
@@ -138,7 +163,7 @@ TEST(StreamReader, JsonStreamsAreHandedOnElementByElement) {
   d.options_json = true;
   d.request();
   d.respond(200, {{"Stream-Next-Offset", "o1"}, {"Stream-Closed", "true"}}, {"[{\"a\"", ":1}, 2", ", \"x\"]"});
-  ASSERT_TRUE(d.reader.result()->has_value()) << d.error().describe();
+  ASSERT_TRUE(d.ok()) << d.error().describe();
   EXPECT_EQ(d.out, "{\"a\":1}|2|\"x\"");
   EXPECT_EQ((*d.reader.result())->elements, 3u);
   EXPECT_TRUE((*d.reader.result())->closed);
@@ -156,7 +181,7 @@ TEST(StreamReader, AJsonStreamsContentTypeTurnsJsonModeOnBeforeAnyData) {
   d.request();
   d.respond(200, {{"Stream-Next-Offset", "o2"}, {"Content-Type", "application/json"}, {"Stream-Up-To-Date", "true"}},
             {"[3]"});
-  ASSERT_TRUE(d.reader.result()->has_value()) << d.error().describe();
+  ASSERT_TRUE(d.ok()) << d.error().describe();
   EXPECT_EQ(d.out, "1|2|3");
   EXPECT_TRUE((*d.reader.result())->json);
   EXPECT_EQ((*d.reader.result())->elements, 3u);
@@ -184,7 +209,7 @@ TEST(StreamReader, BytesStreamsAndAnOptOutKeepBytesMode) {
     // A +json type is a bytes stream (the reference server stores it as sent).
     const std::string type = opt_out ? "application/json" : "application/vnd.x+json";
     d.respond(200, {{"Stream-Next-Offset", "o1"}, {"Content-Type", type}, {"Stream-Up-To-Date", "true"}}, {"[1]"});
-    ASSERT_TRUE(d.reader.result()->has_value()) << d.error().describe();
+    ASSERT_TRUE(d.ok()) << d.error().describe();
     EXPECT_EQ(d.out, "[1]");
     EXPECT_FALSE(d.reader.json());
     EXPECT_FALSE((*d.reader.result())->json);
@@ -259,8 +284,11 @@ TEST(StreamReader, JsonModeOnAStreamThatIsNotJsonIsToldApartFromABadResponse) {
   Drive plus_json(o);  // a +json type may hold arrays: judged by its body
   plus_json.options_json = true;
   plus_json.request();
-  plus_json.respond(200, {{"Stream-Next-Offset", "o1"}, {"Content-Type", "application/vnd.x+json"}}, {"[1]"});
-  ASSERT_TRUE(plus_json.reader.result()->has_value()) << plus_json.error().describe();
+  plus_json.respond(
+      200, {{"Stream-Next-Offset", "o1"}, {"Content-Type", "application/vnd.x+json"}, {"Stream-Up-To-Date", "true"}},
+      {"[1]"});
+  ASSERT_TRUE(plus_json.reader.finished());
+  ASSERT_TRUE(plus_json.ok()) << plus_json.error().describe();
   EXPECT_EQ(plus_json.out, "1");
 
   Drive by_type;  // JSON mode by the stream's Content-Type, over a body that is no array
@@ -292,7 +320,7 @@ TEST(StreamReader, Issue15_E4_5xx429And408AreRetriedWithBackoffAndRetryAfter) {
   d.reader.handle_timeout(d.now);
   d.request();
   d.ok("o1", "data");
-  ASSERT_TRUE(d.reader.result()->has_value()) << d.error().describe();
+  ASSERT_TRUE(d.ok()) << d.error().describe();
   EXPECT_EQ(d.out, "data");
   EXPECT_EQ((*d.reader.result())->retries, 3u);
 }
@@ -320,7 +348,7 @@ TEST(StreamReader, E4_ALostConnectionIsRetriedAtOnce) {
   d.transport(lost());
   EXPECT_EQ(d.request(), "-1") << "the first retry after a lost connection goes out at once";
   d.ok("o1", "x");
-  EXPECT_TRUE(d.reader.result()->has_value());
+  EXPECT_TRUE(d.ok());
 }
 
 TEST(StreamReader, Issue15_404And400AreNotRetriedAndNameThePath) {
@@ -358,7 +386,7 @@ TEST(StreamReader, ABrokenResponseIsReadAgainAndWhatWasHandedOnIsSkipped) {
   EXPECT_EQ(d.out, "hello wor");
   EXPECT_EQ(d.request(), "-1") << "read again from the same offset";
   d.respond(200, {{"Stream-Next-Offset", "o1"}, {"Stream-Up-To-Date", "true"}}, {"hel", "lo world"});
-  ASSERT_TRUE(d.reader.result()->has_value()) << d.error().describe();
+  ASSERT_TRUE(d.ok()) << d.error().describe();
   EXPECT_EQ(d.out, "hello world") << "nothing twice, nothing lost";
   EXPECT_EQ((*d.reader.result())->bytes, 11u);
 }
@@ -374,7 +402,7 @@ TEST(StreamReader, AReReadShorterThanWhatWasHandedOnContinuesIntoTheNextResponse
   EXPECT_EQ(d.request(), "o1");
   d.ok("o2", "defgh");
   EXPECT_FALSE(d.reader.catching_up());
-  ASSERT_TRUE(d.reader.result()->has_value()) << d.error().describe();
+  ASSERT_TRUE(d.ok()) << d.error().describe();
   EXPECT_EQ(d.out, "abcdefgh");
 }
 
@@ -388,7 +416,7 @@ TEST(StreamReader, JsonElementsHandedOnBeforeABreakAreSkippedOnTheReRead) {
   EXPECT_EQ(d.out, "1|2");
   d.request();
   d.ok("o1", "[1,2,3,4]");
-  ASSERT_TRUE(d.reader.result()->has_value()) << d.error().describe();
+  ASSERT_TRUE(d.ok()) << d.error().describe();
   EXPECT_EQ(d.out, "1|2|3|4");
 }
 
@@ -423,7 +451,7 @@ TEST(StreamReader, Issue22_AnEmptyResponseThatDoesNotAdvanceEndsTheRead) {
   d.request();
   d.respond(200, {{"Stream-Next-Offset", "o1"}}, {});
   ASSERT_TRUE(d.reader.finished());
-  EXPECT_TRUE(d.reader.result()->has_value());
+  EXPECT_TRUE(d.ok());
   EXPECT_EQ(d.out, "a");
 }
 
@@ -468,7 +496,7 @@ TEST(StreamReader, R3_MoreThanMaxBytesIsAnError) {
   Drive exact(o);
   exact.request();
   exact.ok("o1", "abcd");
-  ASSERT_TRUE(exact.reader.result()->has_value()) << exact.error().describe();
+  ASSERT_TRUE(exact.ok()) << exact.error().describe();
   EXPECT_EQ(exact.out, "abcd");
 }
 
@@ -577,7 +605,7 @@ TEST(StreamReader, ACollectedBodyTakesTheSamePath) {
   d.reader.on_outcome(d.now, std::move(r));
   d.take_output();
   EXPECT_EQ(d.out, "whole");
-  EXPECT_TRUE(d.reader.result()->has_value());
+  EXPECT_TRUE(d.ok());
 }
 
 TEST(StreamReader, AStopByTheConsumerEndsTheRead) {
