@@ -9,7 +9,41 @@
 
 namespace prodsm::conformance::detail {
 
+namespace {
+
+/// F1's second half: a barrier that reports success arrives only once every record ordered
+/// before it was acknowledged (judged on per-record outcomes; blocking calls' returns, in
+/// the scheduler's order, by step). A failed barrier's timing is F5's to judge.
+Result check_f1_waits_for_the_prefix(const Checked& c) {
+  const auto& x = c.index;
+  if (!c.caps.per_record_completions) return std::nullopt;
+  for (const auto& f : x.flushes) {
+    if (!f.accepted) continue;
+    const auto* bd = barrier_done(x, f.barrier);
+    if (bd == nullptr || !bd->obs->ok) continue;
+    for (std::uint64_t k = 0; k < f.cutoff && k < x.tickets.size(); ++k) {
+      const auto& tk = x.tickets[k];
+      const bool early =
+          tk.completions == 0 || (c.caps.blocking_outcomes ? tk.done_step > bd->step : tk.done_seq > bd->seq);
+      if (!early) continue;
+      if (tk.completions == 0) {
+        return violation("F1",
+                         "flush " + std::to_string(f.barrier) + " completed before " + t(k) +
+                             " it covers was acknowledged (it never completed)",
+                         {tk.submit_step, f.step, bd->step});
+      }
+      return violation(
+          "F1", "flush " + std::to_string(f.barrier) + " completed before " + t(k) + " it covers was acknowledged",
+          {f.step, bd->step, tk.done_step});
+    }
+  }
+  return std::nullopt;
+}
+
+}  // namespace
+
 Result check_f1(const Checked& c) {
+  if (auto early = check_f1_waits_for_the_prefix(c)) return early;
   const auto& x = c.index;
   if (epoch_changed(x)) return std::nullopt;  // one batch in flight during a claim (S5)
   for (const auto& f : x.flushes) {
@@ -46,10 +80,18 @@ Result check_f2(const Checked& c) {
     }
     if (!all_ok) continue;
     const auto* bd = barrier_done(x, f.barrier);
-    if (bd == nullptr || bd->step != ready) {
+    // A barrier that completed early did not wait for anything: F1 judges that.
+    if (bd != nullptr && bd->step < ready) continue;
+    if (bd == nullptr) {
       return violation(
-          "F2", "flush " + std::to_string(f.barrier) + " did not complete when every record before it was durable",
+          "F2", "flush " + std::to_string(f.barrier) + " never completed although every record before it was durable",
           {f.step, ready});
+    }
+    if (bd->step != ready) {
+      return violation("F2",
+                       "flush " + std::to_string(f.barrier) +
+                           " completed later than the step in which every record before it was durable",
+                       {f.step, ready, bd->step});
     }
   }
   return std::nullopt;

@@ -2,6 +2,9 @@
 // External targets: a driver process per SDK, spoken to in JSON lines
 // (docs/conformance.md, "The driver protocol"). This side keeps the trace and the
 // simulated server; the driver only translates between the protocol and its SDK.
+#include <algorithm>
+#include <cmath>
+#include <cstdint>
 #include <filesystem>
 #include <nlohmann/json.hpp>
 #include <stdexcept>
@@ -17,6 +20,44 @@ namespace prodsm::conformance {
 namespace {
 
 using nlohmann::json;
+
+/// 2^53: the largest integer that every JSON implementation — a JavaScript driver's
+/// numbers — holds exactly; no ticket, count or id of a run comes near it.
+constexpr std::uint64_t kMaxExactInteger = std::uint64_t{1} << 53;
+
+/// `v`, the driver's value of field `key`, as an integer 0..max (max at most 2^53): a
+/// non-negative JSON integer, or a float with no fraction. Anything else — a negative
+/// number, a fraction, a number beyond the range, another type — throws
+/// std::invalid_argument naming the field and the value: the reply does not follow the
+/// driver protocol (never converted: -1 read as 2^64-1 was blamed on the SDK).
+std::uint64_t whole_value(const json& v, const std::string& key, std::uint64_t max) {
+  max = std::min(max, kMaxExactInteger);
+  std::optional<std::uint64_t> n;
+  if (v.is_number_unsigned()) {
+    n = v.get<std::uint64_t>();
+  } else if (v.is_number_float()) {
+    const double d = v.get<double>();
+    if (std::isfinite(d) && d >= 0 && d <= static_cast<double>(max) && std::floor(d) == d) {
+      n = static_cast<std::uint64_t>(d);
+    }
+  }
+  if (!n || *n > max) {
+    throw std::invalid_argument("\"" + key + "\": " + v.dump() + " is not an integer in 0.." + std::to_string(max));
+  }
+  return *n;
+}
+
+/// Field `key` of the driver's object `j` as whole_value() reads it; `fallback` when absent.
+std::uint64_t whole(const json& j, const std::string& key, std::uint64_t fallback,
+                    std::uint64_t max = kMaxExactInteger) {
+  if (!j.contains(key)) return fallback;
+  return whole_value(j.at(key), key, max);
+}
+
+/// whole() for a field the trace holds in 32 bits (counts, attempts, record ends).
+std::uint32_t whole32(const json& j, const std::string& key, std::uint32_t fallback) {
+  return static_cast<std::uint32_t>(whole(j, key, fallback, UINT32_MAX));
+}
 
 std::optional<ErrorCode> code_from(const std::string& name) {
   for (int i = 0; i <= static_cast<int>(kLastErrorCode); ++i) {
@@ -68,11 +109,11 @@ json response_to(const Response& r, Protocol protocol) {
 TraceAck ack_from(const json& j) {
   TraceAck a;
   if (!j.is_object()) return a;
-  a.start = j.value("start", std::uint64_t{0});
-  a.end = j.value("end", std::uint64_t{0});
+  a.start = whole(j, "start", 0);
+  a.end = whole(j, "end", 0);
   a.next_offset = j.value("next_offset", "");
   a.duplicate = j.value("duplicate", false);
-  if (j.contains("seq_num") && j.at("seq_num").is_number()) a.seq_num = j.at("seq_num").get<std::uint64_t>();
+  if (j.contains("seq_num") && !j.at("seq_num").is_null()) a.seq_num = whole(j, "seq_num", 0);
   return a;
 }
 
@@ -82,39 +123,48 @@ namespace detail {
 
 Observation observation_from(const json& j) {
   Observation o;
-  if (j.contains("at_ms") && j.at("at_ms").is_number()) {
-    // A driver's number: converted only when it is in range (no UB in the conversion).
-    const auto at = milliseconds_in_range(j.at("at_ms").get<double>(), std::chrono::hours{24 * 365 * 100});
-    o.at = Instant{} + at.value_or(Duration{0});
+  if (j.contains("at_ms") && !j.at("at_ms").is_null()) {
+    // A driver's time, in ms (fractions allowed): converted only when it is in range (no
+    // UB in the conversion); anything else is the driver's failure, never time 0.
+    const json& v = j.at("at_ms");
+    const auto at =
+        v.is_number() ? milliseconds_in_range(v.get<double>(), std::chrono::hours{24 * 365 * 100}) : std::nullopt;
+    if (!at) throw std::invalid_argument("\"at_ms\": " + v.dump() + " is not a time in ms from 0 to 100 years");
+    o.at = Instant{} + *at;
   }
   const std::string kind = j.value("kind", "");
   if (kind == "send") {
     o.kind = Observation::Kind::send;
-    o.send_index = j.value("send", std::size_t{0});
-    o.batch = j.value("batch", std::uint64_t{0});
-    o.attempt = j.value("attempt", std::uint32_t{1});
-    o.first_ticket = j.value("first_ticket", std::uint64_t{0});
-    o.count = j.value("count", std::uint32_t{0});
+    o.send_index = static_cast<std::size_t>(whole(j, "send", 0));
+    o.batch = whole(j, "batch", 0);
+    o.attempt = whole32(j, "attempt", 1);
+    o.first_ticket = whole(j, "first_ticket", 0);
+    o.count = whole32(j, "count", 0);
     o.body = base64::decode(j.value("body_b64", "")).value_or(std::string{});
     if (j.contains("record_ends") && j.at("record_ends").is_array()) {
       const json& ends = j.at("record_ends");
-      for (const auto& e : ends) o.record_ends.push_back(e.get<std::uint32_t>());
+      for (const auto& e : ends)
+        o.record_ends.push_back(static_cast<std::uint32_t>(whole_value(e, "record_ends", UINT32_MAX)));
     }
-    if (j.contains("session") && j.at("session").is_number_unsigned()) o.session = j.at("session").get<std::uint64_t>();
+    if (j.contains("session") && !j.at("session").is_null()) o.session = whole(j, "session", 0);
     const json st = j.value("stamp", json::object());
     o.stamp.sequenced = st.value("sequenced", false);
-    o.stamp.epoch = st.value("epoch", std::uint64_t{0});
-    o.stamp.seq = st.value("seq", std::uint64_t{0});
-    if (st.contains("match_seq_num") && st.at("match_seq_num").is_number()) {
-      o.stamp.match_seq_num = st.at("match_seq_num").get<std::uint64_t>();
+    o.stamp.epoch = whole(st, "epoch", 0);
+    o.stamp.seq = whole(st, "seq", 0);
+    if (st.contains("match_seq_num") && !st.at("match_seq_num").is_null()) {
+      o.stamp.match_seq_num = whole(st, "match_seq_num", 0);
     }
     if (st.contains("fencing_token") && st.at("fencing_token").is_string()) {
       o.stamp.fencing_token = st.at("fencing_token").get<std::string>();
     }
   } else if (kind == "done") {
     o.kind = Observation::Kind::done;
-    o.first_ticket = j.value("first", std::uint64_t{0});
-    o.last_ticket = j.value("last", o.first_ticket);
+    o.first_ticket = whole(j, "first", 0);
+    o.last_ticket = whole(j, "last", o.first_ticket);
+    if (o.first_ticket > o.last_ticket) {
+      throw std::invalid_argument("done: \"first\" " + std::to_string(o.first_ticket) + " is after \"last\" " +
+                                  std::to_string(o.last_ticket));
+    }
     o.ok = j.value("ok", false);
     if (o.ok) {
       o.ack = ack_from(j.value("ack", json::object()));
@@ -123,7 +173,7 @@ Observation observation_from(const json& j) {
     }
   } else if (kind == "barrier") {
     o.kind = Observation::Kind::barrier;
-    o.barrier = j.value("barrier", std::uint64_t{0});
+    o.barrier = whole(j, "barrier", 0);
     o.ok = j.value("ok", false);
     if (!o.ok) o.error = error_from(j.value("error", json::object()));
   } else if (kind == "closed") {
@@ -144,10 +194,10 @@ SyncResult result_from(const json& r) {
   if (!r.is_object()) throw std::invalid_argument("\"result\" is neither null nor an object");
   if (r.contains("ticket")) {
     out.kind = SyncResult::Kind::ticket;
-    out.value = r.at("ticket").get<std::uint64_t>();
+    out.value = whole(r, "ticket", 0);
   } else if (r.contains("barrier")) {
     out.kind = SyncResult::Kind::barrier;
-    out.value = r.at("barrier").get<std::uint64_t>();
+    out.value = whole(r, "barrier", 0);
   } else if (r.contains("rejected")) {
     out.kind = SyncResult::Kind::rejected;
     const std::string reason = r.at("rejected").get<std::string>();
@@ -313,13 +363,12 @@ class ExternalDriver final : public Driver {
     step.result = std::move(parsed_result);
     // The first close that completes is an observation (as prodsm's core reports it),
     // whether the SDK settled it at the call or later; later closes keep their result.
+    // Every `closed` the driver reports is recorded: a second one is a second Closed,
+    // which C1 forbids (a later close's outcome is its result, not an observation).
     bool closed_now = false;
     for (auto& obs : parsed_observed) {
       if (obs.kind == Observation::Kind::send) server_.sent(obs);
-      if (obs.kind == Observation::Kind::closed) {
-        if (closed_observed_) continue;  // an SDK may report a second close's outcome too
-        closed_observed_ = closed_now = true;
-      }
+      if (obs.kind == Observation::Kind::closed && !closed_observed_) closed_observed_ = closed_now = true;
       step.observed.push_back(std::move(obs));
     }
     if (step.result.kind == SyncResult::Kind::closed_result && closed_now) step.result = SyncResult{};
@@ -409,8 +458,22 @@ bool hello(Shared& s, detail::DriverProcess& process) {
   s.info.driver = h.value("driver", s.target.name);
   s.info.sdk = h.value("sdk", "");
   s.info.capabilities = capabilities_from(h.value("capabilities", json::object()));
+  // The protocols the SDK speaks: without one, nothing could be offered to it and every
+  // vector would be n/a (a driver answering `{"ok": true}` to everything was "conformant").
   const json protocols = h.contains("protocols") && h.at("protocols").is_array() ? h.at("protocols") : json::array();
-  for (const auto& p : protocols) s.info.protocols.push_back(p == "s2" ? Protocol::s2 : Protocol::durable_streams);
+  for (const auto& p : protocols) {
+    if (p != "s2" && p != "durable_streams") {
+      s.hello_error = "driver " + s.target.name + "'s hello names an unknown protocol " + p.dump() +
+                      " (\"protocols\": \"s2\", \"durable_streams\")";
+      return false;
+    }
+    s.info.protocols.push_back(p == "s2" ? Protocol::s2 : Protocol::durable_streams);
+  }
+  if (s.info.protocols.empty()) {
+    s.hello_error = "driver " + s.target.name +
+                    "'s hello names no protocol it speaks (\"protocols\": [\"s2\" and/or \"durable_streams\"])";
+    return false;
+  }
   const json notes = h.contains("notes") && h.at("notes").is_object() ? h.at("notes") : json::object();
   for (const auto& [k, v] : notes.items()) s.info.notes[k] = v.is_string() ? v.get<std::string>() : v.dump();
   return true;

@@ -174,6 +174,7 @@ VectorResult run_checked_vector(const json& v, const std::string& file, const Dr
   };
   const std::string protocol_name = v.value("protocol", "durable_streams");
   const Protocol protocol = protocol_name == "s2" ? Protocol::s2 : Protocol::durable_streams;
+  r.protocol = protocol;
   const json config = v.value("config", json::object());
   const json expect = v.value("expect", json::object());
   std::string error;

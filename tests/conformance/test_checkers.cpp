@@ -196,6 +196,27 @@ TEST(Checkers, F1FlushDidNotSealAtOnce) {
   EXPECT_TRUE(reports(t, "F1")) << reported(t);
 }
 
+// F1: a barrier's completion arrives when every record before it is acknowledged. A
+// barrier reported before its record's acknowledgement used to pass F1 and fail F2 with
+// "did not complete when every record before it was durable", which was not what
+// happened (red-team report, TOY_BUG=early_flush).
+TEST(Checkers, F1BarrierCompletedBeforeItsRecordsWereAcknowledged) {
+  Trace t = run(Protocol::durable_streams, kLong, {submit("a"), simple("flush"), answer("ack")});
+  auto& acked = t.steps[2].observed;  // done t0, barrier 0
+  ASSERT_EQ(acked.size(), 2U);
+  ASSERT_EQ(acked.back().kind, Observation::Kind::barrier);
+  t.steps[1].observed.push_back(acked.back());  // reported with the flush, before the ack
+  acked.pop_back();
+  bool f1 = false;
+  for (const auto& v : check_trace(t, {})) {
+    if (v.clause != "F1") continue;
+    f1 = true;
+    EXPECT_NE(v.message.find("before ticket 0"), std::string::npos) << v.message;
+  }
+  EXPECT_TRUE(f1) << reported(t);
+  EXPECT_FALSE(reports(t, "F2")) << "F2 is about waiting for later records: " << reported(t);
+}
+
 TEST(Checkers, F2BarrierWaitedLonger) {
   Trace t = run(Protocol::durable_streams, kLong,
                 {submit("a"), simple("flush"), submit("b"), simple("flush"), answer("ack"), answer("ack")});

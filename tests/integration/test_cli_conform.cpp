@@ -147,5 +147,136 @@ TEST(ConformMatrix, ASignalStopsTheRunningTargetAndCleansUp) {
   }
 }
 
+// ---- `prodsm conform --driver` (a driver of one's own) ------------------------------------
+// The red team's report on `prodsm conform` (a toy SDK driver): each test names the item it
+// checks. The driver is tests/conformance/drivers/faulty_driver.mjs, in the mode named.
+
+std::string faulty_driver(const std::string& mode) {
+  return std::string(PRODSM_NODE) + " " + PRODSM_SOURCE_DIR + "/tests/conformance/drivers/faulty_driver.mjs " + mode;
+}
+
+/// A directory holding one vector, `vector` (JSON text), as v.json.
+std::string vector_dir(const std::string& name, const std::string& vector) {
+  const std::string dir = temp_path(name);
+  std::filesystem::create_directories(dir);
+  write_file(dir + "/v.json", vector);
+  return dir;
+}
+
+// Item 1: a driver command without a driver target used to be ignored: the core was
+// judged and reported "conformant". Each is bad usage naming what is wrong, before
+// anything runs.
+TEST(ConformDriver, ADriverWithoutItsOwnTargetIsBadUsage) {
+  struct Case {
+    std::string args;
+    const char* gist;
+  };
+  const std::string driver = faulty_driver("closed-twice");
+  for (const Case& c :
+       {Case{"--driver '" + driver + "'", "--driver needs --target NAME for the driver's SDK"},
+        Case{"--target core --driver '" + driver + "'", "'core' is one of prodsm's own targets"},
+        Case{"--target prodsm-asio --driver '" + driver + "'", "'prodsm-asio' is one of prodsm's own"},
+        Case{"--driver ''", "--driver is empty"}, Case{"--driver '  '", "--driver is empty"},
+        Case{"--target toy --driver ''", "--driver is empty"},
+        Case{"--target toy --driver ' \t '", "--driver is empty"}, Case{"--target ''", "--target is empty"}}) {
+    SCOPED_TRACE(c.args);
+    const CliRun r = prodsm("conform --skip-properties " + c.args);
+    EXPECT_EQ(r.status, 2) << r.out << r.err;
+    EXPECT_NE(r.err.find(c.gist), std::string::npos) << r.err;
+    EXPECT_EQ(r.out.find("conformant"), std::string::npos) << "nothing was judged: " << r.out;
+  }
+}
+
+// Item 2, C1: `Closed` is emitted exactly once. A driver reporting it twice in one reply
+// used to pass: the harness dropped every `closed` after the first.
+TEST(ConformDriver, ClosedReportedTwiceFailsC1) {
+  const std::string dir = vector_dir("closed-twice", R"({"name": "close-at-once", "clauses": ["C1"],
+    "protocol": "durable_streams", "steps": [{"do": "close"}], "expect": {"closed": "ok"}})");
+  const CliRun r = prodsm("conform --skip-properties --target twice --driver '" + faulty_driver("closed-twice") +
+                          "' --vectors " + dir);
+  std::filesystem::remove_all(dir);
+  EXPECT_EQ(r.status, 1) << r.out << r.err;
+  EXPECT_NE(r.out.find("| C1 | FAIL |"), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find("Closed was emitted twice"), std::string::npos) << r.out;
+}
+
+// Item 4: a driver that refuses every vector and property (or answers `{"ok": true}` to
+// everything, hello included) was reported "conformant: no clause failed" with
+// "0/0 vectors passed": nothing was judged, which is the target's failure (exit 3).
+TEST(ConformDriver, ADriverThatRefusesEverythingIsNotConformant) {
+  const std::string none = temp_path("no-vectors");
+  std::filesystem::create_directories(none);
+  struct Case {
+    const char* mode;
+    const char* gist;
+  };
+  for (const Case& c : {Case{"refuse-everything", "nothing was judged: the driver refused every vector and property"},
+                        Case{"ok-to-everything", "hello names no protocol it speaks"}}) {
+    for (const std::string& run : {std::string("--skip-properties"), "--tests 5 --seed 1 --vectors " + none}) {
+      SCOPED_TRACE(std::string(c.mode) + " " + run);
+      const CliRun r = prodsm("conform --target nothing --driver '" + faulty_driver(c.mode) + "' " + run);
+      EXPECT_EQ(r.status, 3) << r.out << r.err;
+      EXPECT_NE(r.err.find(c.gist), std::string::npos) << r.err;
+      EXPECT_EQ(r.out.find("conformant"), std::string::npos) << r.out;
+    }
+  }
+  std::filesystem::remove_all(none);
+}
+
+// Item 5: a number in a driver's reply that is not a non-negative exact integer in its
+// field's range is a reply that does not follow the driver protocol (exit 3, naming the
+// field and the value). It used to be converted (-1 to 2^64-1, 1e30 to 0, 0.5 to 0) and
+// the result blamed on the SDK.
+TEST(ConformDriver, ANumberOutOfRangeIsTheDriversFailureNamingIt) {
+  struct Case {
+    const char* mode;
+    const char* gist;
+  };
+  for (const Case& c : {
+           Case{R"(result={"ticket":-1})", "\"ticket\": -1"},
+           Case{R"(result={"ticket":0.5})", "\"ticket\": 0.5"},
+           Case{R"(result={"ticket":1e30})", "\"ticket\": 1e+30"},
+           Case{R"(result={"ticket":9007199254740993})", "\"ticket\": 9007199254740993"},
+           Case{R"(result={"barrier":-2})", "\"barrier\": -2"},
+           Case{R"(observe={"kind":"done","first":1,"last":0,"ok":true})", "\"first\" 1 is after \"last\" 0"},
+           Case{R"(observe={"kind":"done","first":-3,"last":0,"ok":true})", "\"first\": -3"},
+           Case{R"(observe={"kind":"barrier","barrier":0.25,"ok":true})", "\"barrier\": 0.25"},
+           Case{R"(observe={"kind":"send","send":0,"batch":0,"attempt":1,"first_ticket":0,"count":4294967296})",
+                "\"count\": 4294967296"},
+           Case{R"(observe={"kind":"capacity","at_ms":-1})", "\"at_ms\": -1"},
+       }) {
+    SCOPED_TRACE(c.mode);
+    const CliRun r = prodsm("conform --skip-properties --target numbers --driver '" + faulty_driver(c.mode) + "'");
+    EXPECT_EQ(r.status, 3) << r.out << r.err;
+    EXPECT_NE(r.err.find("does not follow the driver protocol"), std::string::npos) << r.err;
+    EXPECT_NE(r.err.find(c.gist), std::string::npos) << r.err;
+  }
+}
+
+// Item 6: a verdict file that cannot be written is exit 4 (writing the output failed),
+// after the table was printed; it used to be exit 2 (bad usage) after the whole run.
+TEST(ConformOutput, AVerdictFileThatCannotBeWrittenIsExit4AfterTheTable) {
+  for (const char* path : {"/nonexistent-dir/verdicts.json", "/dev/full"}) {
+    SCOPED_TRACE(path);
+    const CliRun r = prodsm(std::string("conform --skip-properties --write-expected ") + path);
+    EXPECT_EQ(r.status, 4) << r.err;
+    EXPECT_NE(r.out.find("| C1 |"), std::string::npos) << "the table comes first: " << r.out;
+    EXPECT_NE(r.err.find(std::string("--write-expected: cannot write '") + path + "'"), std::string::npos) << r.err;
+  }
+}
+
+// Item 6: a finding that cannot be saved (--save-findings under a file) is said on stderr
+// and the run exits 4; it used to be a note among the counterexamples, exit 1.
+TEST(ConformOutput, AFindingThatCannotBeSavedIsExit4) {
+  const std::string dir = vector_dir("save-findings", R"({"name": "close-at-once", "clauses": ["C1"],
+    "protocol": "durable_streams", "steps": [{"do": "close"}], "expect": {"closed": "ok"}})");
+  const CliRun r = prodsm("conform --target twice --driver '" + faulty_driver("closed-twice") + "' --vectors " + dir +
+                          " --tests 20 --seed 1 --no-shrink --save-findings /dev/null/findings");
+  std::filesystem::remove_all(dir);
+  EXPECT_EQ(r.status, 4) << r.out << r.err;
+  EXPECT_NE(r.err.find("--save-findings: cannot save"), std::string::npos) << r.err;
+  EXPECT_NE(r.out.find("FAIL"), std::string::npos) << "the table comes first: " << r.out;
+}
+
 }  // namespace
 }  // namespace prodsm::test

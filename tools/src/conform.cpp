@@ -61,6 +61,8 @@ struct ConformOptions {
   bool serve = false;                       ///< --serve: the SDK over its own HTTP client, against our server
   bool no_shrink = false;                   ///< --no-shrink: report property failures unshrunk
   std::string driver;                       ///< --driver: a driver command line of one's own
+  bool driver_given = false;                ///< --driver was given (possibly empty)
+  bool target_given = false;                ///< --target was given
 };
 
 /// The words of a --driver command line (split on spaces and tabs; no quoting).
@@ -143,7 +145,28 @@ std::optional<std::string> check_files(const ConformOptions& o, nlohmann::json* 
   return std::nullopt;
 }
 
+/// Why --target and --driver do not name a target together, or nullopt: a driver command
+/// is a target of its own, named by --target (never core or an adapter, whose producers
+/// are built in), and an empty one names nothing (it used to judge the core silently).
+std::optional<std::string> check_target(const ConformOptions& o) {
+  if (o.target_given && o.target.find_first_not_of(" \t") == std::string::npos) return "--target is empty";
+  if (!o.driver_given) return std::nullopt;
+  if (o.driver.find_first_not_of(" \t") == std::string::npos) {
+    return "--driver is empty (give the driver's command line, e.g. --driver 'python3 my_driver.py')";
+  }
+  if (!o.target_given) return "--driver needs --target NAME for the driver's SDK";
+  if (o.target == "core" || cf::adapter_target(o.target)) {
+    return "--driver needs --target NAME for the driver's SDK: '" + o.target +
+           "' is one of prodsm's own targets, which run without a driver";
+  }
+  return std::nullopt;
+}
+
 int run_conform(const ConformOptions& o) {
+  if (auto why = check_target(o)) {
+    std::fprintf(stderr, "prodsm conform: %s\n", why->c_str());
+    return kExitBadInput;
+  }
   nlohmann::json expected;
   if (auto why = check_files(o, &expected)) {
     std::fprintf(stderr, "prodsm conform: %s\n", why->c_str());
@@ -186,7 +209,7 @@ int run_conform(const ConformOptions& o) {
   } else {
     std::fprintf(stderr,
                  "prodsm conform: --target: unknown target '%s' (available: core, prodsm-asio, prodsm-blocking, "
-                 "s2-ts, ds-ts, librdkafka)\n",
+                 "s2-ts, ds-ts, librdkafka; another SDK's needs --driver CMD)\n",
                  o.target.c_str());
     return kExitBadInput;
   }
@@ -273,6 +296,8 @@ int run_conform(const ConformOptions& o) {
   // ---- properties ------------------------------------------------------------------------
   std::vector<cf::PropertyResult> properties;
   std::vector<const cf::PropertySpec*> judged;  // properties that ran sequences (passed or failed)
+  std::size_t properties_offered = 0;           // properties in a protocol the target speaks
+  bool findings_unsaved = false;                // a --save-findings file could not be written
   if (!o.skip_properties) {
     cf::PropertyOptions po;
     po.tests = o.tests;
@@ -282,6 +307,7 @@ int run_conform(const ConformOptions& o) {
     po.shrink = !o.no_shrink;
     for (const auto& spec : cf::default_properties()) {
       if (std::find(info.protocols.begin(), info.protocols.end(), spec.protocol) == info.protocols.end()) continue;
+      ++properties_offered;
       // Each failure is shrunk, reported and saved; its clause is then set aside and the
       // property runs again, so one run lists every divergence it can reach (up to 12).
       cf::PropertyOptions each = po;
@@ -325,7 +351,10 @@ int run_conform(const ConformOptions& o) {
           out << r.counterexample.dump(2) << "\n";
           out.close();
           if (ec || !out) {
-            note += "\n    could not save the vector under " + dir.string() + (ec ? ": " + ec.message() : "");
+            const std::string why = "cannot save " + (dir / file).string() + (ec ? ": " + ec.message() : "");
+            std::fprintf(stderr, "prodsm conform: --save-findings: %s\n", why.c_str());
+            note += "\n    " + why;
+            findings_unsaved = true;
           } else {
             note += "\n    saved as vector " + (dir / file).string();
           }
@@ -337,6 +366,17 @@ int run_conform(const ConformOptions& o) {
       }
     }
   }
+
+  // Nothing judged: every vector in a protocol the target speaks was n/a and no property
+  // ran a sequence, although some were offered (a driver that answers `unsupported` to
+  // everything). That is no verdict on the target (exit 3), never "conformant". Vectors
+  // only in protocols the target does not speak offer it nothing: their n/a stands.
+  const std::size_t vectors_offered =
+      static_cast<std::size_t>(std::count_if(results.begin(), results.end(), [&](const cf::VectorResult& r) {
+        return std::find(info.protocols.begin(), info.protocols.end(), r.protocol) != info.protocols.end();
+      }));
+  const bool nothing_judged =
+      results.size() == vectors_na && judged.empty() && vectors_offered + properties_offered > 0;
 
   // ---- table -----------------------------------------------------------------------------
   int failures = 0;
@@ -434,6 +474,16 @@ int run_conform(const ConformOptions& o) {
     std::printf("  vector %s: %s on run %zu of %zu; run 1 found: %s\n", r.name.c_str(), r.passed ? "passed" : "failed",
                 r.attempts, cf::kRealTimeAttempts, r.earlier_failures.front().c_str());
   }
+  if (nothing_judged) {
+    const std::string what = std::string("nothing was judged: the ") +
+                             (o.target == "core" || cf::adapter_target(o.target) ? "target" : "driver") +
+                             " refused every vector and property (" + std::to_string(vectors_offered) +
+                             " vector(s) and " + std::to_string(properties_offered) +
+                             " property(ies) offered, every one n/a: see the table)";
+    std::printf("\n%s\n", what.c_str());
+    std::fprintf(stderr, "prodsm conform: target %s: %s\n", o.target.c_str(), what.c_str());
+    return kExitServerError;
+  }
   std::printf("\n%s\n", failures == 0 ? "conformant: no clause failed"
                                       : (std::to_string(failures) + " clause(s) failed").c_str());
 
@@ -444,9 +494,9 @@ int run_conform(const ConformOptions& o) {
     std::ofstream out(o.write_expected);
     out << verdict_file.dump(2) << "\n";
     out.close();
-    if (!out) {
+    if (!out) {  // the table is printed: only the file is missing (exit 4, as any output)
       std::fprintf(stderr, "prodsm conform: --write-expected: cannot write '%s'\n", o.write_expected.c_str());
-      return kExitBadInput;
+      return kExitOutputFailed;
     }
     std::printf("wrote the verdicts to %s\n", o.write_expected.c_str());
   }
@@ -472,11 +522,12 @@ int run_conform(const ConformOptions& o) {
     if (differences > 0) {
       std::printf("%d verdict(s) differ from %s (a changed SDK or checker: review, then --write-expected)\n",
                   differences, o.expect.c_str());
-      return kExitFailure;
+      return findings_unsaved ? kExitOutputFailed : kExitFailure;
     }
     std::printf("verdicts match %s\n", o.expect.c_str());
-    return kExitOk;
+    return findings_unsaved ? kExitOutputFailed : kExitOk;
   }
+  if (findings_unsaved) return kExitOutputFailed;  // said on stderr as each failed
   return failures == 0 ? kExitOk : kExitFailure;
 }
 
@@ -498,8 +549,8 @@ void add_conform_command(CLI::App& app, std::function<int()>& run) {
                 "Run the target's SDK over its own HTTP client and clock against prodsm's simulated Durable Streams "
                 "server on a loopback port (the driver only submits, flushes, closes and reports outcomes)");
   cmd->add_option("--driver", o->driver,
-                  "Run this driver command (words split on spaces) as the target, named by --target; it speaks the "
-                  "JSON-lines driver protocol (docs/conformance.md)");
+                  "Run this driver command as the target, named by --target NAME (required); its words are split on "
+                  "spaces and tabs, with no quoting; it speaks the JSON-lines driver protocol (docs/conformance.md)");
   cmd->add_option("--vectors", o->vectors, "Directory of scenario vectors (*.json); repeat for more directories")
       ->capture_default_str();
   add_decimal_option(*cmd, "--tests", o->tests, 1, 1'000'000, "Generated sequences per property, 1..1000000");
@@ -529,10 +580,14 @@ void add_conform_command(CLI::App& app, std::function<int()>& run) {
   cmd->footer(
       "Exit status: 0 every clause passed or is not applicable (with --expect: the verdicts match the file; with "
       "--matrix: every target that can run here was judged, whatever its verdicts); 1 a clause failed (with "
-      "--expect: a verdict changed); 2 bad usage; 3 the target's driver failed (with --matrix: no target could run); "
-      "130 --matrix interrupted (SIGINT or SIGTERM, passed on to the target being judged).");
+      "--expect: a verdict changed); 2 bad usage; 3 the target's driver failed, or refused every vector and property "
+      "offered (nothing was judged; with --matrix: no target could run); 4 the --write-expected file or a "
+      "--save-findings vector could not be written; 130 --matrix interrupted (SIGINT or SIGTERM, passed on to the "
+      "target being judged).");
   cmd->callback([o, cmd, &run] {
     o->vectors_given = cmd->count("--vectors") > 0;
+    o->driver_given = cmd->count("--driver") > 0;
+    o->target_given = cmd->count("--target") > 0;
     if (!o->matrix) {
       run = [o] { return run_conform(*o); };
       return;

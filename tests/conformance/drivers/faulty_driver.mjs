@@ -6,6 +6,14 @@
 // pass, an n/a or a malformed vector.
 //
 //   node faulty_driver.mjs crash|garbage|bad-ok|error|bad-type|bad-kind|bad-observed|exit-at-start
+//
+// Further modes for the other ways a driver can mislead the harness:
+//   refuse-everything  hello is fine; every start and op is `unsupported` (nothing can be judged)
+//   ok-to-everything   every line, hello included, is answered `{"ok": true}` (no protocol named)
+//   result=RAW         the first producer operation's `result` is the JSON text RAW, as is
+//   observe=RAW        the first producer operation observes the JSON text RAW, as is
+//   closed-twice       a producer that never sends: tickets and barriers from 0, and the
+//                      first close or abort reports `closed` twice in one reply (C1)
 import { createInterface } from "node:readline"
 
 const mode = process.argv[2] ?? ""
@@ -26,16 +34,43 @@ const hello = {
 
 const reply = (r) => process.stdout.write(JSON.stringify(r) + "\n")
 
+let tickets = 0
+let barriers = 0
+let closed = false
+const closedTwice = (op) => {
+  if (op === "submit") return { ok: true, result: closed ? { rejected: "closed" } : { ticket: tickets++ } }
+  if (op === "flush") return { ok: true, result: closed ? { rejected: "closed" } : { barrier: barriers++ } }
+  if (op === "close" || op === "abort") {
+    if (closed) return { ok: true, result: { closed: "ok" } }
+    closed = true
+    return { ok: true, result: null, observed: [{ kind: "closed", ok: true }, { kind: "closed", ok: true }] }
+  }
+  return { ok: true, result: null, observed: [] }
+}
+
 for await (const line of createInterface({ input: process.stdin })) {
   const op = JSON.parse(line).op
-  if (op === "hello") {
+  if (mode === "ok-to-everything") {
+    reply({ ok: true })
+    if (op === "stop") process.exit(0)
+  } else if (mode === "refuse-everything" && op !== "hello" && op !== "stop") {
+    reply({ ok: false, unsupported: `${op}: this SDK does nothing` })
+  } else if (op === "hello") {
     reply(hello)
   } else if (op === "start") {
     if (mode === "exit-at-start") process.exit(1)
+    tickets = barriers = 0
+    closed = false
     reply({ ok: true })
   } else if (op === "stop") {
     reply({ ok: true })
     process.exit(0)
+  } else if (mode === "closed-twice") {
+    reply(closedTwice(op))
+  } else if (mode.startsWith("result=")) {
+    process.stdout.write(`{"ok": true, "result": ${mode.slice(7)}, "observed": []}\n`)
+  } else if (mode.startsWith("observe=")) {
+    process.stdout.write(`{"ok": true, "result": {"ticket": 0}, "observed": [${mode.slice(8)}]}\n`)
   } else if (mode === "crash") {
     process.exit(3)
   } else if (mode === "garbage") {

@@ -54,6 +54,9 @@ struct VectorResult {
   std::string name;                  ///< the vector's "name", else its file
   std::string file;                  ///< the vector's file path
   std::vector<std::string> clauses;  ///< the clauses the vector is about
+  /// The vector's protocol: `prodsm conform` tells a vector the target was offered (one of
+  /// its protocols) and refused from one in a protocol it does not speak.
+  Protocol protocol = Protocol::durable_streams;
   /// No expectation mismatch and no trace-checker violation (config vector: the config was refused as expected).
   bool passed = false;
   /// The target cannot express something the vector needs (a protocol, a config key, an
