@@ -443,7 +443,6 @@ struct ResponseParser::Impl {
     static const char kNothing = 0;
     exec_base = &kNothing;
     http_parser_execute(&parser, &settings, &kNothing, 0);
-    if (state == State::complete) response.body_until_close = true;
     if (state != State::incomplete) return;  // an EOF-delimited body completed, or failed
     std::string m = "connection closed before the response completed (";
     m += headers_done ? "in the body" : "in the status line or headers";

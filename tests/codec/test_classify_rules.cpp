@@ -296,6 +296,17 @@ TEST(ClassifyHeadRules, NeedsNextOffsetAndToleratesMissingContentType) {
   EXPECT_EQ(classify_head(resp(204, {{"Stream-Next-Offset", "o"}})).error().code, ErrorCode::protocol_error);
   EXPECT_EQ(classify_head(resp(410)).error().code, ErrorCode::not_found);
   EXPECT_EQ(classify_head(resp(503)).error().code, ErrorCode::unavailable);
+  // E2: a read or a HEAD changes nothing, so its 5xx or 408 is definite and never says
+  // "may have been applied"; an append's is indefinite.
+  for (const int status : {500, 502, 408}) {
+    SCOPED_TRACE(status);
+    const Error read = classify_read(resp(status)).error();
+    EXPECT_EQ(read.certainty, Certainty::definite);
+    EXPECT_TRUE(read.retryable);
+    EXPECT_EQ(read.message.find("may have been applied"), std::string::npos) << read.message;
+    EXPECT_EQ(classify_head(resp(status)).error().certainty, Certainty::definite);
+    EXPECT_EQ(append_error(resp(status)).certainty, Certainty::indefinite);
+  }
 }
 
 TEST(ClassifyReadRules, NeedsNextOffsetAndReadsFlags) {

@@ -166,9 +166,7 @@ TEST(HttpConnection, InterimResponsesAreSkipped) {
   EXPECT_TRUE(IsResponse(out[0], 2, 204, ""));
 }
 
-// A body delimited by the end of the connection completes at EOF, and the connection
-// closes; the response says its body ended with the connection (body_until_close), which a
-// framed body never does.
+// A body delimited by the end of the connection completes at EOF, and the connection closes.
 TEST(HttpConnection, EofDelimitedBodyCompletesAtEof) {
   ConnectionScript s;
   s.connect();
@@ -182,19 +180,7 @@ TEST(HttpConnection, EofDelimitedBodyCompletesAtEof) {
   ASSERT_EQ(out.size(), 1U);
   EXPECT_TRUE(IsResponse(out[0], 1, 200, "hello world"));
   EXPECT_FALSE(out[0].result->keep_alive);
-  EXPECT_TRUE(out[0].result->body_until_close);
   EXPECT_EQ(s.conn().state(), Connection::State::closed);
-
-  ConnectionScript framed;
-  framed.connect();
-  framed.enqueue(get(1));
-  framed.write_all();
-  framed.feed("HTTP/1.1 200 OK\r\nConnection: close\r\nContent-Length: 5\r\n\r\nhello");
-  framed.eof();
-  const auto f = framed.outcomes();
-  ASSERT_EQ(f.size(), 1U);
-  EXPECT_TRUE(IsResponse(f[0], 1, 200, "hello"));
-  EXPECT_FALSE(f[0].result->body_until_close);
 }
 
 // Bytes right behind a response, in the same read, with nothing outstanding: the response

@@ -95,6 +95,27 @@ TEST_F(CliHostileRead, MaxBytesWritesExactlyThatPrefix) {
   EXPECT_EQ(prodsm("read " + u + " --max-bytes 10000").status, 0) << "exactly the stream's size is no failure";
 }
 
+// A failed bytes read names where its output's last complete page ends: keeping that many
+// bytes and reading on from that offset gives the stream exactly, nothing doubled.
+TEST_F(CliHostileRead, AFailedReadSaysWhereToContinueWithoutDoublingAnything) {
+  const std::string u = seeded("honest", lines_of_100_bytes(100));  // pages of at most 4 KiB
+  const CliRun r = prodsm("read " + u + " --max-bytes 9999");
+  ASSERT_EQ(r.status, 3) << r.err;
+  const std::string marker = "prodsm read: its first ";
+  const auto at = r.err.find(marker);
+  ASSERT_NE(at, std::string::npos) << r.err;
+  const std::size_t kept = std::stoul(r.err.substr(at + marker.size()));
+  const auto flag = r.err.find("continue with --offset ", at);
+  ASSERT_NE(flag, std::string::npos) << r.err;
+  const auto offset_at = flag + std::string("continue with --offset ").size();
+  const std::string offset = r.err.substr(offset_at, r.err.find('\n', offset_at) - offset_at);
+  EXPECT_GT(kept, 0U) << "the first pages were complete";
+  EXPECT_LT(kept, 9999U) << "the page that failed is not counted";
+  const CliRun rest = prodsm("read " + u + " --offset " + offset);
+  ASSERT_EQ(rest.status, 0) << rest.err;
+  EXPECT_TRUE(same_bytes(r.out.substr(0, kept) + rest.out, server().stored(u)));
+}
+
 // A body trickled one byte at a time is slow, not wrong: read exactly.
 TEST_F(CliHostileRead, ATrickledBodyIsReadExactly) {
   const std::string u = seeded("read-trickle", lines_of_100_bytes(2));

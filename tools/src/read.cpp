@@ -141,8 +141,18 @@ int run_read(const ReadOptions& o) {
   // the server sent it, and a newline at the end like any text tool. Bytes streams write
   // exactly the stream's bytes.
   bool first = true;
+  // The last complete page's end: where a later read continues, and the output's bytes
+  // up to it (a failed bytes read can be continued from there without doubling anything).
+  std::optional<std::string> checkpoint_offset;
+  std::uint64_t checkpoint_bytes = 0;
+  bool json_seen = false;
   auto on_data = [&](const ds::ReadChunk& chunk) {
-    if (chunk.next_offset) return true;
+    if (chunk.next_offset) {
+      checkpoint_offset = std::string(*chunk.next_offset);
+      checkpoint_bytes = out.written();
+      return true;
+    }
+    json_seen = json_seen || chunk.json;
     if (chunk.json && !out.write(first ? "[" : ",")) return false;
     first = false;
     return out.write(chunk.data);
@@ -177,6 +187,11 @@ int run_read(const ReadOptions& o) {
       std::fprintf(stderr,
                    "prodsm read: the %llu bytes written before the failure are what the server sent, in order\n",
                    static_cast<unsigned long long>(out.written()));
+    }
+    if (checkpoint_offset && !json_seen) {  // a JSON output is one array, rebuilt: not cut so
+      std::fprintf(
+          stderr, "prodsm read: its first %llu bytes end at offset %s: keep those and continue with --offset %s\n",
+          static_cast<unsigned long long>(checkpoint_bytes), checkpoint_offset->c_str(), checkpoint_offset->c_str());
     }
     if (e.failure == ds::ReadFailure::not_json) {
       // --json asked a stream the server does not keep as JSON (its pages are not arrays):

@@ -138,13 +138,16 @@ Error status_error(const Response& r, Operation op) {
     }
     return e;
   }
+  // A read or a HEAD changes nothing (RFC 9110 section 9.2.1, safe methods): nothing of
+  // it can have been applied, so its timeout or server error is definite.
+  const bool safe = op == Operation::read || op == Operation::head;
   if (s == 408) {  // a proxy's or the server's request timeout: the body may have been applied (E2)
-    return make(ErrorCode::request_timeout, Certainty::indefinite, true, r, op,
-                "request timeout; the request may have been applied");
+    return make(ErrorCode::request_timeout, safe ? Certainty::definite : Certainty::indefinite, true, r, op,
+                safe ? "request timeout" : "request timeout; the request may have been applied");
   }
   if (s >= 500 && s <= 599) {
-    return make(ErrorCode::unavailable, Certainty::indefinite, true, r, op,
-                "server error; the request may have been applied");
+    return make(ErrorCode::unavailable, safe ? Certainty::definite : Certainty::indefinite, true, r, op,
+                safe ? "server error" : "server error; the request may have been applied");
   }
   if (s >= 400 && s <= 499) {
     Error e = make(ErrorCode::rejected, Certainty::definite, false, r, op, "rejected");

@@ -235,7 +235,9 @@ std::optional<std::string> JsonArraySplitter::feed(std::span<const char> bytes) 
     }
     const auto run_bytes = static_cast<std::size_t>(p - run);
     if (current_.size() + run_bytes > max_element_bytes_) {
-      failure = element_error(count_, "larger than the limit of " + std::to_string(max_element_bytes_) + " bytes");
+      // Valid or not, it is more than this reader holds: say so, not "not valid JSON".
+      failure = "element " + std::to_string(count_) + " of the JSON array is larger than the limit of " +
+                std::to_string(max_element_bytes_) + " bytes per value (max_element_bytes)";
       break;
     }
     current_.append(run, run_bytes);

@@ -350,13 +350,6 @@ void StreamReader::on_response(Instant now, const http::Response& response) {
     on_failed_attempt(now, std::move(read.error()));
     return;
   }
-  if (response.body_until_close) {
-    // No framing: the connection's end ended the body, so a connection lost mid-body
-    // would look like a whole page, and the offset after it would skip what was cut.
-    fail(protocol_error("the page's body had no Content-Length or chunked framing and ended with its connection: "
-                        "a body cut short cannot be told from a whole one"));
-    return;
-  }
   if (!response.body_streamed) {  // no sink took it (a caller without one): the same path
     if (refuse_page(response, read->next_offset)) return;
     choose_mode(response);

@@ -46,10 +46,6 @@ struct Response {
   /// §6.3) — so its body may be cut short; the connection was closed. Set by
   /// Connection::on_bytes; a reader that must be exact refuses such a response.
   std::size_t unsolicited_bytes_after = 0;
-  /// The body had neither Content-Length nor chunked framing and ended with the connection
-  /// (RFC 9112 §6.3, item 8): a body cut short by a lost connection cannot be told from a
-  /// whole one. A reader that must be exact refuses such a response.
-  bool body_until_close = false;
   /// The first header named `name` (ASCII case-insensitive), if any.
   [[nodiscard]] std::optional<std::string_view> header(std::string_view name) const;
 };
