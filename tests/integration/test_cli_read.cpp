@@ -59,6 +59,30 @@ TEST_F(CliRead, JsonOnABytesStreamIsBadInputThatSaysWhy) {
   EXPECT_TRUE(a.out.empty()) << a.out;
 }
 
+// -o FILE is emptied only when data arrives or the read completes: a read that fails
+// before any data (a mistyped stream name: 404) leaves what the file held, instead of
+// destroying an earlier output. A complete read replaces it, even with an empty stream.
+TEST_F(CliRead, AReadThatFailsBeforeAnyDataLeavesTheOutputFileAsItWas) {
+  const std::string file = temp_path("kept-output");
+  write_file(file, "an earlier read's output\n");
+  const CliRun missing = prodsm("read " + url("no-such-stream") + " -o " + file);
+  EXPECT_EQ(missing.status, 3) << missing.err;
+  EXPECT_EQ(slurp(file), "an earlier read's output\n");
+
+  const std::string empty = url("kept-output-empty");
+  ASSERT_EQ(prodsm("produce " + empty + " --create", "").status, 0);
+  const CliRun whole = prodsm("read " + empty + " -o " + file);
+  EXPECT_EQ(whole.status, 0) << whole.err;
+  EXPECT_EQ(slurp(file), "") << "a complete read of an empty stream leaves an empty file";
+
+  const std::string some = url("kept-output-some");
+  ASSERT_EQ(prodsm("produce " + some + " --create", "x\n").status, 0);
+  write_file(file, "a longer earlier output than the stream\n");
+  EXPECT_EQ(prodsm("read " + some + " -o " + file).status, 0);
+  EXPECT_EQ(slurp(file), "x\n");
+  std::remove(file.c_str());
+}
+
 // A value another producer wrote with a lone surrogate ("\ud800": an emoji cut in half in
 // JavaScript) is stored and returned by the server. It is JSON by RFC 8259's grammar, so
 // `read --json` passes it on as sent, and the values after it too, instead of stopping.

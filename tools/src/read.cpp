@@ -1,8 +1,11 @@
 // SPDX-License-Identifier: Apache-2.0
 // `prodsm read URL`: a catch-up read of a stream to stdout (or a file), written as it
 // arrives (ds::StreamReader through asio::read_stream), in bounded memory.
-#include <asio/io_context.hpp>
+#include <fcntl.h>
+#include <sys/stat.h>
+#include <unistd.h>
 
+#include <asio/io_context.hpp>
 #include <cerrno>
 #include <cstdio>
 #include <cstring>
@@ -32,7 +35,10 @@ struct ReadOptions {
 };
 
 /// The output: stdout or a file, written through stdio's buffer; the first failure is
-/// kept (errno text) and ends the read.
+/// kept (errno text) and ends the read. A regular file is opened (created if need be) at
+/// once, so an output that cannot be written fails before the read, but emptied only
+/// when the first data arrives or the read completes: a read that fails before any data
+/// (a mistyped URL, a server down) leaves what the file held.
 class Output {
  public:
   explicit Output(const std::string& path) : path_{path} {
@@ -42,8 +48,16 @@ class Output {
     } else if (path == "-") {
       file_ = stdout;
     } else {
-      file_ = std::fopen(path.c_str(), "wb");
-      if (file_ == nullptr) error_ = std::strerror(errno);
+      const int fd = ::open(path.c_str(), O_WRONLY | O_CREAT | O_CLOEXEC, 0666);
+      struct stat st {};
+      if (fd < 0) {
+        error_ = std::strerror(errno);
+      } else if (::fstat(fd, &st) != 0 || (file_ = ::fdopen(fd, "wb")) == nullptr) {
+        error_ = std::strerror(errno);
+        ::close(fd);
+      } else {
+        pending_truncate_ = S_ISREG(st.st_mode) && st.st_size > 0;
+      }
     }
     if (file_ != nullptr) std::setvbuf(file_, nullptr, _IOFBF, 1 << 20);
   }
@@ -54,7 +68,7 @@ class Output {
   Output& operator=(const Output&) = delete;
 
   bool write(std::string_view bytes) {
-    if (!error_.empty()) return false;
+    if (!error_.empty() || !empty_file()) return false;
     if (std::fwrite(bytes.data(), 1, bytes.size(), file_) != bytes.size()) {
       error_ = std::strerror(errno);
       return false;
@@ -62,8 +76,10 @@ class Output {
     written_ += bytes.size();
     return true;
   }
-  /// Flushes (and closes a file); false when anything failed.
-  bool finish() {
+  /// Flushes (and closes a file); false when anything failed. `complete`: the read
+  /// ended with the whole stream, so a file still holding an earlier output is emptied.
+  bool finish(bool complete) {
+    if (complete) (void)empty_file();
     if (!error_.empty()) return false;
     const bool flushed = std::fflush(file_) == 0;
     if (!flushed) error_ = std::strerror(errno);
@@ -75,6 +91,16 @@ class Output {
     return error_.empty();
   }
   [[nodiscard]] bool failed() const { return !error_.empty(); }
+  /// Empties a file that held an earlier output, once; false when that failed.
+  bool empty_file() {
+    if (!pending_truncate_) return true;
+    pending_truncate_ = false;
+    if (::ftruncate(::fileno(file_), 0) != 0) {
+      error_ = std::strerror(errno);
+      return false;
+    }
+    return true;
+  }
   [[nodiscard]] const std::string& error() const { return error_; }
   [[nodiscard]] std::string name() const { return path_ == "-" ? "stdout" : "'" + path_ + "'"; }
   [[nodiscard]] std::uint64_t written() const { return written_; }
@@ -84,6 +110,7 @@ class Output {
   std::FILE* file_ = nullptr;
   std::string error_;
   std::uint64_t written_ = 0;
+  bool pending_truncate_ = false;  ///< a regular file with earlier contents, not yet emptied
 };
 
 int run_read(const ReadOptions& o) {
@@ -162,7 +189,7 @@ int run_read(const ReadOptions& o) {
   runner.join();
   // Only a complete read closes the JSON array: a cut-off one must not look complete.
   if (r.outcome && r.outcome->json && !r.interrupted) out.write(first ? "[]\n" : "]\n");
-  const bool output_ok = out.finish();
+  const bool output_ok = out.finish(r.outcome.has_value() && !r.interrupted);
   if (!output_ok) {
     std::fprintf(stderr, "prodsm read: writing to %s failed after %llu bytes: %s\n", out.name().c_str(),
                  static_cast<unsigned long long>(out.written()), out.error().c_str());
