@@ -332,6 +332,23 @@ TEST(StreamReader, E4_ALostConnectionIsRetriedAtOnce) {
   EXPECT_TRUE(d.ok());
 }
 
+// E4: a header provider that failed for one attempt (a token refresh that timed out)
+// sent nothing and is retryable within the retry policy (error.hpp): the read asks again
+// after its backoff instead of failing on the first such attempt.
+TEST(StreamReader, E4_AFailedHeaderProviderIsRetried) {
+  Drive d;
+  d.request();
+  d.transport(make_error(ErrorCode::header_provider_failed, Certainty::definite, true, "token command timed out"));
+  ASSERT_FALSE(d.reader.finished()) << d.error().describe();
+  ASSERT_TRUE(d.reader.next_deadline());
+  d.now = *d.reader.next_deadline();
+  d.reader.handle_timeout(d.now);
+  EXPECT_EQ(d.request(), "-1");
+  d.ok("o1", "x");
+  EXPECT_TRUE(d.ok()) << d.error().describe();
+  EXPECT_EQ(d.reader.summary().retries, 1u);
+}
+
 TEST(StreamReader, Issue15_404And400AreNotRetriedAndNameThePath) {
   for (const int status : {404, 400}) {
     Drive d({}, "/missing/stream");

@@ -408,7 +408,7 @@ void StreamReader::on_failed_attempt(Instant now, Error error) {
   // lost connection, a 408) is simply asked again.
   const bool retryable =
       error.retryable && (error.code == ErrorCode::unavailable || error.code == ErrorCode::connection_lost ||
-                          error.code == ErrorCode::request_timeout);
+                          error.code == ErrorCode::request_timeout || error.code == ErrorCode::header_provider_failed);
   if (!retryable || attempts_ >= options_.retry.max_attempts) {
     if (retryable) error.message += " (after " + std::to_string(attempts_) + " attempts)";
     fail(std::move(error));
