@@ -9,7 +9,8 @@
 /// the stream's size: bytes streams pass through as they are; JSON streams are cut into
 /// their elements, each validated (simdjson) before it is handed on (detail/json_elements.hpp).
 ///
-/// Faults: a GET is idempotent, so 408, 429, 5xx and lost connections are retried with the
+/// Faults: a GET is idempotent, so 408, 429, 5xx, lost connections and a failed header
+/// provider (nothing sent) are retried with the
 /// jittered backoff of a RetryPolicy (Retry-After honoured, E4); 4xx, a malformed
 /// response and a JSON body that does not parse are not. A retry whose wait (a long
 /// Retry-After) would end past the read's timeout_ns is not waited for: the read fails at
