@@ -5,7 +5,9 @@
 #include <rapidcheck.h>
 #include <rapidcheck/state.h>
 
+#include <cstdlib>
 #include <sstream>
+#include <string>
 
 #include "prodsm/conformance/external.hpp"
 #include "prodsm/conformance/model.hpp"
@@ -401,7 +403,28 @@ bool property_exercises(const PropertySpec& spec, std::string_view clause) {
   return true;
 }
 
+namespace {
+
+/// --seed into RC_PARAMS before RapidCheck first reads its configuration, which it
+/// prints ("Using configuration: seed=..."): else that line named a random seed that the
+/// run did not use. A seed already in RC_PARAMS is replaced; its other keys stay.
+void put_seed_in_rc_params(std::uint64_t seed) {
+  std::string params;
+  if (const char* env = std::getenv("RC_PARAMS")) {
+    std::istringstream words(env);
+    for (std::string word; words >> word;) {
+      if (word.rfind("seed=", 0) == 0) continue;
+      params += word + " ";
+    }
+  }
+  params += "seed=" + std::to_string(seed);
+  ::setenv("RC_PARAMS", params.c_str(), 1);
+}
+
+}  // namespace
+
 PropertyResult run_property(const PropertySpec& spec, const DriverFactory& factory, const PropertyOptions& options) {
+  if (options.seed) put_seed_in_rc_params(*options.seed);
   g_last_failure.reset();
   g_target_failure.clear();
   g_lenient_config = options.lenient_config;

@@ -4,7 +4,10 @@
 // the test command pins for them (conformance/findings/<sdk>.verdicts.json); the core and
 // prodsm's adapters (prodsm-asio, prodsm-blocking, over loopback) must fail nothing, and the
 // adapters judge A1–A4 and C4; the TypeScript client served over its real fetch
-// (ds-ts-served) agrees with its injected run wherever both judge a clause.
+// (ds-ts-served) agrees with its injected run wherever both judge a clause. And `--driver`
+// as another SDK's engineer uses it, through a driver that misbehaves on purpose
+// (tests/conformance/drivers/faulty_driver.mjs): bad usage, C1, nothing judged, numbers
+// out of range, and the exit statuses of output that cannot be written.
 #include <fcntl.h>
 #include <gtest/gtest.h>
 #include <signal.h>
@@ -163,7 +166,7 @@ std::string vector_dir(const std::string& name, const std::string& vector) {
   return dir;
 }
 
-// Item 1: a driver command without a driver target used to be ignored: the core was
+// B3 (the harness's own options): a driver command without a driver target used to be ignored: the core was
 // judged and reported "conformant". Each is bad usage naming what is wrong, before
 // anything runs.
 TEST(ConformDriver, ADriverWithoutItsOwnTargetIsBadUsage) {
@@ -187,7 +190,7 @@ TEST(ConformDriver, ADriverWithoutItsOwnTargetIsBadUsage) {
   }
 }
 
-// Item 2, C1: `Closed` is emitted exactly once. A driver reporting it twice in one reply
+// C1: `Closed` is emitted exactly once. A driver reporting it twice in one reply
 // used to pass: the harness dropped every `closed` after the first.
 TEST(ConformDriver, ClosedReportedTwiceFailsC1) {
   const std::string dir = vector_dir("closed-twice", R"({"name": "close-at-once", "clauses": ["C1"],
@@ -200,7 +203,7 @@ TEST(ConformDriver, ClosedReportedTwiceFailsC1) {
   EXPECT_NE(r.out.find("Closed was emitted twice"), std::string::npos) << r.out;
 }
 
-// Item 4: a driver that refuses every vector and property (or answers `{"ok": true}` to
+// Verdicts: a driver that refuses every vector and property (or answers `{"ok": true}` to
 // everything, hello included) was reported "conformant: no clause failed" with
 // "0/0 vectors passed": nothing was judged, which is the target's failure (exit 3).
 TEST(ConformDriver, ADriverThatRefusesEverythingIsNotConformant) {
@@ -223,10 +226,9 @@ TEST(ConformDriver, ADriverThatRefusesEverythingIsNotConformant) {
   std::filesystem::remove_all(none);
 }
 
-// Item 5: a number in a driver's reply that is not a non-negative exact integer in its
-// field's range is a reply that does not follow the driver protocol (exit 3, naming the
-// field and the value). It used to be converted (-1 to 2^64-1, 1e30 to 0, 0.5 to 0) and
-// the result blamed on the SDK.
+// The driver protocol (docs/conformance.md): a number in a driver's reply that is not a non-negative exact integer in
+// its field's range is a reply that does not follow the driver protocol (exit 3, naming the field and the value). It
+// used to be converted (-1 to 2^64-1, 1e30 to 0, 0.5 to 0) and the result blamed on the SDK.
 TEST(ConformDriver, ANumberOutOfRangeIsTheDriversFailureNamingIt) {
   struct Case {
     const char* mode;
@@ -253,7 +255,7 @@ TEST(ConformDriver, ANumberOutOfRangeIsTheDriversFailureNamingIt) {
   }
 }
 
-// Item 6: a verdict file that cannot be written is exit 4 (writing the output failed),
+// Exit statuses (README): a verdict file that cannot be written is exit 4 (writing the output failed),
 // after the table was printed; it used to be exit 2 (bad usage) after the whole run.
 TEST(ConformOutput, AVerdictFileThatCannotBeWrittenIsExit4AfterTheTable) {
   for (const char* path : {"/nonexistent-dir/verdicts.json", "/dev/full"}) {
@@ -265,7 +267,7 @@ TEST(ConformOutput, AVerdictFileThatCannotBeWrittenIsExit4AfterTheTable) {
   }
 }
 
-// Item 6: a finding that cannot be saved (--save-findings under a file) is said on stderr
+// Exit statuses (README): a finding that cannot be saved (--save-findings under a file) is said on stderr
 // and the run exits 4; it used to be a note among the counterexamples, exit 1.
 TEST(ConformOutput, AFindingThatCannotBeSavedIsExit4) {
   const std::string dir = vector_dir("save-findings", R"({"name": "close-at-once", "clauses": ["C1"],
@@ -276,6 +278,16 @@ TEST(ConformOutput, AFindingThatCannotBeSavedIsExit4) {
   EXPECT_EQ(r.status, 4) << r.out << r.err;
   EXPECT_NE(r.err.find("--save-findings: cannot save"), std::string::npos) << r.err;
   EXPECT_NE(r.out.find("FAIL"), std::string::npos) << "the table comes first: " << r.out;
+}
+
+// D2 (replay): --seed is the seed RapidCheck reports in its "Using configuration" line; it
+// printed a random one that the run did not use, so a user re-running with it got another run.
+TEST(ConformOutput, TheConfigurationLineNamesTheSeedInUse) {
+  const CliRun r = prodsm("conform --tests 5 --seed 4242");
+  EXPECT_EQ(r.status, 0) << r.err;
+  const auto line = r.err.find("Using configuration:");
+  ASSERT_NE(line, std::string::npos) << r.err;
+  EXPECT_NE(r.err.substr(line, r.err.find('\n', line) - line).find("seed=4242"), std::string::npos) << r.err;
 }
 
 }  // namespace
