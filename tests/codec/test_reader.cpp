@@ -262,15 +262,17 @@ TEST(StreamReader, JsonModeOnAStreamThatIsNotJsonIsToldApartFromABadResponse) {
   ASSERT_TRUE(typed.reader.finished());
   EXPECT_EQ(typed.error().failure, ReadFailure::not_json) << typed.error().message;
   EXPECT_EQ(typed.out, "");
-  Drive plus_json(o);  // a +json type may hold arrays: judged by its body
+  // A +json type is stored as sent (PROTOCOL.md section 9.1): a record "[1,2]" would be
+  // handed on as the values 1 and 2. Refused the same way.
+  Drive plus_json(o);
   plus_json.options_json = true;
   plus_json.request();
   plus_json.respond(
       200, {{"Stream-Next-Offset", "o1"}, {"Content-Type", "application/vnd.x+json"}, {"Stream-Up-To-Date", "true"}},
-      {"[1]"});
+      {"[1,2]\n"});
   ASSERT_TRUE(plus_json.reader.finished());
-  ASSERT_TRUE(plus_json.ok()) << plus_json.error().describe();
-  EXPECT_EQ(plus_json.out, "1");
+  EXPECT_EQ(plus_json.error().failure, ReadFailure::not_json) << plus_json.error().message;
+  EXPECT_EQ(plus_json.out, "");
 
   Drive by_type;  // JSON mode by the stream's Content-Type, over a body that is no array
   by_type.request();

@@ -181,7 +181,8 @@ TEST(ConformDriver, ADriverWithoutItsOwnTargetIsBadUsage) {
         Case{"--target prodsm-asio --driver '" + driver + "'", "'prodsm-asio' is one of prodsm's own"},
         Case{"--driver ''", "--driver is empty"}, Case{"--driver '  '", "--driver is empty"},
         Case{"--target toy --driver ''", "--driver is empty"},
-        Case{"--target toy --driver ' \t '", "--driver is empty"}, Case{"--target ''", "--target is empty"}}) {
+        Case{"--target toy --driver ' \t '", "--driver is empty"},
+        Case{"--target toy --driver '\n'", "--driver is empty"}, Case{"--target ''", "--target is empty"}}) {
     SCOPED_TRACE(c.args);
     const CliRun r = prodsm("conform --skip-properties " + c.args);
     EXPECT_EQ(r.status, 2) << r.out << r.err;
@@ -278,6 +279,37 @@ TEST(ConformOutput, AFindingThatCannotBeSavedIsExit4) {
   EXPECT_EQ(r.status, 4) << r.out << r.err;
   EXPECT_NE(r.err.find("--save-findings: cannot save"), std::string::npos) << r.err;
   EXPECT_NE(r.out.find("FAIL"), std::string::npos) << "the table comes first: " << r.out;
+}
+
+// D2 (replay): RC_PARAMS="reproduce=..." as a failure prints it replays that property's
+// case only. The other properties are not run (they showed "pass (0 sequences)", and their
+// clauses passed on nothing), and a replayed case that passes now is a pass, not a D2 FAIL
+// ("Reproduced result is not a failure").
+TEST(ConformOutput, AReproduceReplaysOnlyItsPropertyAndAPassingReplayIsNoFailure) {
+  const std::string none = temp_path("replay-no-vectors");
+  std::filesystem::create_directories(none);
+  const std::string base = "conform --target twice --vectors " + none + " --tests 30 --seed 1 --no-shrink --driver '";
+  const CliRun failed = prodsm(base + faulty_driver("closed-twice") + "'");
+  ASSERT_EQ(failed.status, 1) << failed.out << failed.err;
+  const std::string marker = "reproduce with RC_PARAMS=\"";
+  const auto at = failed.out.find(marker);
+  ASSERT_NE(at, std::string::npos) << failed.out;
+  const auto from = at + marker.size();
+  const std::string params = failed.out.substr(from, failed.out.find('"', from) - from);
+  ::setenv("RC_PARAMS", params.c_str(), 1);
+  const CliRun again = prodsm(base + faulty_driver("closed-twice") + "' -v");
+  // The core passes every property: its replay of the same case is a pass.
+  const CliRun fixed = prodsm("conform --vectors " + none + " --tests 30 --seed 1 -v");
+  ::unsetenv("RC_PARAMS");
+  std::filesystem::remove_all(none);
+  EXPECT_EQ(again.status, 1) << again.out << again.err;
+  EXPECT_NE(again.out.find("reproduce with RC_PARAMS"), std::string::npos) << again.out;
+  EXPECT_EQ(again.out.find("pass (0 sequences)"), std::string::npos) << "no property passes on nothing: " << again.out;
+  EXPECT_NE(again.out.find("n/a (not run: RC_PARAMS reproduces a case of another property)"), std::string::npos)
+      << again.out;
+  EXPECT_EQ(fixed.status, 0) << fixed.out << fixed.err;
+  EXPECT_EQ(fixed.out.find("not a failure"), std::string::npos) << fixed.out;
+  EXPECT_EQ(fixed.out.find("FAIL"), std::string::npos) << fixed.out;
 }
 
 // D2 (replay): --seed is the seed RapidCheck reports in its "Using configuration" line; it

@@ -114,6 +114,11 @@ TEST_F(CliHostileRead, AFailedReadSaysWhereToContinueWithoutDoublingAnything) {
   const CliRun rest = prodsm("read " + u + " --offset " + offset);
   ASSERT_EQ(rest.status, 0) << rest.err;
   EXPECT_TRUE(same_bytes(r.out.substr(0, kept) + rest.out, server().stored(u)));
+
+  // Inside the first page: nothing of the output is a whole page; the read's own start.
+  const CliRun first = prodsm("read " + u + " --max-bytes 100 --offset -1");
+  EXPECT_EQ(first.status, 3) << first.err;
+  EXPECT_NE(first.err.find("its first 0 bytes end at offset -1"), std::string::npos) << first.err;
 }
 
 // A body trickled one byte at a time is slow, not wrong: read exactly.

@@ -57,6 +57,14 @@ TEST_F(CliRead, JsonOnABytesStreamIsBadInputThatSaysWhy) {
   EXPECT_EQ(a.status, 2) << a.err;
   EXPECT_NE(a.err.find("Content-Type application/octet-stream"), std::string::npos) << a.err;
   EXPECT_TRUE(a.out.empty()) << a.out;
+
+  // A +json stream is stored as sent: its records are lines, not the values of arrays.
+  const std::string plus = url("json-on-plus-json");
+  ASSERT_EQ(prodsm("produce " + plus + " --create --content-type application/vnd.x+json", "[1,2]\n").status, 0);
+  const CliRun p = prodsm("read " + plus + " --json");
+  EXPECT_EQ(p.status, 2) << p.err;
+  EXPECT_TRUE(p.out.empty()) << p.out;
+  EXPECT_EQ(prodsm("read " + plus).out, "[1,2]\n") << "read as bytes, as it is stored";
 }
 
 // -o FILE is emptied only when data arrives or the read completes: a read that fails

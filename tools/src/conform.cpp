@@ -149,9 +149,9 @@ std::optional<std::string> check_files(const ConformOptions& o, nlohmann::json* 
 /// is a target of its own, named by --target (never core or an adapter, whose producers
 /// are built in), and an empty one names nothing (it used to judge the core silently).
 std::optional<std::string> check_target(const ConformOptions& o) {
-  if (o.target_given && o.target.find_first_not_of(" \t") == std::string::npos) return "--target is empty";
+  if (o.target_given && o.target.find_first_not_of(" \t\n\r\v\f") == std::string::npos) return "--target is empty";
   if (!o.driver_given) return std::nullopt;
-  if (o.driver.find_first_not_of(" \t") == std::string::npos) {
+  if (o.driver.find_first_not_of(" \t\n\r\v\f") == std::string::npos) {
     return "--driver is empty (give the driver's command line, e.g. --driver 'python3 my_driver.py')";
   }
   if (!o.target_given) return "--driver needs --target NAME for the driver's SDK";

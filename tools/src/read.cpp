@@ -170,7 +170,9 @@ int run_read(const ReadOptions& o) {
   bool first = true;
   // The last complete page's end: where a later read continues, and the output's bytes
   // up to it (a failed bytes read can be continued from there without doubling anything).
+  // Before any page completes: the read's own start ("now" names no position to go back to).
   std::optional<std::string> checkpoint_offset;
+  if (o.offset != "now") checkpoint_offset = o.offset;
   std::uint64_t checkpoint_bytes = 0;
   bool json_seen = false;
   auto on_data = [&](const ds::ReadChunk& chunk) {
@@ -215,7 +217,7 @@ int run_read(const ReadOptions& o) {
                    "prodsm read: the %llu bytes written before the failure are what the server sent, in order\n",
                    static_cast<unsigned long long>(out.written()));
     }
-    if (checkpoint_offset && !json_seen) {  // a JSON output is one array, rebuilt: not cut so
+    if (checkpoint_offset && !json_seen && out.written() > 0) {  // a JSON output is one array, rebuilt: not cut so
       std::fprintf(
           stderr, "prodsm read: its first %llu bytes end at offset %s: keep those and continue with --offset %s\n",
           static_cast<unsigned long long>(checkpoint_bytes), checkpoint_offset->c_str(), checkpoint_offset->c_str());

@@ -200,11 +200,13 @@ bool StreamReader::refuse_page(const http::Response& head, const std::string& ne
                         offset_ + "): offsets only increase, and its data would be read twice"));
     return true;
   }
-  // A stream asked for as JSON whose Content-Type says it is no JSON at all: the caller's
-  // mode does not fit the stream (told before a byte of it is taken; a JSON-looking body
-  // of a bytes stream would otherwise be cut into values until it broke).
+  // A stream asked for as JSON whose Content-Type says the server does not keep it as JSON
+  // messages (anything but application/json; a `+json` type is stored as sent, PROTOCOL.md
+  // section 9.1): the caller's mode does not fit the stream. Told before a byte of it is
+  // taken: a body of JSON-looking lines would otherwise be cut into values until it broke,
+  // or, one line, be taken as the values of an array the producer wrote as one record.
   const auto content_type = head.header("Content-Type");
-  if (options_.json && content_type && !is_json_content_type(*content_type) && delivered_ == 0) {
+  if (options_.json && content_type && !stores_json_messages(*content_type) && delivered_ == 0) {
     fail(protocol_error("the stream is not JSON (Content-Type " + std::string(*content_type) +
                         "), and the read asked for JSON values"),
          ReadFailure::not_json);

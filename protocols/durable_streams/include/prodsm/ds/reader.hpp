@@ -51,7 +51,10 @@ namespace prodsm::ds {
 struct ReadOptions {
   /// Where the read starts: "-1" = the beginning, or an offset a read returned (opaque).
   std::string offset = "-1";
-  /// A JSON stream: data is handed on element by element (each one JSON value).
+  /// A JSON stream: data is handed on element by element (each one JSON value). Only for
+  /// a stream the server keeps as JSON messages: a response whose Content-Type is anything
+  /// but application/json (a `+json` type included: the reference server stores it as
+  /// sent) fails the read with ReadFailure::not_json before any data is handed on.
   bool json = false;
   /// With `json` false: read in JSON mode all the same when the first 200 response's
   /// Content-Type is `application/json` (parameters aside; not a `+json` type, which the
@@ -114,7 +117,8 @@ enum class ReadFailure : std::uint8_t {
   /// (ErrorCode::protocol_error).
   max_bytes,
   /// ReadOptions::json was set, and before any data was handed on the first page's
-  /// Content-Type was no JSON type (ds::is_json_content_type) or its body no JSON array:
+  /// Content-Type was not one the server keeps as JSON messages (ds::stores_json_messages:
+  /// exactly application/json; a `+json` type is stored as sent) or its body no JSON array:
   /// the stream does not keep JSON messages (ErrorCode::protocol_error); the caller asked
   /// for the wrong mode. A page that is not an array after data was
   /// handed on, or under a JSON Content-Type (JSON mode by json_from_content_type), is the
