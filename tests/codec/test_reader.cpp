@@ -524,6 +524,25 @@ TEST(StreamReader, E5_ANextOffsetBeforeTheOffsetReadFromIsRefusedBeforeItsData) 
   ASSERT_TRUE(empty.reader.finished());
   EXPECT_EQ(empty.error().code, ErrorCode::protocol_error);
 
+  // An offset past the tail (the caller's), clamped by the server: an empty page that ends
+  // at the tail, before anything was handed on, is taken, and the read goes on from there.
+  ReadOptions past;
+  past.offset = "o9";
+  Drive clamped(past);
+  EXPECT_EQ(clamped.request(), "o9");
+  clamped.ok("o5", "", false);
+  ASSERT_FALSE(clamped.reader.finished()) << clamped.error().describe();
+  EXPECT_EQ(clamped.request(), "o5");
+  clamped.ok("o7", "new");
+  ASSERT_TRUE(clamped.ok()) << clamped.error().describe();
+  EXPECT_EQ(clamped.out, "new");
+  Drive clamped_data(past);  // ... but a page of data before the offset asked is refused
+  clamped_data.request();
+  clamped_data.ok("o5", "old");
+  ASSERT_TRUE(clamped_data.reader.finished());
+  EXPECT_EQ(clamped_data.error().code, ErrorCode::protocol_error);
+  EXPECT_EQ(clamped_data.out, "");
+
   Drive collected;  // a collected body (no sink) takes the same check
   collected.request();
   collected.ok("o6", "a", false);

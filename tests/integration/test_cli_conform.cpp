@@ -151,8 +151,9 @@ TEST(ConformMatrix, ASignalStopsTheRunningTargetAndCleansUp) {
 }
 
 // ---- `prodsm conform --driver` (a driver of one's own) ------------------------------------
-// The red team's report on `prodsm conform` (a toy SDK driver): each test names the item it
-// checks. The driver is tests/conformance/drivers/faulty_driver.mjs, in the mode named.
+// What another SDK's engineer meets with a driver of their own (a red team's toy SDK found
+// each): each test says what it checks. The driver is
+// tests/conformance/drivers/faulty_driver.mjs, in the mode named.
 
 std::string faulty_driver(const std::string& mode) {
   return std::string(PRODSM_NODE) + " " + PRODSM_SOURCE_DIR + "/tests/conformance/drivers/faulty_driver.mjs " + mode;

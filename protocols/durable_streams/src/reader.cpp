@@ -156,6 +156,7 @@ std::optional<http::Request> StreamReader::poll_request(Instant now) {
   seen_ = 0;
   streaming_ = false;
   head_same_offset_ = false;
+  backwards_from_.reset();
   splitter_.reset();
   http::Request r;
   r.bytes = encode_read(url_, offset_, options_.request);
@@ -196,9 +197,15 @@ bool StreamReader::refuse_page(const http::Response& head, const std::string& ne
   // from would hand on again what came before it; a server cycling through offsets would
   // repeat data until a bound ended the read. "-1" and "now" are not positions.
   if (offset_ != "-1" && offset_ != "now" && next_offset < offset_) {
-    fail(protocol_error("the server's Stream-Next-Offset (" + next_offset + ") is before the offset read from (" +
-                        offset_ + "): offsets only increase, and its data would be read twice"));
-    return true;
+    if (delivered_ > 0) {
+      fail(protocol_error("the server's Stream-Next-Offset (" + next_offset + ") is before the offset read from (" +
+                          offset_ + "): offsets only increase, and its data would be read twice"));
+      return true;
+    }
+    // Nothing handed on yet: a server that clamps an offset past its tail (the caller's)
+    // answers an empty page ending at the tail, and the read goes on from there. A page of
+    // data ending before the offset asked is refused when its data arrives (take_unit).
+    backwards_from_ = offset_;
   }
   // A stream asked for as JSON whose Content-Type says the server does not keep it as JSON
   // messages (anything but application/json; a `+json` type is stored as sent, PROTOCOL.md
@@ -248,6 +255,11 @@ bool StreamReader::on_body(std::span<const char> bytes) {
 /// One JSON element (bytes_mode false) or a run of bytes (bytes_mode true) at the
 /// current position: handed on, or — when it was handed on before a retry — checked.
 bool StreamReader::take_unit(std::string_view unit, bool bytes_mode) {
+  if (backwards_from_) {
+    fail(protocol_error("the server's Stream-Next-Offset (" + offset_ + ") is before the offset read from (" +
+                        *backwards_from_ + "), and the page holds data: offsets only increase"));
+    return false;
+  }
   if (head_same_offset_) {
     fail(protocol_error("the server returned data without advancing Stream-Next-Offset (" + offset_ +
                         "); it would be read twice"));

@@ -20,7 +20,8 @@
 /// append-only stream never changes what it holds; a server that does is refused).
 /// A page whose Stream-Next-Offset is before the offset it was read from is refused
 /// before its data is handed on: offsets are lexicographically sortable and only increase
-/// (PROTOCOL.md, Offsets), so its data would be handed on twice.
+/// (PROTOCOL.md, Offsets), so its data would be handed on twice. Only an empty one, before
+/// anything was handed on, is taken: a server clamping an offset past its tail.
 /// Everything is bounded (R3): output bytes, JSON element size, requests, responses that
 /// carry no data, attempts per offset, and the whole read's duration.
 /// Source: PROTOCOL.md of durable-streams/durable-streams, "Reading" (catch-up reads,
@@ -278,8 +279,11 @@ class StreamReader {
   bool outstanding_ = false;
   bool streaming_ = false;         ///< the current response's body goes through on_body
   bool head_same_offset_ = false;  ///< its Stream-Next-Offset is the offset it was read from
-  std::uint32_t attempts_ = 0;     ///< failed attempts at the current offset
-  std::uint32_t empty_run_ = 0;    ///< responses in a row without data
+  /// The offset the current page was read from, when its Stream-Next-Offset is before it
+  /// and nothing was handed on yet (a clamped past-the-tail offset): data in it is refused.
+  std::optional<std::string> backwards_from_;
+  std::uint32_t attempts_ = 0;   ///< failed attempts at the current offset
+  std::uint32_t empty_run_ = 0;  ///< responses in a row without data
   prodsm::detail::SplitMix64 rng_;
   ds::detail::JsonArraySplitter splitter_;
   // Units are bytes (bytes streams) or elements (JSON streams), counted from the start.
