@@ -268,7 +268,6 @@ int run_produce(const ProduceOptions& o) {
   end.quiet = o.quiet;
   end.close_stream = o.close_stream;
   end.verify = o.verify;
-  end.resume = o.resume;
   end.producer = &o.producer;
   if (const auto& idempotent = options.producer.protocol.idempotent) end.producer_id = idempotent->producer_id;
   end.records = records;

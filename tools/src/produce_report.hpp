@@ -25,7 +25,6 @@ struct ProduceEnd {
   bool quiet = false;                       ///< -q: no summary
   bool close_stream = false;                ///< --close-stream was asked
   bool verify = false;                      ///< --verify was asked
-  bool resume = false;                      ///< --resume was asked
   const ProducerFlags* producer = nullptr;  ///< the producer flags (never null when reported)
   /// The idempotent producer's id (generated or --producer-id); empty for plain appends.
   std::string producer_id;
