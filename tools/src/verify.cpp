@@ -3,6 +3,7 @@
 
 #include <algorithm>
 #include <fstream>
+#include <utility>
 
 #include "json_values.hpp"
 #include "record_reader.hpp"
@@ -87,11 +88,10 @@ std::optional<std::string> StreamVerifier::finish() {
 }
 
 std::optional<VerifyProblem> verify_stream(const ds::StreamUrl& url, ::asio::io_context& io,
-                                           const asio::SessionOptions& session_options,
-                                           const ds::RequestOptions& request_options, bool json_mode,
+                                           const asio::SessionOptions& session_options, ds::ReadOptions read,
                                            const std::string& input_path, std::uint64_t max_record_bytes,
-                                           std::uint64_t records, const std::vector<std::string>& produced,
-                                           std::uint32_t max_attempts) {
+                                           std::uint64_t records, const std::vector<std::string>& produced) {
+  const bool json_mode = read.json;
   std::ifstream again;
   std::optional<RecordReader> reread;
   if (!input_path.empty()) {
@@ -116,7 +116,7 @@ std::optional<VerifyProblem> verify_stream(const ds::StreamUrl& url, ::asio::io_
   auto session = asio::Session::create(io.get_executor(), url, session_options);  // the run's TLS and headers
   if (!session) return VerifyProblem{"reading the stream back failed: " + session.error(), true};
   CliReadResult r = run_cli_read(
-      *session, url, whole_stream_read(json_mode, request_options, max_attempts),
+      *session, url, std::move(read),
       [&verifier](const ds::ReadChunk& c) { return verifier.add(c); }, false);
   (*session)->close();
   const bool differed = verifier.differs();  // before finish(), which also reports a short stream

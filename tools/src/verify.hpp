@@ -64,15 +64,14 @@ struct VerifyProblem {
 /// `prodsm produce --verify`: reads the stream back (streamed, over a session with `session_options`: the run's TLS
 /// and header provider) and compares it with the input's records: the input
 /// file read again when there is one (`input_path`), else `produced`. Only the first
-/// `records` input records are compared (a file that grew since is not an error). The
-/// read retries up to `max_attempts` times at one offset (whole_stream_read).
+/// `records` input records are compared (a file that grew since is not an error), in
+/// `read`'s mode (`read.json`). `read`: the read back's options (whole_stream_read: the
+/// run's mode, request options and retry policy).
 /// Returns why the stream is not exactly those records (or why it could not be read), or
 /// nullopt when it is.
 std::optional<VerifyProblem> verify_stream(const ds::StreamUrl& url, ::asio::io_context& io,
-                                           const asio::SessionOptions& session_options,
-                                           const ds::RequestOptions& request_options, bool json_mode,
+                                           const asio::SessionOptions& session_options, ds::ReadOptions read,
                                            const std::string& input_path, std::uint64_t max_record_bytes,
-                                           std::uint64_t records, const std::vector<std::string>& produced,
-                                           std::uint32_t max_attempts);
+                                           std::uint64_t records, const std::vector<std::string>& produced);
 
 }  // namespace prodsm::tools
