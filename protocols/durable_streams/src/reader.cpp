@@ -155,8 +155,7 @@ std::optional<http::Request> StreamReader::poll_request(Instant now) {
   if (attempts_ > 0) ++summary_.retries;
   seen_ = 0;
   streaming_ = false;
-  head_same_offset_ = false;
-  backwards_from_.reset();
+  data_refused_.reset();
   splitter_.reset();
   http::Request r;
   r.bytes = encode_read(url_, offset_, options_.request);
@@ -205,7 +204,11 @@ bool StreamReader::refuse_page(const http::Response& head, const std::string& ne
     // Nothing handed on yet: a server that clamps an offset past its tail (the caller's)
     // answers an empty page ending at the tail, and the read goes on from there. A page of
     // data ending before the offset asked is refused when its data arrives (take_unit).
-    backwards_from_ = offset_;
+    data_refused_ = "the server's Stream-Next-Offset (" + next_offset + ") is before the offset read from (" +
+                    offset_ + "), and the page holds data: offsets only increase";
+  } else if (next_offset == offset_) {  // an empty page at the tail is fine; data in it is not
+    data_refused_ =
+        "the server returned data without advancing Stream-Next-Offset (" + offset_ + "); it would be read twice";
   }
   // A stream asked for as JSON whose Content-Type says the server does not keep it as JSON
   // messages (anything but application/json; a `+json` type is stored as sent, PROTOCOL.md
@@ -230,7 +233,6 @@ bool StreamReader::on_head(const http::Response& head) {
   if (refuse_page(head, read->next_offset)) return true;  // streamed into on_body, which abandons it
   choose_mode(head);
   streaming_ = true;
-  head_same_offset_ = read->next_offset == offset_;
   return true;
 }
 
@@ -255,14 +257,8 @@ bool StreamReader::on_body(std::span<const char> bytes) {
 /// One JSON element (bytes_mode false) or a run of bytes (bytes_mode true) at the
 /// current position: handed on, or — when it was handed on before a retry — checked.
 bool StreamReader::take_unit(std::string_view unit, bool bytes_mode) {
-  if (backwards_from_) {
-    fail(protocol_error("the server's Stream-Next-Offset (" + offset_ + ") is before the offset read from (" +
-                        *backwards_from_ + "), and the page holds data: offsets only increase"));
-    return false;
-  }
-  if (head_same_offset_) {
-    fail(protocol_error("the server returned data without advancing Stream-Next-Offset (" + offset_ +
-                        "); it would be read twice"));
+  if (data_refused_) {
+    fail(protocol_error(*data_refused_));
     return false;
   }
   std::uint64_t units = bytes_mode ? unit.size() : 1;
@@ -368,7 +364,6 @@ void StreamReader::on_response(Instant now, const http::Response& response) {
     if (refuse_page(response, read->next_offset)) return;
     choose_mode(response);
     streaming_ = true;
-    head_same_offset_ = read->next_offset == offset_;
     collected_body_ = response.body;
     const auto body = std::span<const char>(collected_body_.data(), collected_body_.size());
     const bool ok = on_body(body);

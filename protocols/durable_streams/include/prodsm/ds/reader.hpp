@@ -264,6 +264,7 @@ class StreamReader {
   bool on_data_bytes(std::span<const char> bytes);
   /// A 200 page that cannot follow offset_ (its next offset is before it) or does not fit
   /// the read's mode (JSON asked, the Content-Type is no JSON): fails the read, true.
+  /// Sets data_refused_ for a page that may be taken only when empty.
   bool refuse_page(const http::Response& head, const std::string& next_offset);
   /// JSON mode by the stream's Content-Type (ReadOptions::json_from_content_type).
   void choose_mode(const http::Response& head);
@@ -278,10 +279,10 @@ class StreamReader {
   std::optional<Instant> retry_at_;
   bool outstanding_ = false;
   bool streaming_ = false;         ///< the current response's body goes through on_body
-  bool head_same_offset_ = false;  ///< its Stream-Next-Offset is the offset it was read from
-  /// The offset the current page was read from, when its Stream-Next-Offset is before it
-  /// and nothing was handed on yet (a clamped past-the-tail offset): data in it is refused.
-  std::optional<std::string> backwards_from_;
+  /// Why data in the current page is refused (refuse_page): its Stream-Next-Offset is the
+  /// offset it was read from, or, nothing handed on yet, before it (a clamped past-the-tail
+  /// offset: an empty page is taken).
+  std::optional<std::string> data_refused_;
   std::uint32_t attempts_ = 0;   ///< failed attempts at the current offset
   std::uint32_t empty_run_ = 0;  ///< responses in a row without data
   prodsm::detail::SplitMix64 rng_;
