@@ -251,10 +251,9 @@ int run_produce(const ProduceOptions& o) {
     } else {
       asio::SessionOptions verify_session = options.session;     // the run's TLS ...
       verify_session.header_provider = options.header_provider;  // ... and per-request headers
-      verify_problem = verify_stream(producer->url(), io, verify_session,
-                                     whole_stream_read(json_mode, request_options, o.producer.max_attempts),
-                                     file.is_open() ? o.input : std::string{}, o.producer.max_batch_bytes,
-                                     input_records, produced);
+      verify_problem = verify_stream(
+          producer->url(), io, verify_session, whole_stream_read(json_mode, request_options, o.producer.max_attempts),
+          file.is_open() ? o.input : std::string{}, o.producer.max_batch_bytes, input_records, produced);
       // A stream that held data before: the likely cause of a difference, which only --create rules out.
       if (verify_problem && !verify_problem->unread && !o.create && !o.resume) {
         verify_problem->message +=

@@ -116,8 +116,7 @@ std::optional<VerifyProblem> verify_stream(const ds::StreamUrl& url, ::asio::io_
   auto session = asio::Session::create(io.get_executor(), url, session_options);  // the run's TLS and headers
   if (!session) return VerifyProblem{"reading the stream back failed: " + session.error(), true};
   CliReadResult r = run_cli_read(
-      *session, url, std::move(read),
-      [&verifier](const ds::ReadChunk& c) { return verifier.add(c); }, false);
+      *session, url, std::move(read), [&verifier](const ds::ReadChunk& c) { return verifier.add(c); }, false);
   (*session)->close();
   const bool differed = verifier.differs();  // before finish(), which also reports a short stream
   auto problem = verifier.finish();

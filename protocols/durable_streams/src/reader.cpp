@@ -204,8 +204,8 @@ bool StreamReader::refuse_page(const http::Response& head, const std::string& ne
     // Nothing handed on yet: a server that clamps an offset past its tail (the caller's)
     // answers an empty page ending at the tail, and the read goes on from there. A page of
     // data ending before the offset asked is refused when its data arrives (take_unit).
-    data_refused_ = "the server's Stream-Next-Offset (" + next_offset + ") is before the offset read from (" +
-                    offset_ + "), and the page holds data: offsets only increase";
+    data_refused_ = "the server's Stream-Next-Offset (" + next_offset + ") is before the offset read from (" + offset_ +
+                    "), and the page holds data: offsets only increase";
   } else if (next_offset == offset_) {  // an empty page at the tail is fine; data in it is not
     data_refused_ =
         "the server returned data without advancing Stream-Next-Offset (" + offset_ + "); it would be read twice";

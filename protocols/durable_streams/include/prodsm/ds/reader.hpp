@@ -278,7 +278,7 @@ class StreamReader {
   Instant deadline_;
   std::optional<Instant> retry_at_;
   bool outstanding_ = false;
-  bool streaming_ = false;         ///< the current response's body goes through on_body
+  bool streaming_ = false;  ///< the current response's body goes through on_body
   /// Why data in the current page is refused (refuse_page): its Stream-Next-Offset is the
   /// offset it was read from, or, nothing handed on yet, before it (a clamped past-the-tail
   /// offset: an empty page is taken).
