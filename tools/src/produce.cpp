@@ -160,103 +160,103 @@ int run_produce(const ProduceOptions& o) {
   // input record, skipped ones included. A regular file is read again instead.
   std::vector<std::string> produced;
   const bool keep_produced = o.verify && total_bytes == 0 && !file.is_open();
-  std::uint64_t input_records = 0;  // records read from the input, skipped ones included
-  std::uint64_t records = 0;
-  std::uint64_t record_bytes = 0;
-  std::optional<LineError> bad_line;
-  std::optional<Error> failure;
+  // What the run did, filled in as it goes; reported at the end (produce_report.cpp).
+  ProduceEnd end;
+  end.quiet = o.quiet;
+  end.close_stream = o.close_stream;
+  end.verify = o.verify;
+  end.producer = &o.producer;
+  if (const auto& idempotent = options.producer.protocol.idempotent) end.producer_id = idempotent->producer_id;
   const auto started = Clock::now();
 
   // Submits, flushes and closes that interrupts can end (interruptible_waits.hpp).
-  ProduceWaits waits(*producer, records, o.quiet);
+  ProduceWaits waits(*producer, end.records, o.quiet);
 
-  bool interrupted = false;
-  std::optional<std::string> resume_problem;
   while (true) {
     if (tools::interrupted()) {
-      interrupted = true;
+      end.interrupted = true;
       break;
     }
     auto next = reader.next();
     if (!next) {
       if (tools::interrupted()) {  // the read was interrupted, not bad
-        interrupted = true;
+        end.interrupted = true;
         break;
       }
-      bad_line = next.error();
+      end.bad_line = next.error();
       break;
     }
     if (!*next) {  // end of input, or stdin's read ended by the signal (InterruptibleStdin)
-      interrupted = tools::interrupted();
+      end.interrupted = tools::interrupted();
       break;
     }
     const std::string_view record = **next;
     if (prefix) {
       auto held = prefix->holds(record, reader.line());
       if (!held) {
-        resume_problem = held.error();
+        end.resume_problem = held.error();
         break;
       }
       if (*held) {  // the stream holds it already
         if (keep_produced) produced.emplace_back(record);
-        ++input_records;
+        ++end.input_records;
         continue;
       }
     }
     auto submitted = waits.submit(record, std::chrono::milliseconds{o.producer.delivery_timeout_ms});
     if (!submitted) {  // the interrupt came while it waited for capacity: not accepted
-      interrupted = true;
+      end.interrupted = true;
       break;
     }
     auto& r = *submitted;
     if (!r) {
       if (r.error().reason == RejectReason::failed && r.error().terminal) {
-        failure = *r.error().terminal;
+        end.failure = *r.error().terminal;
       } else if (r.error().reason == RejectReason::invalid_record ||
                  r.error().reason == RejectReason::record_too_large) {
-        bad_line = LineError{reader.line(), std::string(r.error().detail)};
+        end.bad_line = LineError{reader.line(), std::string(r.error().detail)};
       } else {
-        failure = make_error(ErrorCode::would_block, Certainty::definite, false, std::string(r.error().detail));
+        end.failure = make_error(ErrorCode::would_block, Certainty::definite, false, std::string(r.error().detail));
       }
       break;
     }
-    ++records;
-    ++input_records;
-    record_bytes += record.size();
+    ++end.records;
+    ++end.input_records;
+    end.record_bytes += record.size();
     if (keep_produced) produced.emplace_back(record);
-    if (o.flush_every > 0 && records % o.flush_every == 0) waits.flush(false);
-    if ((records & 1023) == 0) progress.update(records, reader.bytes_read());
+    if (o.flush_every > 0 && end.records % o.flush_every == 0) waits.flush(false);
+    if ((end.records & 1023) == 0) progress.update(end.records, reader.bytes_read());
   }
-  progress.update(records, reader.bytes_read(), true);
-  if (prefix && !resume_problem && !bad_line && !interrupted) resume_problem = prefix->at_end();
-  if (!interrupted) announce_input_read(!failure && !bad_line && !resume_problem);
+  progress.update(end.records, reader.bytes_read(), true);
+  if (prefix && !end.resume_problem && !end.bad_line && !end.interrupted) end.resume_problem = prefix->at_end();
+  if (!end.interrupted) announce_input_read(!end.failure && !end.bad_line && !end.resume_problem);
 
   // Everything accepted is flushed, whatever stopped the input (nothing is lost).
-  if (auto e = waits.flush(true); e && !failure) failure = e;
+  if (auto e = waits.flush(true); e && !end.failure) end.failure = e;
   std::optional<asio::CloseStreamResult> closed_stream;
-  if (o.close_stream && !failure && !bad_line && !interrupted && !resume_problem) {
+  if (o.close_stream && !end.failure && !end.bad_line && !end.interrupted && !end.resume_problem) {
     closed_stream = waits.wait(producer->async_close_stream(::asio::use_future));
-    if (!*closed_stream) failure = closed_stream->error();
+    if (!*closed_stream) end.failure = closed_stream->error();
   }
   auto close_result = waits.wait(producer->async_close(::asio::use_future));
-  if (!close_result && !failure) failure = close_result.error();
+  if (!close_result && !end.failure) end.failure = close_result.error();
   const double elapsed = std::chrono::duration<double>(Clock::now() - started).count();
   progress.finish();
 
   // ---- verification -----------------------------------------------------------------------
-  std::optional<VerifyProblem> verify_problem;
-  if (o.verify && !failure && !bad_line && !interrupted && !resume_problem && !waits.aborted()) {
+  if (o.verify && !end.failure && !end.bad_line && !end.interrupted && !end.resume_problem && !waits.aborted()) {
     if (!created && o.create && !o.resume) {
-      verify_problem = VerifyProblem{"the stream existed before this run; --verify needs a new stream (or --resume)"};
+      end.verify_problem =
+          VerifyProblem{"the stream existed before this run; --verify needs a new stream (or --resume)"};
     } else {
       asio::SessionOptions verify_session = options.session;     // the run's TLS ...
       verify_session.header_provider = options.header_provider;  // ... and per-request headers
-      verify_problem = verify_stream(
+      end.verify_problem = verify_stream(
           producer->url(), io, verify_session, whole_stream_read(json_mode, request_options, o.producer.max_attempts),
-          file.is_open() ? o.input : std::string{}, o.producer.max_batch_bytes, input_records, produced);
+          file.is_open() ? o.input : std::string{}, o.producer.max_batch_bytes, end.input_records, produced);
       // A stream that held data before: the likely cause of a difference, which only --create rules out.
-      if (verify_problem && !verify_problem->unread && !o.create && !o.resume) {
-        verify_problem->message +=
+      if (end.verify_problem && !end.verify_problem->unread && !o.create && !o.resume) {
+        end.verify_problem->message +=
             " (--verify compares the whole stream with the input: a stream that held data before "
             "this run differs; verify a new stream, --create, or use --resume)";
       }
@@ -264,26 +264,12 @@ int run_produce(const ProduceOptions& o) {
   }
 
   // ---- summary and exit status (produce_report.cpp) ----------------------------------------
-  ProduceEnd end;
-  end.quiet = o.quiet;
-  end.close_stream = o.close_stream;
-  end.verify = o.verify;
-  end.producer = &o.producer;
-  if (const auto& idempotent = options.producer.protocol.idempotent) end.producer_id = idempotent->producer_id;
-  end.records = records;
-  end.input_records = input_records;
-  end.record_bytes = record_bytes;
   end.elapsed_s = elapsed;
   end.flush_latencies_ms = waits.flush_latencies_ms();
   end.skipped_blank_lines = reader.skipped_blank_lines();
   end.dropped_partial_bytes = reader.dropped_partial_bytes();
   if (prefix) end.resumed_skipped = prefix->skipped();
   if (closed_stream && *closed_stream) end.closed_at = (*closed_stream)->final_offset;
-  end.bad_line = std::move(bad_line);
-  end.failure = std::move(failure);
-  end.resume_problem = std::move(resume_problem);
-  end.verify_problem = std::move(verify_problem);
-  end.interrupted = interrupted;
   end.aborted = waits.aborted();
   return report_produce_end(end, producer->stats());
 }

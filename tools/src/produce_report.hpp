@@ -45,7 +45,6 @@ struct ProduceEnd {
   std::optional<VerifyProblem> verify_problem;   ///< --verify: a difference, or no read-back
   bool interrupted = false;                      ///< an interrupt stopped the input
   bool aborted = false;                          ///< a second interrupt aborted the flush or close
-  bool abort_requested = false;                  ///< a second interrupt came (also after everything was acknowledged)
 
   /// Verified: --verify asked, and the stream read back holds exactly the input.
   [[nodiscard]] bool verified() const noexcept {
