@@ -156,6 +156,32 @@ TEST(CloseWithStream, BlockingFlushesThenClosesTheStreamWithTheFinalRecord) {
   EXPECT_EQ(again->final_offset, closed->final_offset);
 }
 
+// C1, B4, C4: a final record refused at the call (over max_batch_bytes, or another final
+// record than a running close's) closes nothing: the owned session stays open, so the
+// producer's later records and close still reach the stream.
+TEST(CloseWithStream, BlockingARefusedFinalRecordClosesNothing) {
+  TestClient client;
+  const std::string url = new_stream(client, "bcws-refused", "text/plain");
+  auto options = parity_options(url, "bcws-r");
+  options.producer.max_batch_bytes = 100;
+  auto producer = blocking::Producer::create(options).value();
+  ASSERT_TRUE(producer.submit("a-").has_value());
+  auto refused = producer.close_with_stream(std::string(101, 'x'), kWait);
+  ASSERT_FALSE(refused.has_value());
+  EXPECT_EQ(refused.error().code, ErrorCode::invalid_record);
+  EXPECT_NE(refused.error().message.find("max_batch_bytes"), std::string::npos) << refused.error().describe();
+  EXPECT_FALSE(is_closed(url));
+  ASSERT_TRUE(producer.submit("b-").has_value()) << "still open";
+  auto closed = producer.close_with_stream(std::string("final"), kWait);
+  ASSERT_TRUE(closed.has_value()) << closed.error().describe();
+  EXPECT_EQ(client.read_all(url, false), "a-b-final");
+  EXPECT_TRUE(is_closed(url));
+  auto other = producer.close_with_stream(std::string("another"), kWait);
+  ASSERT_FALSE(other.has_value()) << "another final record is not reported closed";
+  EXPECT_EQ(other.error().code, ErrorCode::invalid_record);
+  EXPECT_EQ(client.read_all(url, false), "a-b-final");
+}
+
 // S5: after a takeover, the close claims server epoch + 1 once with auto_claim, and fails
 // with stale_epoch without it.
 TEST(CloseWithStream, BlockingStaleEpochIsClaimedOnceWithAutoClaim) {

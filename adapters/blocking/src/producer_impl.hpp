@@ -256,28 +256,31 @@ struct ProducerImpl
 
   /// A stream close (S6): `start(client, now)` starts it and gives its op or the error;
   /// `closes_producer` when it closes the producer too (then the owned session is
-  /// released once it finished, C4).
+  /// released once it finished, C4; a close refused at the call closed nothing, and
+  /// releases nothing).
   template <class Start>
   StreamCloseResult stream_close(Start start, std::optional<Duration> timeout_ns, std::string_view what,
                                  bool closes_producer) {
     if (in_callback()) return tl::unexpected(waits_for_itself(what));
     const auto deadline = deadline_after(timeout_ns);
     auto op = std::make_shared<StreamCloseOp>();
+    bool started = false;
     {
       std::lock_guard lock(mu);
       const Instant now = this->due_now();
       auto r = start(client, now);
       if (r) {
+        started = true;
         waiters.add_stream_close(*r, op);
       } else {  // A2, as in flush()
         post_publish<StreamCloseResult>(op, tl::unexpected(r.error()));
       }
       drive(now);
-      if (closes_producer) wake_capacity_waiters();
+      if (closes_producer && started) wake_capacity_waiters();
     }
     auto result = wait_for_value<StreamCloseResult>(*signal, *op, deadline);
     if (!result) return tl::unexpected(timed_out(what));
-    if (closes_producer) release_session();  // C4
+    if (closes_producer && started) release_session();  // C4
     return *result;
   }
 

@@ -146,12 +146,19 @@ tl::expected<std::uint64_t, Error> ProducerClient::close_stream(Instant now) {
 
 tl::expected<std::uint64_t, Error> ProducerClient::close_with_stream(Instant now,
                                                                      std::optional<std::string> final_record) {
-  if (final_result_) {  // a later call: the same result, as a new operation
-    const std::uint64_t op = next_op_++;
+  if (final_requested_) {
+    // A later call is the same close only with the same final record: another record
+    // would be dropped while the call reported success (nothing accepted is lost silently).
+    if (!same_final_record(final_record)) {
+      return tl::unexpected(local_error(ErrorCode::invalid_record,
+                                        "close_with_stream was already called with another final record (or none), "
+                                        "which is the one appended; this call's final record was not"));
+    }
+    if (!final_result_) return final_op_;  // still running: the same op
+    const std::uint64_t op = next_op_++;   // finished: the same result, as a new operation
     events_.emplace_back(StreamCloseCompleted{op, *final_result_});
     return op;
   }
-  if (final_requested_) return final_op_;
   if (core_.state() == ProducerState::closing || core_.state() == ProducerState::closed) {
     return tl::unexpected(local_error(ErrorCode::closed, "the producer is already closed; the stream was not closed"));
   }
@@ -159,6 +166,11 @@ tl::expected<std::uint64_t, Error> ProducerClient::close_with_stream(Instant now
     const auto bytes = std::as_bytes(std::span<const char>(final_record->data(), final_record->size()));
     if (auto why = core_.policy().check_record(bytes)) {
       return tl::unexpected(local_error(ErrorCode::invalid_record, "final record: " + std::string(*why)));
+    }
+    // B4, as at submit: the final record is one request's body, framed as a batch of one.
+    const auto& policy = core_.policy();
+    if (policy.metered_bytes(final_record->size()) + policy.batch_overhead_bytes() > core_.config().max_batch_bytes) {
+      return tl::unexpected(local_error(ErrorCode::invalid_record, "final record exceeds max_batch_bytes"));
     }
     final_body_ = json_ ? "[" + *final_record + "]" : std::move(*final_record);
   }
@@ -171,6 +183,13 @@ tl::expected<std::uint64_t, Error> ProducerClient::close_with_stream(Instant now
   (void)core_.close(now);  // C1 first: no later batch can take the seq
   drive(now);
   return final_op_;
+}
+
+bool ProducerClient::same_final_record(const std::optional<std::string>& record) const {
+  if (!record) return true;  // nothing asked that the first call did not do
+  if (!final_body_) return false;
+  if (!json_) return *final_body_ == *record;
+  return final_body_->size() == record->size() + 2 && final_body_->compare(1, record->size(), *record) == 0;
 }
 
 void ProducerClient::abort(Instant now) {

@@ -248,14 +248,16 @@ class Producer {
   ///     closed stream by another producer tuple with 409 `stream_closed` (S6);
   ///  3. then releases what the producer owns (C4: an owned session is closed).
   /// `final_record`, when present, is appended atomically with the close: checked like a
-  /// submit (not empty; JSON mode: exactly one JSON value) and framed like a batch of one
-  /// (JSON: `[record]`). On 403 stale epoch with auto_claim the close is resent once as
+  /// submit (not empty; JSON mode: exactly one JSON value; within max_batch_bytes, B4) and
+  /// framed like a batch of one (JSON: `[record]`); a refused one fails with
+  /// `invalid_record`, and nothing is closed. On 403 stale epoch with auto_claim the close is resent once as
   /// epoch server epoch + 1, seq 0 (S5); retryable failures are retried within the retry
   /// policy (the server deduplicates the sequenced close). Signature
   /// void(tl::expected<ds::CloseResult, Error>): the stream's final offset, or why the
   /// producer or the stream close failed (a failed record fails it with that error, E1).
-  /// A second call completes with the same result; after a plain async_close it fails
-  /// with `closed`.
+  /// A second call with no final record or the same one completes with the same result;
+  /// with another final record it fails with `invalid_record` (only the first call's is
+  /// appended); after a plain async_close it fails with `closed`.
   template <class CompletionToken>
   auto async_close_with_stream(std::optional<std::string> final_record, CompletionToken&& token) {
     return ::asio::async_initiate<CompletionToken, void(tl::expected<ds::CloseResult, Error>)>(

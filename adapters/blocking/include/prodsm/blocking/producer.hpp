@@ -200,10 +200,13 @@ class Producer {
   /// `Stream-Closed: true` request carrying the producer headers with the next unused seq
   /// (so a resend is deduplicated and another producer's close of the closed stream gets
   /// 409 `stream_closed`) and `final_record` as its body when present (checked like a
-  /// submit; JSON mode frames it `[record]`), then the owned session is closed (C4). On
-  /// 403 stale epoch with auto_claim the close is resent once as server epoch + 1, seq 0
-  /// (S5). Returns the final offset or the error; a second call returns the same result;
-  /// after a plain close() it fails with `closed`. `cancelled` when `timeout_ns` passed.
+  /// submit, within max_batch_bytes too (B4): a refused one is `invalid_record` and
+  /// nothing is closed; JSON mode frames it `[record]`), then the owned session is closed
+  /// (C4). On 403 stale epoch with auto_claim the close is resent once as server epoch + 1,
+  /// seq 0 (S5). Returns the final offset or the error; a second call with no final record
+  /// or the same one returns the same result, with another final record `invalid_record`
+  /// (only the first call's is appended); after a plain close() it fails with `closed`.
+  /// `cancelled` when `timeout_ns` passed.
   [[nodiscard]] CloseStreamResult close_with_stream(std::optional<std::string> final_record = std::nullopt,
                                                     std::optional<Duration> timeout_ns = std::nullopt);
 
