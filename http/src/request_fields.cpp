@@ -103,4 +103,16 @@ tl::expected<void, std::string> add_request_fields(std::string& bytes, const Req
   return {};
 }
 
+std::optional<std::string> check_extra_header_bounds(const Headers& headers) {
+  if (headers.size() > kMaxProvidedFields) {
+    return "more than " + std::to_string(kMaxProvidedFields) + " headers (got " + std::to_string(headers.size()) + ")";
+  }
+  std::size_t bytes = 0;
+  for (const Header& h : headers) bytes += h.name.size() + 2 + h.value.size() + 2;
+  if (bytes > kMaxProvidedBytes) {
+    return "more than " + std::to_string(kMaxProvidedBytes) + " bytes as written (got " + std::to_string(bytes) + ")";
+  }
+  return std::nullopt;
+}
+
 }  // namespace prodsm::http

@@ -6,6 +6,7 @@
 // bound (R3): bytes, empty responses, requests, the whole read's timeout.
 #include "codec_support.hpp"
 #include "prodsm/ds/reader.hpp"
+#include "prodsm/http/request_fields.hpp"
 
 namespace prodsm::ds::test {
 namespace {
@@ -651,6 +652,12 @@ TEST(StreamReader, B3_InvalidOptionsAreRefusedNamingTheField) {
   o = {};
   o.retry.max_attempts = 0;
   EXPECT_NE(StreamReader::create(url, o, kT0).error().find("retry.max_attempts"), std::string::npos);
+  // R3: extra headers are bounded as a header provider's are (http::check_extra_header_bounds).
+  o = {};
+  o.request.extra_headers.assign(http::kMaxProvidedFields, {"X-A", "1"});
+  EXPECT_TRUE(StreamReader::create(url, o, kT0).has_value()) << "at the limit";
+  o.request.extra_headers.push_back({"X-A", "1"});
+  EXPECT_EQ(StreamReader::create(url, o, kT0).error(), "request.extra_headers: more than 64 headers (got 65)");
 }
 
 }  // namespace

@@ -11,6 +11,7 @@
 #include "blocking_test_support.hpp"
 #include "liveness.hpp"
 #include "prodsm/blocking/producer.hpp"
+#include "prodsm/http/request_fields.hpp"
 
 namespace prodsm::test {
 namespace {
@@ -150,6 +151,16 @@ TEST(B3, BlockingOptionsAreValidatedWithTheirNames) {
   o = options_for("http://127.0.0.1:9/s");
   o.extra_headers.push_back({"X-Evil", "a\r\nInjected: 1"});
   expect_named(o, "extra_headers");
+  // R3: bounded as a header provider's are; a head too large was refused by the server
+  // (431), or cut off with a reset read as an indefinite failure.
+  o = options_for("http://127.0.0.1:9/s");
+  o.extra_headers.push_back({"X-Big", std::string(http::kMaxProvidedBytes - 9, 'x')});  // 8192 bytes written
+  EXPECT_TRUE(blocking::Producer::create(o).has_value()) << "at the limit";
+  o.extra_headers.back().value += 'x';
+  expect_named(o, "extra_headers: more than 8192 bytes as written (got 8193)");
+  o = options_for("http://127.0.0.1:9/s");
+  o.extra_headers.assign(http::kMaxProvidedFields + 1, {"X-A", "1"});
+  expect_named(o, "extra_headers: more than 64 headers (got 65)");
   // E4: plain appends with more than one in flight over pooled connections reorder:
   // refused at create and at attach, where the session's mode is the one that runs.
   o = options_for("http://127.0.0.1:9/s");

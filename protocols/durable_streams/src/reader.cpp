@@ -4,6 +4,7 @@
 #include "prodsm/ds/reader.hpp"
 
 #include "prodsm/http/detail/text.hpp"
+#include "prodsm/http/request_fields.hpp"
 
 #include <algorithm>
 #include <utility>
@@ -54,6 +55,7 @@ std::optional<std::string> ReadOptions::validate() const {
   for (const auto& h : request.extra_headers) {
     if (auto why = check_extra_header(h)) return "request.extra_headers: " + *why;
   }
+  if (auto why = http::check_extra_header_bounds(request.extra_headers)) return "request.extra_headers: " + *why;
   return std::nullopt;
 }
 

@@ -2,6 +2,7 @@
 // s2::ProducerClient: the S2 producer between the core and the transport, once for
 // every adapter. See client.hpp for what lives here.
 #include "prodsm/s2/client.hpp"
+#include "prodsm/http/request_fields.hpp"
 
 #include <algorithm>
 #include <utility>
@@ -46,6 +47,7 @@ std::optional<std::string> validate(const ProducerOptions& o) {
     }
     return "endpoint: " + *why;
   }
+  if (auto why = http::check_extra_header_bounds(o.extra_headers)) return "extra_headers: " + *why;
   if (o.submit_timeout_ns.count() < 0 || o.submit_timeout_ns > 10min) return "submit_timeout_ns: must be in 0..10 min";
   if (o.max_pending_records < 1 || o.max_pending_records > (1U << 24)) {
     return "max_pending_records: must be in 1..16777216 (got " + std::to_string(o.max_pending_records) + ")";

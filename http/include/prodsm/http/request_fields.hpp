@@ -65,4 +65,12 @@ using HeaderRule = std::optional<std::string> (*)(const Header& header);
 tl::expected<void, std::string> add_request_fields(std::string& bytes, const RequestFields& fields,
                                                    HeaderRule rule = nullptr);
 
+/// Why configured extra headers (a producer's or a read's `extra_headers`, sent on every
+/// request) are more than one request may carry: more than kMaxProvidedFields headers, or
+/// more than kMaxProvidedBytes bytes as written (`Name: value\r\n`), the header
+/// provider's limits (R3). nullopt when within them. Checked where the options are, so a
+/// head a server refuses (431) or cuts off (a reset, read as an indefinite failure) is
+/// refused at creation instead.
+[[nodiscard]] std::optional<std::string> check_extra_header_bounds(const Headers& headers);
+
 }  // namespace prodsm::http

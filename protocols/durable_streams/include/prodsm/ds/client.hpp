@@ -100,7 +100,8 @@ struct ProducerOptions {
   /// a session): pipelined or pool mode, timeouts, stall detection, limits.
   http::TransportOptions session{};
   /// Extra headers on every request, e.g. Authorization (checked: no CR/LF, no managed
-  /// names).
+  /// names; at most http::kMaxProvidedFields headers and http::kMaxProvidedBytes bytes as
+  /// written, http::check_extra_header_bounds).
   Headers extra_headers{};
   /// How long a submit waits for capacity before it is refused with would_block (ns),
   /// 0..10 min (0: never wait). Default 30 s.

@@ -86,7 +86,9 @@ struct ProducerOptions {
   /// Connection settings of the session the producer creates (ignored when attached).
   /// Default: default_transport_options() (no stall detection).
   http::TransportOptions session = default_transport_options();
-  /// Extra headers on every request (check_extra_header: e.g. `s2-encryption-key`).
+  /// Extra headers on every request (check_extra_header: e.g. `s2-encryption-key`; at
+  /// most http::kMaxProvidedFields headers and http::kMaxProvidedBytes bytes as written,
+  /// http::check_extra_header_bounds).
   http::Headers extra_headers{};
   /// How long a submit waits for capacity before it is refused with would_block (ns),
   /// 0..10 min (0: never wait). Default 30 s.
