@@ -32,6 +32,11 @@ bool duration_in(Duration d, Duration lo, Duration hi) {
   return d >= lo && d <= hi;
 }
 
+/// "<field>: must be in <range> (got <ns> ns)".
+std::string duration_range_text(std::string_view field, std::string_view range, Duration got) {
+  return std::string{field} + ": must be in " + std::string{range} + " (got " + std::to_string(got.count()) + " ns)";
+}
+
 }  // namespace
 
 std::optional<std::string> PoolOptions::validate() const {
@@ -47,14 +52,25 @@ std::optional<std::string> TransportOptions::validate() const {
   if (max_pipelined_requests < 1 || max_pipelined_requests > 1024) {
     return in_range_text("max_pipelined_requests", 1, 1024, max_pipelined_requests);
   }
-  if (!duration_in(connect_timeout_ns, 1ms, 10min)) return "connect_timeout_ns: must be in 1 ms..10 min";
-  if (!duration_in(request_timeout_ns, 1ms, 10min)) return "request_timeout_ns: must be in 1 ms..10 min";
-  if (!duration_in(idle_reuse_limit_ns, 0ms, 10min)) return "idle_reuse_limit_ns: must be in 0..10 min";
-  if (!duration_in(stall.min_ns, 100us, 10min)) return "stall.min_ns: must be in 100 us..10 min";
-  if (!duration_in(stall.initial_ns, stall.min_ns, 10min)) return "stall.initial_ns: must be in stall.min_ns..10 min";
+  if (!duration_in(connect_timeout_ns, 1ms, 10min)) {
+    return duration_range_text("connect_timeout_ns", "1 ms..10 min", connect_timeout_ns);
+  }
+  if (!duration_in(request_timeout_ns, 1ms, 10min)) {
+    return duration_range_text("request_timeout_ns", "1 ms..10 min", request_timeout_ns);
+  }
+  if (!duration_in(idle_reuse_limit_ns, 0ms, 10min)) {
+    return duration_range_text("idle_reuse_limit_ns", "0..10 min", idle_reuse_limit_ns);
+  }
+  if (!duration_in(stall.min_ns, 100us, 10min))
+    return duration_range_text("stall.min_ns", "100 us..10 min", stall.min_ns);
+  if (!duration_in(stall.initial_ns, stall.min_ns, 10min)) {
+    return duration_range_text("stall.initial_ns", "stall.min_ns..10 min", stall.initial_ns);
+  }
   if (response_limits.max_header_bytes < 256 || response_limits.max_headers < 8 ||
       response_limits.max_body_bytes < 1024) {
-    return "response_limits: header bytes >= 256, headers >= 8, body bytes >= 1024";
+    return "response_limits: header bytes >= 256, headers >= 8, body bytes >= 1024 (got " +
+           std::to_string(response_limits.max_header_bytes) + ", " + std::to_string(response_limits.max_headers) +
+           ", " + std::to_string(response_limits.max_body_bytes) + ")";
   }
   if (max_queued_requests < 1 || max_queued_requests > 65536) {
     return in_range_text("max_queued_requests", 1, 65536, max_queued_requests);

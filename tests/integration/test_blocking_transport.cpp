@@ -144,7 +144,10 @@ TEST(B3, BlockingOptionsAreValidatedWithTheirNames) {
   expect_named(o, "max_in_flight");
   o = options_for("http://127.0.0.1:9/s");
   o.session.request_timeout_ns = 0ns;
-  expect_named(o, "request_timeout_ns");
+  expect_named(o, "session.request_timeout_ns: must be in 1 ms..10 min (got 0 ns)");  // the value given too
+  o = options_for("http://127.0.0.1:9/s");
+  o.submit_timeout_ns = -1ns;
+  expect_named(o, "submit_timeout_ns: must be in 0..10 min (got -1 ns)");
   o = options_for("http://127.0.0.1:9/s");
   o.max_pending_records = 0;
   expect_named(o, "max_pending_records");

@@ -40,7 +40,9 @@ std::optional<std::string> validate(const ProducerOptions& o) {
     if (auto why = check_extra_header(h)) return "extra_headers: " + *why;
   }
   if (auto why = http::check_extra_header_bounds(o.extra_headers)) return "extra_headers: " + *why;
-  if (o.submit_timeout_ns.count() < 0 || o.submit_timeout_ns > 10min) return "submit_timeout_ns: must be in 0..10 min";
+  if (o.submit_timeout_ns.count() < 0 || o.submit_timeout_ns > 10min) {
+    return "submit_timeout_ns: must be in 0..10 min (got " + std::to_string(o.submit_timeout_ns.count()) + " ns)";
+  }
   if (o.max_pending_records < 1 || o.max_pending_records > (1U << 24)) {
     return "max_pending_records: must be in 1..16777216 (got " + std::to_string(o.max_pending_records) + ")";
   }

@@ -47,10 +47,11 @@ std::optional<std::string> ReadOptions::validate() const {
   }
   if (auto why = out_of_range("retry.max_attempts", 1, Bounds::kMaxAttemptsCap, retry.max_attempts)) return why;
   if (retry.backoff_max_ns.count() < 0 || retry.backoff_max_ns > Bounds::kMaxBackoff) {
-    return "retry.backoff_max_ns: must be in 0..10 min";
+    return "retry.backoff_max_ns: must be in 0..10 min (got " + std::to_string(retry.backoff_max_ns.count()) + " ns)";
   }
   if (retry.backoff_initial_ns.count() < 0 || retry.backoff_initial_ns > retry.backoff_max_ns) {
-    return "retry.backoff_initial_ns: must be in 0..retry.backoff_max_ns";
+    return "retry.backoff_initial_ns: must be in 0..retry.backoff_max_ns (got " +
+           std::to_string(retry.backoff_initial_ns.count()) + " ns)";
   }
   for (const auto& h : request.extra_headers) {
     if (auto why = check_extra_header(h)) return "request.extra_headers: " + *why;
