@@ -23,7 +23,10 @@ class Linger {
   /// Linger for `d` (ns) after the batch's first record. 0 = no intentional delay.
   /// Negative or over kMaxLinger is rejected by validation (field "linger").
   static constexpr Linger after(Duration d) noexcept { return Linger{d, false}; }
-  /// No time-based sealing at all.
+  /// No time-based sealing at all. A partial batch then waits for the next flush, close,
+  /// a full batch or a would-block: a caller that submits a last record and then neither
+  /// flushes nor closes sees it fail with `delivery_timeout` (definite: never sent) once
+  /// delivery_timeout_ns passed (E6). Flush after the last record of a burst.
   static constexpr Linger disabled() noexcept { return Linger{Duration{0}, true}; }
   /// True for Linger::disabled().
   [[nodiscard]] constexpr bool is_disabled() const noexcept { return disabled_; }
