@@ -304,6 +304,45 @@ TEST(E5, AckForUnsentAttemptOrSecondAckIsInvalid) {
   }
 }
 
+// E5 + E2, C5: a second outcome for one attempt that says it may have been applied (an
+// indefinite failure, or an ack) after a definite failure is a terminal invalid_ack, and
+// the batch's records fail indefinite: definite would say a resend is safe, and the
+// second report says the attempt may be in the stream.
+TEST(E5, AContradictingSecondOutcomeThatMayHaveAppliedFailsIndefinite) {
+  for (const bool second_is_ack : {false, true}) {
+    SCOPED_TRACE(second_is_ack ? "then an ack" : "then connection_lost");
+    DsHarness h(ds_config(Linger::after(1h)));  // plain appends
+    h.submit("a");
+    h.flush();
+    const auto s = h.take_send();
+    h.fail(s, unavailable());  // HTTP 503: definite, retried after a backoff
+    ASSERT_TRUE(h.completions().empty());
+    if (second_is_ack) {
+      h.ack(s, offset("o"));
+    } else {
+      h.fail(s, connection_lost());  // the same attempt, now "bytes written, no answer"
+    }
+    EXPECT_EQ(h.producer().terminal_error()->code, ErrorCode::invalid_ack);
+    EXPECT_EQ(h.producer().terminal_error()->certainty, Certainty::indefinite);
+    ASSERT_EQ(h.completions().size(), 1U);
+    EXPECT_EQ(h.completions()[0].error->code, ErrorCode::invalid_ack);
+    EXPECT_EQ(h.completions()[0].error->certainty, Certainty::indefinite) << "may be in the stream";
+  }
+}
+
+// E5: a second definite failure for one attempt says nothing was applied: still definite.
+TEST(E5, ASecondDefiniteFailureForOneAttemptStaysDefinite) {
+  DsHarness h(ds_config(Linger::after(1h)));
+  h.submit("a");
+  h.flush();
+  const auto s = h.take_send();
+  h.fail(s, unavailable());
+  h.fail(s, unavailable());
+  EXPECT_EQ(h.producer().terminal_error()->code, ErrorCode::invalid_ack);
+  ASSERT_EQ(h.completions().size(), 1U);
+  EXPECT_EQ(h.completions()[0].error->certainty, Certainty::definite);
+}
+
 // E5: an S2 ack with the wrong record count is a terminal protocol error.
 TEST(E5, S2AckWithWrongCountIsInvalid) {
   S2Harness h(s2_config(Linger::after(1h)));

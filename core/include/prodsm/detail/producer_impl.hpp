@@ -228,7 +228,10 @@ struct alignas(64) Producer<Policy>::Impl {
 
   /// Finds the batch an outcome is for. Returns nullptr when the outcome is stale
   /// (ignored) or invalid (the Producer then failed with invalid_ack, E5).
-  Batch* find_outcome_target(BatchId id, std::uint32_t attempt, const char* what);
+  /// `may_have_applied`: the outcome says the attempt may be in the stream (an ack, an
+  /// indefinite failure); a second outcome for one attempt that says so leaves its
+  /// batch's records indefinite (E2, C5), whatever the first one said.
+  Batch* find_outcome_target(BatchId id, std::uint32_t attempt, const char* what, bool may_have_applied);
 
   /// The producer fails with invalid_ack (E5): an outcome for something never sent.
   void fail_invalid(std::string message);

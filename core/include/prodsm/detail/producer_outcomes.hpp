@@ -67,7 +67,8 @@ void Producer<Policy>::Impl::claim_epoch(std::uint64_t server_epoch) {
 }
 
 template <class Policy>
-auto Producer<Policy>::Impl::find_outcome_target(BatchId id, std::uint32_t attempt, const char* what) -> Batch* {
+auto Producer<Policy>::Impl::find_outcome_target(BatchId id, std::uint32_t attempt, const char* what,
+                                                 bool may_have_applied) -> Batch* {
   if (id.value >= next_batch_id) {
     fail_invalid(std::string(what) + " for batch " + std::to_string(id.value) + ", which was never sent");
     return nullptr;
@@ -87,6 +88,9 @@ auto Producer<Policy>::Impl::find_outcome_target(BatchId id, std::uint32_t attem
     return nullptr;
   }
   if (b.state != BatchState::in_flight) {
+    // The two reports contradict each other: when this one says the attempt may have been
+    // applied, its records may be in the stream and must not fail definite (E2, C5).
+    if (may_have_applied) b.ambiguous = true;
     fail_invalid(std::string("second ") + what + " for attempt " + std::to_string(attempt) + " of batch " +
                  std::to_string(id.value));
     return nullptr;
@@ -181,7 +185,7 @@ void Producer<Policy>::Impl::handle_ack(Instant now, BatchId id, std::uint32_t a
     ++stats.stale_outcomes;
     return;
   }
-  Batch* b = find_outcome_target(id, attempt, "ack");
+  Batch* b = find_outcome_target(id, attempt, "ack", true);
   if (b == nullptr) return;
   if (auto why = policy.check_ack(b->stamp, b->count, ack)) {  // E5
     --in_flight;
@@ -229,7 +233,7 @@ void Producer<Policy>::Impl::handle_failure(Instant now, BatchId id, std::uint32
     ++stats.stale_outcomes;
     return;
   }
-  Batch* b = find_outcome_target(id, attempt, "failure");
+  Batch* b = find_outcome_target(id, attempt, "failure", failure.certainty == Certainty::indefinite);
   if (b == nullptr) return;
   on_failure(now, *b, std::move(failure));
   pump();
