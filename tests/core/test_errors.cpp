@@ -343,6 +343,47 @@ TEST(E5, ASecondDefiniteFailureForOneAttemptStaysDefinite) {
   EXPECT_EQ(h.completions()[0].error->certainty, Certainty::definite);
 }
 
+// E5: an outcome for an attempt whose SendBatch was not polled yet — never handed to the
+// driver, so never sent — is a terminal invalid_ack, not a success or a retry: a first
+// send (an ack, a failure) and a resend.
+TEST(E5, AnOutcomeForAnAttemptWhoseSendWasNotPolledIsInvalid) {
+  for (const bool ack : {true, false}) {
+    SCOPED_TRACE(ack ? "ack" : "failure");
+    DsHarness h(ds_config(Linger::after(1h)));
+    Producer<DurableStreamsPolicy>& p = h.producer();
+    ASSERT_TRUE(p.submit(h.now(), "a"));
+    ASSERT_TRUE(p.flush(h.now()));
+    ASSERT_EQ(p.pending_actions(), 1U) << "the SendBatch, not polled";
+    if (ack) {
+      p.handle_ack(h.now(), BatchId{0}, 1, offset("o"));
+    } else {
+      p.handle_failure(h.now(), BatchId{0}, 1, unavailable());
+    }
+    h.drain();
+    ASSERT_TRUE(p.terminal_error().has_value());
+    EXPECT_EQ(p.terminal_error()->code, ErrorCode::invalid_ack);
+    ASSERT_EQ(h.completions().size(), 1U);
+    EXPECT_FALSE(h.completions()[0].ok());
+    EXPECT_EQ(h.completions()[0].error->code, ErrorCode::invalid_ack);
+    EXPECT_EQ(p.stats().records_succeeded, 0U);
+  }
+  {  // a resend: attempt 1 was handed out and lost, attempt 2 is not polled yet
+    DsHarness h(ds_idempotent(Linger::after(1h)));
+    h.submit("a");
+    h.flush();
+    const auto first = h.take_send();
+    Producer<DurableStreamsPolicy>& p = h.producer();
+    p.handle_failure(h.now(), first.batch, first.attempt, connection_lost());  // resent at once
+    ASSERT_EQ(p.pending_actions(), 1U) << "attempt 2, not polled";
+    p.handle_ack(h.now(), first.batch, 2, offset("o"));
+    h.drain();
+    ASSERT_TRUE(p.terminal_error().has_value());
+    EXPECT_EQ(p.terminal_error()->code, ErrorCode::invalid_ack);
+    ASSERT_EQ(h.completions().size(), 1U);
+    EXPECT_FALSE(h.completions()[0].ok());
+  }
+}
+
 // E5: an S2 ack with the wrong record count is a terminal protocol error.
 TEST(E5, S2AckWithWrongCountIsInvalid) {
   S2Harness h(s2_config(Linger::after(1h)));

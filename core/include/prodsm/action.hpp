@@ -22,7 +22,8 @@ namespace prodsm {
 /// valid until the TicketsCompleted action for this batch has been polled: the core
 /// owns the bytes until then (ngtcp2 style: the buffer is released on acknowledgement).
 /// The driver must eventually report exactly one outcome for (batch, attempt) through
-/// handle_ack or handle_failure, unless the Producer failed or was aborted first.
+/// handle_ack or handle_failure, unless the Producer failed or was aborted first; an
+/// outcome reported before this action was polled is for an attempt never sent (E5).
 template <class Policy>
 struct SendBatch {
   BatchId batch;                               ///< echo back in handle_ack / handle_failure

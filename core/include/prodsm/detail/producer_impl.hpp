@@ -85,7 +85,11 @@ struct alignas(64) Producer<Policy>::Impl {
   std::uint32_t in_flight = 0;
   std::uint32_t backoff_count = 0;
   std::uint64_t next_batch_id = 0;
-  std::uint64_t send_serial = 0;        ///< counts sends; orders a resend against a gap report (S4)
+  std::uint64_t send_serial = 0;  ///< counts sends; orders a resend against a gap report (S4)
+  /// SendBatch actions polled: the sends with serials 1..this were handed to the driver
+  /// (they are emitted and polled in serial order). An outcome for a later one is for an
+  /// attempt never sent (E5).
+  std::uint64_t sends_handed_out = 0;
   std::uint64_t completed_tickets = 0;  ///< every ticket below this has completed (P3)
   std::deque<PendingBarrier> barriers;
   std::uint64_t next_barrier_id = 0;
@@ -324,6 +328,7 @@ struct alignas(64) Producer<Policy>::Impl {
   std::optional<ActionType> poll_action() {
     if (action_read >= actions.size()) return std::nullopt;
     std::optional<ActionType> out{std::move(actions[action_read])};
+    if (std::holds_alternative<SendBatch<Policy>>(*out)) ++sends_handed_out;  // E5
     ++action_read;
     --unpolled;
     if (action_read == actions.size()) {

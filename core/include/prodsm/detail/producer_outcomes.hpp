@@ -83,6 +83,11 @@ auto Producer<Policy>::Impl::find_outcome_target(BatchId id, std::uint32_t attem
                  std::to_string(id.value) + ", which was never sent");
     return nullptr;
   }
+  if (attempt == b.attempt && b.sent_serial > sends_handed_out) {  // its SendBatch is still in the queue
+    fail_invalid(std::string(what) + " for attempt " + std::to_string(attempt) + " of batch " +
+                 std::to_string(id.value) + ", which was never sent: its SendBatch was not polled yet");
+    return nullptr;
+  }
   if (attempt < b.attempt || (b.state != BatchState::in_flight && attempt == b.superseded_attempt)) {
     ++stats.stale_outcomes;  // superseded by a resend or an epoch claim
     return nullptr;
