@@ -500,9 +500,59 @@ TEST(E6, DeliveryTimeoutBoundsRetries) {
   EXPECT_EQ(h.producer().state(), ProducerState::failed);
   EXPECT_EQ(h.completions()[0].error->code, ErrorCode::delivery_timeout);
   EXPECT_LE(h.now(), Instant{} + 2h + 10min);
-  // E6 names its cause: the last failure that was retried.
+  // E6 names its cause: the last failure, retried — its resend was due after the deadline
+  // (a 10 min backoff), so the message does not say it went out.
   const std::string& why = h.completions()[0].error->message;
-  EXPECT_NE(why.find("the last failure retried: " + unavailable().describe()), std::string::npos) << why;
+  EXPECT_NE(why.find("the last failure (its retry had not gone out): " + unavailable().describe()), std::string::npos)
+      << why;
+}
+
+// E4, E6: stats().retries counts the resends that went out (with `sends`); a retry decided
+// at a failure is counted in retries_scheduled at once. A 429 asking for 5 s, under a 3 s
+// delivery timeout: the timeout comes first, the resend never goes out, and the timeout's
+// message names the failure without saying it was retried.
+TEST(E4, ARetryIsCountedWhenItsResendGoesOutNotWhenTheDeliveryTimeoutCameFirst) {
+  auto c = ds_config(Linger::after(1ms));  // plain appends: a 429 is definite, retried
+  c.delivery_timeout_ns = 3s;
+  DsHarness h(c);
+  h.submit("a");
+  h.flush();
+  Error too_many = failure(ErrorCode::unavailable, Certainty::definite, true);
+  too_many.http_status = 429;
+  too_many.message = "HTTP 429";
+  too_many.retry_after_ns = 5s;
+  h.fail(h.take_send(), too_many);
+  EXPECT_EQ(h.producer().stats().retries_scheduled, 1U);
+  EXPECT_EQ(h.producer().stats().retries, 0U) << "not resent yet";
+  ASSERT_EQ(h.producer().next_deadline(), at_ms(3000)) << "E6 before the Retry-After";
+  h.fire_next_deadline();
+  ASSERT_EQ(h.completions().size(), 1U);
+  EXPECT_EQ(h.completions()[0].error->code, ErrorCode::delivery_timeout);
+  EXPECT_EQ(h.producer().stats().sends, 1U);
+  EXPECT_EQ(h.producer().stats().retries, 0U) << "the resend never went out";
+  EXPECT_EQ(h.producer().stats().retries_scheduled, 1U);
+  const std::string& why = h.completions()[0].error->message;
+  EXPECT_EQ(why.find("the last failure retried"), std::string::npos) << why;
+  EXPECT_NE(why.find("the last failure (its retry had not gone out): " + too_many.describe()), std::string::npos)
+      << why;
+
+  // The same failure under a longer delivery timeout: counted when the resend goes out.
+  c.delivery_timeout_ns = 10s;
+  DsHarness g(c);
+  g.submit("a");
+  g.flush();
+  g.fail(g.take_send(), too_many);
+  EXPECT_EQ(g.producer().stats().retries, 0U);
+  g.fire_next_deadline();
+  ASSERT_EQ(g.outbox().size(), 1U) << "resent after the Retry-After";
+  EXPECT_EQ(g.producer().stats().sends, 2U);
+  EXPECT_EQ(g.producer().stats().retries, 1U);
+  EXPECT_EQ(g.producer().stats().retries_scheduled, 1U);
+  g.fire_next_deadline();  // the resend is never answered: E6 at 10 s
+  ASSERT_EQ(g.completions().size(), 1U);
+  EXPECT_EQ(g.completions()[0].error->code, ErrorCode::delivery_timeout);
+  const std::string& resent = g.completions()[0].error->message;
+  EXPECT_NE(resent.find("the last failure retried: " + too_many.describe()), std::string::npos) << resent;
 }
 
 // E6: a delivery timeout with no failure before it (the server never answered) names none.

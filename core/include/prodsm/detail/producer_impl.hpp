@@ -75,7 +75,9 @@ struct alignas(64) Producer<Policy>::Impl {
   ProducerStats stats;
   /// The last failure that was retried (E4), named by a later delivery_timeout (E6).
   std::optional<Error> last_retried_failure;
-  std::vector<ActionType> actions;  ///< outputs not yet polled
+  std::uint64_t last_retried_batch = 0;  ///< the batch it failed
+  bool last_retry_sent = false;          ///< its resend went out (E6 says "retried" only then)
+  std::vector<ActionType> actions;       ///< outputs not yet polled
   std::size_t action_read = 0;
   Config config;
   Policy policy;

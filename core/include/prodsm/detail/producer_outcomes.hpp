@@ -157,8 +157,11 @@ void Producer<Policy>::Impl::on_failure(Instant now, Batch& b, Error e) {
       e.certainty == Certainty::definite || (config.retry.mode == RetryMode::all && policy.resend_is_safe());
   if (e.retryable && safe && budget_left) {
     ++b.retries;
-    ++stats.retries;
+    ++stats.retries_scheduled;
+    b.retry_due = true;  // stats.retries counts it when the resend goes out (send)
     last_retried_failure = e;
+    last_retried_batch = b.id;
+    last_retry_sent = false;
     if (detail::retries_at_once(b.retries, e)) {  // a lost connection: at once, on a new connection
       note_sendable(index);
       return;
