@@ -188,6 +188,22 @@ TEST(C1, CloseReportsTheTerminalError) {
   EXPECT_EQ(again->error(), h.closed()->error());
 }
 
+// C1, E1: Closed carries the sticky terminal error even when that error failed no record:
+// an ack for a batch that never existed (E5) with nothing submitted.
+TEST(C1, ClosedCarriesATerminalErrorThatFailedNoRecord) {
+  DsHarness h(ds_config(Linger::after(1h)));
+  h.producer().handle_ack(h.now(), BatchId{0}, 1, offset("o"));
+  h.drain();
+  ASSERT_TRUE(h.producer().terminal_error().has_value());
+  EXPECT_EQ(h.producer().terminal_error()->code, ErrorCode::invalid_ack);
+  EXPECT_TRUE(h.completions().empty());
+  EXPECT_EQ(h.producer().stats().records_failed, 0U);
+  EXPECT_FALSE(h.close().has_value()) << "Closed brings the result";
+  ASSERT_TRUE(h.closed().has_value());
+  ASSERT_FALSE(*h.closed());
+  EXPECT_EQ(h.closed()->error().code, ErrorCode::invalid_ack);
+}
+
 // C2: submit or flush after close gives a clear `closed` error.
 TEST(C2, SubmitAndFlushAfterCloseAreRefusedWithClosed) {
   DsHarness h(ds_config());

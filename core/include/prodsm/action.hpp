@@ -58,7 +58,11 @@ struct BarrierCompleted {
 /// The Producer has finished: close() drained everything, or abort() ran (C1, C5).
 /// Always the last action the Producer ever emits; emitted exactly once.
 struct Closed {
-  tl::expected<void, Error> result;  ///< success iff every record succeeded and no abort ran (C1, C5)
+  /// Success iff the producer never failed: no terminal error (E1) and no abort (C5); then
+  /// every record succeeded. Otherwise the sticky terminal error (C1, E1), also when it
+  /// failed no record: an invalid_ack for a batch that never existed (E5), an abort after
+  /// every record had completed.
+  tl::expected<void, Error> result;
 };
 
 /// Capacity freed up after a submit was refused with would_block (R1): retry it now.
