@@ -204,7 +204,7 @@ void Connection::on_bytes(Instant now, std::span<const char> bytes) {
     }
     if (!response_started_) {
       response_started_ = true;
-      if (const auto due = head_due()) wait_sample_ = now > *due ? now - *due : Duration{0};
+      if (const auto due = head_due()) wait_sample_ = elapsed(*due, now);
     }
     used += parser_.feed(bytes.subspan(used));
     const auto state = parser_.state();

@@ -201,7 +201,7 @@ void Pool::dispatch(Instant now) {
   if (closed_) return;
   auto stale = [&](const Slot& s) {
     return s.connection.state() == Connection::State::open && s.connection.outstanding() == 0 &&
-           now - s.connection.idle_since() > options_.transport.idle_reuse_limit_ns;
+           elapsed(s.connection.idle_since(), now) > options_.transport.idle_reuse_limit_ns;
   };
   auto replace_if_stale = [&](Slot& s) {
     if (!stale(s)) return false;

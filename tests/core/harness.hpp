@@ -74,6 +74,9 @@ class Harness {
   using Config = ProducerConfig<Policy>;
 
   explicit Harness(Config config) : producer_{make(std::move(config))} {}
+  /// Virtual time starting at `start` instead of the clock's epoch (D3: only differences
+  /// between instants matter, so a start before the epoch is as good as any).
+  Harness(Config config, Instant start) : producer_{make(std::move(config))}, now_{start} {}
 
   static Producer<Policy> make(Config config) {
     auto created = Producer<Policy>::create(std::move(config));

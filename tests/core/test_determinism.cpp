@@ -126,6 +126,40 @@ TEST(D3, DeadlinesNeverFireEarlyAndSpuriousTimeoutsAreNoOps) {
   EXPECT_EQ(h.all_sends().size(), 1U) << "spurious after firing";
 }
 
+// D3: only differences between instants matter: virtual time that starts before the
+// clock's epoch (negative instants) is taken as given, not read as the epoch. The linger
+// is measured from the first record's submit, the batch goes out when it elapsed, and the
+// delivery deadline follows the submit (E6).
+TEST(D3, AnInstantBeforeTheClocksEpochIsTakenAsGiven) {
+  const Instant start = Instant{} - 10s;
+  DsHarness h(ds_config(Linger::after(5ms)), start);
+  h.submit("a");
+  EXPECT_EQ(h.producer().next_deadline(), start + 5ms) << "B2: the linger from the submit at -10 s";
+  h.advance(4ms);
+  EXPECT_TRUE(h.all_sends().empty()) << "never early";
+  h.advance(1ms);
+  ASSERT_EQ(h.all_sends().size(), 1U) << "the linger elapsed at -9.995 s";
+  EXPECT_EQ(h.producer().next_deadline(), start + h.producer().config().delivery_timeout_ns);
+  h.producer().handle_timeout(start - 1s);  // a clock stepped back is still read as the last `now`
+  h.drain();
+  EXPECT_EQ(h.producer().state(), ProducerState::open);
+  h.ack(h.take_send(), offset("o"));
+  ASSERT_EQ(h.completions().size(), 1U);
+  EXPECT_TRUE(h.completions()[0].ok());
+}
+
+// D3: the difference of two instants saturates instead of overflowing, so instants on both
+// sides of the epoch (taken as given, above) or hostile ones cannot make it undefined.
+TEST(D3, ElapsedSaturatesInsteadOfOverflowing) {
+  EXPECT_EQ(elapsed(Instant{} - 10s, Instant{} + 5ms), 10s + 5ms);
+  EXPECT_EQ(elapsed(Instant{} + 5ms, Instant{} - 10s), Duration{0}) << "not later: 0";
+  EXPECT_EQ(elapsed(kInstantMin, kInstantMax), Duration::max());
+  EXPECT_EQ(elapsed(kInstantMin, Instant{} + 1ns), Duration::max());
+  EXPECT_EQ(elapsed(kInstantMin, Instant{} - 1ns), Duration::max());
+  EXPECT_EQ(elapsed(kInstantMin + 1ns, Instant{}), Duration::max());
+  EXPECT_EQ(elapsed(kInstantMin + 2ns, Instant{}), Duration::max() - 1ns);
+}
+
 // D4: no exception crosses the API, whatever the input.
 TEST(D4, NoExceptionCrossesTheApiOnHostileInputs) {
   auto c = ds_idempotent(Linger::after(1ms), true);

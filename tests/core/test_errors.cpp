@@ -304,6 +304,86 @@ TEST(E5, AckForUnsentAttemptOrSecondAckIsInvalid) {
   }
 }
 
+// E5 + E2, C5: a second outcome for one attempt that says it may have been applied (an
+// indefinite failure, or an ack) after a definite failure is a terminal invalid_ack, and
+// the batch's records fail indefinite: definite would say a resend is safe, and the
+// second report says the attempt may be in the stream.
+TEST(E5, AContradictingSecondOutcomeThatMayHaveAppliedFailsIndefinite) {
+  for (const bool second_is_ack : {false, true}) {
+    SCOPED_TRACE(second_is_ack ? "then an ack" : "then connection_lost");
+    DsHarness h(ds_config(Linger::after(1h)));  // plain appends
+    h.submit("a");
+    h.flush();
+    const auto s = h.take_send();
+    h.fail(s, unavailable());  // HTTP 503: definite, retried after a backoff
+    ASSERT_TRUE(h.completions().empty());
+    if (second_is_ack) {
+      h.ack(s, offset("o"));
+    } else {
+      h.fail(s, connection_lost());  // the same attempt, now "bytes written, no answer"
+    }
+    EXPECT_EQ(h.producer().terminal_error()->code, ErrorCode::invalid_ack);
+    EXPECT_EQ(h.producer().terminal_error()->certainty, Certainty::indefinite);
+    ASSERT_EQ(h.completions().size(), 1U);
+    EXPECT_EQ(h.completions()[0].error->code, ErrorCode::invalid_ack);
+    EXPECT_EQ(h.completions()[0].error->certainty, Certainty::indefinite) << "may be in the stream";
+  }
+}
+
+// E5: a second definite failure for one attempt says nothing was applied: still definite.
+TEST(E5, ASecondDefiniteFailureForOneAttemptStaysDefinite) {
+  DsHarness h(ds_config(Linger::after(1h)));
+  h.submit("a");
+  h.flush();
+  const auto s = h.take_send();
+  h.fail(s, unavailable());
+  h.fail(s, unavailable());
+  EXPECT_EQ(h.producer().terminal_error()->code, ErrorCode::invalid_ack);
+  ASSERT_EQ(h.completions().size(), 1U);
+  EXPECT_EQ(h.completions()[0].error->certainty, Certainty::definite);
+}
+
+// E5: an outcome for an attempt whose SendBatch was not polled yet — never handed to the
+// driver, so never sent — is a terminal invalid_ack, not a success or a retry: a first
+// send (an ack, a failure) and a resend.
+TEST(E5, AnOutcomeForAnAttemptWhoseSendWasNotPolledIsInvalid) {
+  for (const bool ack : {true, false}) {
+    SCOPED_TRACE(ack ? "ack" : "failure");
+    DsHarness h(ds_config(Linger::after(1h)));
+    Producer<DurableStreamsPolicy>& p = h.producer();
+    ASSERT_TRUE(p.submit(h.now(), "a"));
+    ASSERT_TRUE(p.flush(h.now()));
+    ASSERT_EQ(p.pending_actions(), 1U) << "the SendBatch, not polled";
+    if (ack) {
+      p.handle_ack(h.now(), BatchId{0}, 1, offset("o"));
+    } else {
+      p.handle_failure(h.now(), BatchId{0}, 1, unavailable());
+    }
+    h.drain();
+    ASSERT_TRUE(p.terminal_error().has_value());
+    EXPECT_EQ(p.terminal_error()->code, ErrorCode::invalid_ack);
+    ASSERT_EQ(h.completions().size(), 1U);
+    EXPECT_FALSE(h.completions()[0].ok());
+    EXPECT_EQ(h.completions()[0].error->code, ErrorCode::invalid_ack);
+    EXPECT_EQ(p.stats().records_succeeded, 0U);
+  }
+  {  // a resend: attempt 1 was handed out and lost, attempt 2 is not polled yet
+    DsHarness h(ds_idempotent(Linger::after(1h)));
+    h.submit("a");
+    h.flush();
+    const auto first = h.take_send();
+    Producer<DurableStreamsPolicy>& p = h.producer();
+    p.handle_failure(h.now(), first.batch, first.attempt, connection_lost());  // resent at once
+    ASSERT_EQ(p.pending_actions(), 1U) << "attempt 2, not polled";
+    p.handle_ack(h.now(), first.batch, 2, offset("o"));
+    h.drain();
+    ASSERT_TRUE(p.terminal_error().has_value());
+    EXPECT_EQ(p.terminal_error()->code, ErrorCode::invalid_ack);
+    ASSERT_EQ(h.completions().size(), 1U);
+    EXPECT_FALSE(h.completions()[0].ok());
+  }
+}
+
 // E5: an S2 ack with the wrong record count is a terminal protocol error.
 TEST(E5, S2AckWithWrongCountIsInvalid) {
   S2Harness h(s2_config(Linger::after(1h)));
@@ -420,9 +500,59 @@ TEST(E6, DeliveryTimeoutBoundsRetries) {
   EXPECT_EQ(h.producer().state(), ProducerState::failed);
   EXPECT_EQ(h.completions()[0].error->code, ErrorCode::delivery_timeout);
   EXPECT_LE(h.now(), Instant{} + 2h + 10min);
-  // E6 names its cause: the last failure that was retried.
+  // E6 names its cause: the last failure, retried — its resend was due after the deadline
+  // (a 10 min backoff), so the message does not say it went out.
   const std::string& why = h.completions()[0].error->message;
-  EXPECT_NE(why.find("the last failure retried: " + unavailable().describe()), std::string::npos) << why;
+  EXPECT_NE(why.find("the last failure (its retry had not gone out): " + unavailable().describe()), std::string::npos)
+      << why;
+}
+
+// E4, E6: stats().retries counts the resends that went out (with `sends`); a retry decided
+// at a failure is counted in retries_scheduled at once. A 429 asking for 5 s, under a 3 s
+// delivery timeout: the timeout comes first, the resend never goes out, and the timeout's
+// message names the failure without saying it was retried.
+TEST(E4, ARetryIsCountedWhenItsResendGoesOutNotWhenTheDeliveryTimeoutCameFirst) {
+  auto c = ds_config(Linger::after(1ms));  // plain appends: a 429 is definite, retried
+  c.delivery_timeout_ns = 3s;
+  DsHarness h(c);
+  h.submit("a");
+  h.flush();
+  Error too_many = failure(ErrorCode::unavailable, Certainty::definite, true);
+  too_many.http_status = 429;
+  too_many.message = "HTTP 429";
+  too_many.retry_after_ns = 5s;
+  h.fail(h.take_send(), too_many);
+  EXPECT_EQ(h.producer().stats().retries_scheduled, 1U);
+  EXPECT_EQ(h.producer().stats().retries, 0U) << "not resent yet";
+  ASSERT_EQ(h.producer().next_deadline(), at_ms(3000)) << "E6 before the Retry-After";
+  h.fire_next_deadline();
+  ASSERT_EQ(h.completions().size(), 1U);
+  EXPECT_EQ(h.completions()[0].error->code, ErrorCode::delivery_timeout);
+  EXPECT_EQ(h.producer().stats().sends, 1U);
+  EXPECT_EQ(h.producer().stats().retries, 0U) << "the resend never went out";
+  EXPECT_EQ(h.producer().stats().retries_scheduled, 1U);
+  const std::string& why = h.completions()[0].error->message;
+  EXPECT_EQ(why.find("the last failure retried"), std::string::npos) << why;
+  EXPECT_NE(why.find("the last failure (its retry had not gone out): " + too_many.describe()), std::string::npos)
+      << why;
+
+  // The same failure under a longer delivery timeout: counted when the resend goes out.
+  c.delivery_timeout_ns = 10s;
+  DsHarness g(c);
+  g.submit("a");
+  g.flush();
+  g.fail(g.take_send(), too_many);
+  EXPECT_EQ(g.producer().stats().retries, 0U);
+  g.fire_next_deadline();
+  ASSERT_EQ(g.outbox().size(), 1U) << "resent after the Retry-After";
+  EXPECT_EQ(g.producer().stats().sends, 2U);
+  EXPECT_EQ(g.producer().stats().retries, 1U);
+  EXPECT_EQ(g.producer().stats().retries_scheduled, 1U);
+  g.fire_next_deadline();  // the resend is never answered: E6 at 10 s
+  ASSERT_EQ(g.completions().size(), 1U);
+  EXPECT_EQ(g.completions()[0].error->code, ErrorCode::delivery_timeout);
+  const std::string& resent = g.completions()[0].error->message;
+  EXPECT_NE(resent.find("the last failure retried: " + too_many.describe()), std::string::npos) << resent;
 }
 
 // E6: a delivery timeout with no failure before it (the server never answered) names none.

@@ -188,6 +188,22 @@ TEST(C1, CloseReportsTheTerminalError) {
   EXPECT_EQ(again->error(), h.closed()->error());
 }
 
+// C1, E1: Closed carries the sticky terminal error even when that error failed no record:
+// an ack for a batch that never existed (E5) with nothing submitted.
+TEST(C1, ClosedCarriesATerminalErrorThatFailedNoRecord) {
+  DsHarness h(ds_config(Linger::after(1h)));
+  h.producer().handle_ack(h.now(), BatchId{0}, 1, offset("o"));
+  h.drain();
+  ASSERT_TRUE(h.producer().terminal_error().has_value());
+  EXPECT_EQ(h.producer().terminal_error()->code, ErrorCode::invalid_ack);
+  EXPECT_TRUE(h.completions().empty());
+  EXPECT_EQ(h.producer().stats().records_failed, 0U);
+  EXPECT_FALSE(h.close().has_value()) << "Closed brings the result";
+  ASSERT_TRUE(h.closed().has_value());
+  ASSERT_FALSE(*h.closed());
+  EXPECT_EQ(h.closed()->error().code, ErrorCode::invalid_ack);
+}
+
 // C2: submit or flush after close gives a clear `closed` error.
 TEST(C2, SubmitAndFlushAfterCloseAreRefusedWithClosed) {
   DsHarness h(ds_config());
@@ -275,6 +291,34 @@ TEST(C5, AbortMarksNeverSentDefiniteAndSentIndefinite) {
   ASSERT_TRUE(h.closed().has_value());
   EXPECT_EQ(h.closed()->error().code, ErrorCode::aborted);
   EXPECT_EQ(h.order().back(), "closed");
+}
+
+// C5: abort's message is true: with every record completed before it, `Closed` (and a
+// later close) says the producer was aborted, not that its records were cut short.
+TEST(C5, AbortAfterEveryRecordCompletedDoesNotSayRecordsWereCutShort) {
+  DsHarness h(ds_config(Linger::after(1h)));
+  for (int i = 0; i < 10; ++i) h.submit("r");
+  h.flush();
+  h.ack(h.take_send(), offset("o"));
+  ASSERT_EQ(h.barriers().size(), 1U);
+  EXPECT_TRUE(h.barriers()[0].ok());
+  h.abort();
+  ASSERT_TRUE(h.closed().has_value());
+  ASSERT_FALSE(*h.closed());
+  const Error& e = h.closed()->error();
+  EXPECT_EQ(e.code, ErrorCode::aborted);
+  EXPECT_EQ(e.message.find("before its records completed"), std::string::npos) << e.message;
+  EXPECT_NE(e.message.find("every record accepted before it had already completed"), std::string::npos) << e.message;
+  const auto again = h.close();
+  ASSERT_TRUE(again.has_value());
+  ASSERT_FALSE(*again);
+  EXPECT_EQ(again->error().message, e.message);
+
+  DsHarness pending(ds_config(Linger::after(1h)));  // a record still pending: it was cut short
+  pending.submit("r");
+  pending.abort();
+  ASSERT_EQ(pending.completions().size(), 1U);
+  EXPECT_NE(pending.completions()[0].error->message.find("before its records completed"), std::string::npos);
 }
 
 // C5: a batch that failed ambiguously and waits for its retry is indefinite on abort.

@@ -48,6 +48,8 @@ struct FakeImpl {
   std::uint64_t unacked_bytes = 0;
   std::uint64_t next_ticket = 0;
   std::uint64_t completed_tickets = 0;
+  std::uint64_t send_serial = 1;       // the batch in flight was sent...
+  std::uint64_t sends_handed_out = 1;  // ...and its SendBatch polled
   std::deque<Barrier> barriers;
   BufferPool pool{4, 1000};
   ProducerState lifecycle = ProducerState::open;
@@ -122,6 +124,12 @@ TEST(Invariants, AnAcceptedRecordInNoBatchIsNamed) {
   FakeImpl s = FakeImpl::consistent();
   s.next_ticket = 6;
   EXPECT_NE(broken(s).find("an accepted record is in no batch"), std::string::npos) << broken(s);
+}
+
+TEST(Invariants, MoreSendsHandedOutThanEmittedIsNamed) {  // E5: what "handed out" counts
+  FakeImpl s = FakeImpl::consistent();
+  s.sends_handed_out = 2;
+  EXPECT_NE(broken(s).find("more SendBatch actions handed out than emitted"), std::string::npos) << broken(s);
 }
 
 TEST(Invariants, ASlotOutsideTheRingInUseIsNamed) {

@@ -330,6 +330,37 @@ TEST(S5, AutoClaimRenumbersThreeInFlightBatchesWithoutLossOrFalseDuplicate) {
   EXPECT_EQ(h.producer().stats().epoch_claims, 1U);
 }
 
+// S5 + E6, C5: after an auto-claim, a batch whose old-epoch attempt was in flight and
+// that was not sent again under the new epoch fails definite, on purpose: that attempt
+// cannot be appended (a lower seq of its epoch was fenced), and nothing else of it was
+// sent. The claiming batch, resent under the new epoch, is in flight: indefinite.
+TEST(S5, BatchesWhoseOldEpochAttemptsAClaimSupersededFailDefinite) {
+  for (const bool abort : {false, true}) {
+    SCOPED_TRACE(abort ? "abort" : "delivery timeout");
+    auto c = ds_idempotent(Linger::after(1h), true);
+    c.max_batch_records = 1;
+    DsHarness h(c);
+    h.submit("a");
+    h.submit("b");
+    h.submit("c");
+    const auto old = h.take_all_sends();
+    ASSERT_EQ(old.size(), 3U) << "three old-epoch attempts in flight";
+    h.fail(old[0], stale_epoch(5));  // the oldest: claim epoch 6, batch 0 resent alone
+    ASSERT_EQ(h.outbox().size(), 1U);
+    EXPECT_EQ(h.producer().stats().epoch_claims, 1U);
+    if (abort) {
+      h.abort();
+    } else {
+      ASSERT_TRUE(h.fire_next_deadline());  // E6
+    }
+    ASSERT_EQ(h.completions().size(), 3U);
+    EXPECT_EQ(h.completions()[0].error->code, abort ? ErrorCode::aborted : ErrorCode::delivery_timeout);
+    EXPECT_EQ(h.completions()[0].error->certainty, Certainty::indefinite) << "the claim's resend is in flight";
+    EXPECT_EQ(h.completions()[1].error->certainty, Certainty::definite) << "old-epoch attempt superseded";
+    EXPECT_EQ(h.completions()[2].error->certainty, Certainty::definite) << "old-epoch attempt superseded";
+  }
+}
+
 // S5: a stale epoch after an ambiguous attempt cannot be auto-claimed safely: the old
 // attempt may have been appended, and renumbering would duplicate it.
 TEST(S5, StaleEpochAfterAmbiguousAttemptIsTerminalIndefinite) {

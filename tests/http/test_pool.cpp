@@ -565,6 +565,28 @@ TEST(D3, PoolReadsAClockSteppedBackAsTheLatestInstant) {
   EXPECT_EQ(run(at(2s)), steady);
 }
 
+// D3: only differences between instants matter: a pool whose first input comes before the
+// clock's epoch takes it as given. The connect timeout and the request timeout run from
+// that instant, not from the epoch.
+TEST(D3, PoolTakesAnInstantBeforeTheClocksEpochAsGiven) {
+  PoolScript s;
+  s.set_now(at(-100s));
+  s.enqueue(get(1));
+  EXPECT_EQ(s.commands().connects, Ids{1});
+  EXPECT_EQ(s.pool().next_deadline(), at(-100s) + 1s) << "connect_timeout_ns from the enqueue";
+  s.connect(1);
+  EXPECT_EQ(s.write_all(1), request_bytes(1));
+  EXPECT_EQ(s.pool().next_deadline(), at(-100s) + 10s) << "request_timeout_ns from the write";
+  s.set_now(at(-90s) - 1ns);
+  s.tick();
+  EXPECT_TRUE(s.outcomes().empty()) << "never early";
+  s.set_now(at(-90s));
+  s.tick();
+  const auto out = s.outcomes();
+  ASSERT_EQ(out.size(), 1U);
+  EXPECT_TRUE(IsFailure(out[0], 1, ErrorCode::connection_lost, Certainty::indefinite));
+}
+
 // E2 + P1: requests behind a response that closes the connection, none of them written
 // yet, were not processed: they go out again on the next connection, first and in order,
 // ahead of a request enqueued after them, and their caller sees no failure.

@@ -206,7 +206,7 @@ TEST(E2, ARetryableNoSideEffectErrorIsRetriedDefiniteAfterRetryAfterMs) {
 }
 
 // E6: a delivery timeout after retried failures names the last one, once (the core's
-// "the last failure retried"; the client adds its own only when the core named none).
+// "the last failure ..."; the client adds its own only when the core named none).
 TEST(E6, ADeliveryTimeoutNamesTheLastRetriedFailureOnce) {
   auto o = options();
   o.producer.delivery_timeout_ns = 100ms;

@@ -22,7 +22,8 @@ namespace prodsm {
 /// valid until the TicketsCompleted action for this batch has been polled: the core
 /// owns the bytes until then (ngtcp2 style: the buffer is released on acknowledgement).
 /// The driver must eventually report exactly one outcome for (batch, attempt) through
-/// handle_ack or handle_failure, unless the Producer failed or was aborted first.
+/// handle_ack or handle_failure, unless the Producer failed or was aborted first; an
+/// outcome reported before this action was polled is for an attempt never sent (E5).
 template <class Policy>
 struct SendBatch {
   BatchId batch;                               ///< echo back in handle_ack / handle_failure
@@ -57,7 +58,11 @@ struct BarrierCompleted {
 /// The Producer has finished: close() drained everything, or abort() ran (C1, C5).
 /// Always the last action the Producer ever emits; emitted exactly once.
 struct Closed {
-  tl::expected<void, Error> result;  ///< success iff every record succeeded and no abort ran (C1, C5)
+  /// Success iff the producer never failed: no terminal error (E1) and no abort (C5); then
+  /// every record succeeded. Otherwise the sticky terminal error (C1, E1), also when it
+  /// failed no record: an invalid_ack for a batch that never existed (E5), an abort after
+  /// every record had completed.
+  tl::expected<void, Error> result;
 };
 
 /// Capacity freed up after a submit was refused with would_block (R1): retry it now.

@@ -112,8 +112,14 @@ struct ProducerStats {
   /// those seqs from an earlier session with the same producer id and epoch, so these
   /// records were not appended. Expected when a run resumes; a warning sign otherwise.
   std::uint64_t first_attempt_duplicate_records = 0;
-  std::uint64_t sends = 0;               ///< SendBatch actions, first attempts included
-  std::uint64_t retries = 0;             ///< resends after a retryable failure (E4)
+  std::uint64_t sends = 0;  ///< SendBatch actions, first attempts included
+  /// Resends after a retryable failure (E4), counted as `sends` is: when the resend's
+  /// SendBatch is emitted. A retry a terminal error overtook (the delivery timeout, E6,
+  /// before a long Retry-After) never went out and is not counted here.
+  std::uint64_t retries = 0;
+  /// Retryable failures the producer decided to resend (E4), counted at the failure,
+  /// whether or not the resend went out before a terminal error.
+  std::uint64_t retries_scheduled = 0;
   std::uint64_t gap_resends = 0;         ///< resends after a sequence gap (S4)
   std::uint64_t epoch_claims = 0;        ///< auto-claims (S5)
   std::uint64_t would_blocks = 0;        ///< refusals with would_block (R1)

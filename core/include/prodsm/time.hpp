@@ -21,6 +21,9 @@ using Instant = std::chrono::time_point<std::chrono::steady_clock, Duration>;
 /// The largest instant; used as "never" internally.
 inline constexpr Instant kInstantMax = Instant::max();
 
+/// The smallest instant: what a LatestInstant holds before its first input.
+inline constexpr Instant kInstantMin = Instant::min();
+
 /// `at + d`, saturating at kInstantMax instead of overflowing (no UB on huge durations).
 /// @param at an instant; @param d a non-negative duration (negative is treated as 0).
 constexpr Instant saturating_add(Instant at, Duration d) noexcept {
@@ -31,12 +34,27 @@ constexpr Instant saturating_add(Instant at, Duration d) noexcept {
   return at + d;
 }
 
+/// `to - from`: how long after `from` the instant `to` is; 0 when it is not later, and
+/// Duration::max() when the two are further apart than a Duration holds (about 292
+/// years: instants on both sides of the epoch, hostile inputs), never an overflow.
+constexpr Duration elapsed(Instant from, Instant to) noexcept {
+  const auto a = from.time_since_epoch().count();
+  const auto b = to.time_since_epoch().count();
+  if (b <= a) return Duration{0};
+  const auto diff = static_cast<std::uint64_t>(b) - static_cast<std::uint64_t>(a);  // exact: 0 < b - a < 2^64
+  if (diff > static_cast<std::uint64_t>(Duration::max().count())) return Duration::max();
+  return Duration{static_cast<Duration::rep>(diff)};
+}
+
 /// The latest instant a state machine's inputs brought (D3): time never goes backwards
 /// for it. observe(now) is `now`, or that latest instant when `now` is earlier (a caller's
 /// clock stepped back), and remembers it — so a deadline never fires early and a request
-/// never looks older than it is. The core, http::Connection and http::Pool keep one.
+/// never looks older than it is. The first `now` is taken as given, whatever its value (an
+/// instant before the clock's epoch too: only differences matter). The core,
+/// http::Connection and http::Pool keep one.
 class LatestInstant {
  public:
+  /// No input yet: the first observe() takes its `now` as given.
   constexpr LatestInstant() noexcept = default;
   /// Starting at `start`.
   constexpr explicit LatestInstant(Instant start) noexcept : latest_{start} {}
@@ -45,11 +63,11 @@ class LatestInstant {
     if (now > latest_) latest_ = now;
     return latest_;
   }
-  /// The latest instant seen.
+  /// The latest instant seen; kInstantMin before the first input.
   [[nodiscard]] constexpr Instant latest() const noexcept { return latest_; }
 
  private:
-  Instant latest_{};
+  Instant latest_ = kInstantMin;
 };
 
 }  // namespace prodsm

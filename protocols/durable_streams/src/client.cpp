@@ -426,11 +426,12 @@ void ProducerClient::on_batch_outcome(Instant now, const Outstanding& o, tl::exp
 }
 
 /// A delivery timeout (E6) keeps the cause: the last failed attempt, if any, unless the
-/// core's message already names the last failure it retried.
+/// core's message already names the last failure it retried ("; the last failure retried: ",
+/// or "; the last failure (its retry had not gone out): " when the resend was still waiting).
 void ProducerClient::annotate(Error& error) const {
   if (error.code != ErrorCode::delivery_timeout || !last_failure_) return;
   if (error.message.find("; the last failed attempt: ") != std::string::npos) return;
-  if (error.message.find("; the last failure retried: ") != std::string::npos) return;  // the core named it
+  if (error.message.find("; the last failure ") != std::string::npos) return;  // the core named it
   error.message += "; the last failed attempt: " + last_failure_->describe();
 }
 

@@ -27,7 +27,8 @@ class AckLatency {
   void accepted(Ticket first, std::uint64_t count, Instant now) {
     if (count == 0) return;
     const std::uint64_t last = first.value + count - 1;
-    if (!pending_.empty() && pending_.back().last + 1 == first.value && now - pending_.back().at < kCoalesce_ns) {
+    if (!pending_.empty() && pending_.back().last + 1 == first.value &&
+        elapsed(pending_.back().at, now) < kCoalesce_ns) {
       pending_.back().last = last;
       return;
     }
@@ -41,7 +42,7 @@ class AckLatency {
       Entry& e = pending_.front();
       const std::uint64_t from = e.first < first.value ? first.value : e.first;
       const std::uint64_t to = e.last < last.value ? e.last : last.value;
-      if (ok && to >= from) histogram_.add(now - e.at, to - from + 1);
+      if (ok && to >= from) histogram_.add(elapsed(e.at, now), to - from + 1);
       if (e.last <= last.value) {
         pending_.pop_front();
       } else {

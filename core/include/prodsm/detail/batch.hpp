@@ -86,6 +86,7 @@ struct Batch {
   std::uint32_t attempt = 0;                ///< last attempt issued; 0 = never sent
   std::uint32_t superseded_attempt = 0;     ///< an outstanding attempt an epoch claim replaced
   std::uint32_t retries = 0;                ///< failure-driven resends and claims (bounded)
+  bool retry_due = false;                   ///< a retry was decided (E4), its resend not sent yet
   bool ambiguous = false;                   ///< some attempt may have been appended (E2)
   bool sent_with_predecessors = false;      ///< last attempt left with earlier batches unacked (S4)
   ParkReason parked = ParkReason::none;     ///< why it waits to be resent (S4 gap, S5 stale epoch)

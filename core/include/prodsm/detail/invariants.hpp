@@ -74,6 +74,7 @@ const char* first_broken_invariant(const Impl& impl) noexcept {
   } else if (impl.completed_tickets != impl.next_ticket) {
     return "tickets: an accepted record neither completed nor batched";
   }
+  if (impl.sends_handed_out > impl.send_serial) return "sends: more SendBatch actions handed out than emitted (E5)";
   if (impl.barriers.size() > impl.config.max_pending_barriers) return "barriers: above max_pending_barriers (R3)";
   std::uint64_t cutoff = 0;
   for (const auto& barrier : impl.barriers) {

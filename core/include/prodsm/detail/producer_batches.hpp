@@ -24,6 +24,7 @@ auto Producer<Policy>::Impl::start_batch(Instant now) -> Batch& {
   b.attempt = 0;
   b.superseded_attempt = 0;
   b.retries = 0;
+  b.retry_due = false;
   b.ambiguous = false;
   b.sent_with_predecessors = false;
   b.parked = ParkReason::none;
@@ -106,6 +107,11 @@ void Producer<Policy>::Impl::send(Batch& b, std::uint32_t index) {
   b.sent_with_predecessors = index > 0;  // S4: an earlier batch is still unacked
   ++in_flight;
   ++stats.sends;
+  if (b.retry_due) {  // E4: the retry goes out now
+    b.retry_due = false;
+    ++stats.retries;
+    if (b.id == last_retried_batch) last_retry_sent = true;
+  }
   SendBatch<Policy> action;
   action.batch = BatchId{b.id};
   action.attempt = b.attempt;

@@ -153,8 +153,11 @@ void Producer<Policy>::Impl::abort(Instant now) {
   observe(now);
   if (lifecycle == ProducerState::closed) return;
   if (lifecycle != ProducerState::failed) {  // open or closing; fail_terminal closes a closing producer
+    // A barrier pending covers a record pending, so an empty ring means nothing was cut short.
     fail_terminal(make_error(ErrorCode::aborted, Certainty::definite, false,
-                             "the producer was aborted before its records completed"),
+                             ring.empty() ? "the producer was aborted; every record accepted before it had already "
+                                            "completed"
+                                          : "the producer was aborted before its records completed"),
                   nullptr);
   }
   if (lifecycle == ProducerState::failed) finish_close();

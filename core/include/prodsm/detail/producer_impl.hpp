@@ -75,7 +75,9 @@ struct alignas(64) Producer<Policy>::Impl {
   ProducerStats stats;
   /// The last failure that was retried (E4), named by a later delivery_timeout (E6).
   std::optional<Error> last_retried_failure;
-  std::vector<ActionType> actions;  ///< outputs not yet polled
+  std::uint64_t last_retried_batch = 0;  ///< the batch it failed
+  bool last_retry_sent = false;          ///< its resend went out (E6 says "retried" only then)
+  std::vector<ActionType> actions;       ///< outputs not yet polled
   std::size_t action_read = 0;
   Config config;
   Policy policy;
@@ -85,7 +87,11 @@ struct alignas(64) Producer<Policy>::Impl {
   std::uint32_t in_flight = 0;
   std::uint32_t backoff_count = 0;
   std::uint64_t next_batch_id = 0;
-  std::uint64_t send_serial = 0;        ///< counts sends; orders a resend against a gap report (S4)
+  std::uint64_t send_serial = 0;  ///< counts sends; orders a resend against a gap report (S4)
+  /// SendBatch actions polled: the sends with serials 1..this were handed to the driver
+  /// (they are emitted and polled in serial order). An outcome for a later one is for an
+  /// attempt never sent (E5).
+  std::uint64_t sends_handed_out = 0;
   std::uint64_t completed_tickets = 0;  ///< every ticket below this has completed (P3)
   std::deque<PendingBarrier> barriers;
   std::uint64_t next_barrier_id = 0;
@@ -228,7 +234,10 @@ struct alignas(64) Producer<Policy>::Impl {
 
   /// Finds the batch an outcome is for. Returns nullptr when the outcome is stale
   /// (ignored) or invalid (the Producer then failed with invalid_ack, E5).
-  Batch* find_outcome_target(BatchId id, std::uint32_t attempt, const char* what);
+  /// `may_have_applied`: the outcome says the attempt may be in the stream (an ack, an
+  /// indefinite failure); a second outcome for one attempt that says so leaves its
+  /// batch's records indefinite (E2, C5), whatever the first one said.
+  Batch* find_outcome_target(BatchId id, std::uint32_t attempt, const char* what, bool may_have_applied);
 
   /// The producer fails with invalid_ack (E5): an outcome for something never sent.
   void fail_invalid(std::string message);
@@ -321,6 +330,7 @@ struct alignas(64) Producer<Policy>::Impl {
   std::optional<ActionType> poll_action() {
     if (action_read >= actions.size()) return std::nullopt;
     std::optional<ActionType> out{std::move(actions[action_read])};
+    if (std::holds_alternative<SendBatch<Policy>>(*out)) ++sends_handed_out;  // E5
     ++action_read;
     --unpolled;
     if (action_read == actions.size()) {

@@ -67,7 +67,8 @@ void Producer<Policy>::Impl::claim_epoch(std::uint64_t server_epoch) {
 }
 
 template <class Policy>
-auto Producer<Policy>::Impl::find_outcome_target(BatchId id, std::uint32_t attempt, const char* what) -> Batch* {
+auto Producer<Policy>::Impl::find_outcome_target(BatchId id, std::uint32_t attempt, const char* what,
+                                                 bool may_have_applied) -> Batch* {
   if (id.value >= next_batch_id) {
     fail_invalid(std::string(what) + " for batch " + std::to_string(id.value) + ", which was never sent");
     return nullptr;
@@ -82,11 +83,19 @@ auto Producer<Policy>::Impl::find_outcome_target(BatchId id, std::uint32_t attem
                  std::to_string(id.value) + ", which was never sent");
     return nullptr;
   }
+  if (attempt == b.attempt && b.sent_serial > sends_handed_out) {  // its SendBatch is still in the queue
+    fail_invalid(std::string(what) + " for attempt " + std::to_string(attempt) + " of batch " +
+                 std::to_string(id.value) + ", which was never sent: its SendBatch was not polled yet");
+    return nullptr;
+  }
   if (attempt < b.attempt || (b.state != BatchState::in_flight && attempt == b.superseded_attempt)) {
     ++stats.stale_outcomes;  // superseded by a resend or an epoch claim
     return nullptr;
   }
   if (b.state != BatchState::in_flight) {
+    // The two reports contradict each other: when this one says the attempt may have been
+    // applied, its records may be in the stream and must not fail definite (E2, C5).
+    if (may_have_applied) b.ambiguous = true;
     fail_invalid(std::string("second ") + what + " for attempt " + std::to_string(attempt) + " of batch " +
                  std::to_string(id.value));
     return nullptr;
@@ -148,8 +157,11 @@ void Producer<Policy>::Impl::on_failure(Instant now, Batch& b, Error e) {
       e.certainty == Certainty::definite || (config.retry.mode == RetryMode::all && policy.resend_is_safe());
   if (e.retryable && safe && budget_left) {
     ++b.retries;
-    ++stats.retries;
+    ++stats.retries_scheduled;
+    b.retry_due = true;  // stats.retries counts it when the resend goes out (send)
     last_retried_failure = e;
+    last_retried_batch = b.id;
+    last_retry_sent = false;
     if (detail::retries_at_once(b.retries, e)) {  // a lost connection: at once, on a new connection
       note_sendable(index);
       return;
@@ -181,7 +193,7 @@ void Producer<Policy>::Impl::handle_ack(Instant now, BatchId id, std::uint32_t a
     ++stats.stale_outcomes;
     return;
   }
-  Batch* b = find_outcome_target(id, attempt, "ack");
+  Batch* b = find_outcome_target(id, attempt, "ack", true);
   if (b == nullptr) return;
   if (auto why = policy.check_ack(b->stamp, b->count, ack)) {  // E5
     --in_flight;
@@ -229,7 +241,7 @@ void Producer<Policy>::Impl::handle_failure(Instant now, BatchId id, std::uint32
     ++stats.stale_outcomes;
     return;
   }
-  Batch* b = find_outcome_target(id, attempt, "failure");
+  Batch* b = find_outcome_target(id, attempt, "failure", failure.certainty == Certainty::indefinite);
   if (b == nullptr) return;
   on_failure(now, *b, std::move(failure));
   pump();

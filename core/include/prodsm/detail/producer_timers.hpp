@@ -37,7 +37,10 @@ void Producer<Policy>::Impl::handle_timeout(Instant now) {
   if (!live()) return;
   if (expired(Timer::delivery, now)) {  // E6
     std::string why = "record not acknowledged within delivery_timeout_ns";
-    if (last_retried_failure) why += "; the last failure retried: " + last_retried_failure->describe();
+    if (last_retried_failure) {  // its retry may still have been waiting (a Retry-After past the deadline)
+      why += last_retry_sent ? "; the last failure retried: " : "; the last failure (its retry had not gone out): ";
+      why += last_retried_failure->describe();
+    }
     fail_terminal(make_error(ErrorCode::delivery_timeout, Certainty::definite, false, std::move(why)), &at(0));
     return;
   }

@@ -7,7 +7,8 @@
 // outside it, where callbacks run.
 //
 // What is an event (prodsm/producer_event.hpp):
-//  - retry: the core's `retries` counter grew (E4; cause: the client's last failure), or
+//  - retry: the core's `retries_scheduled` counter grew (E4, at the failure, whether or not
+//    the resend goes out before a terminal error; cause: the client's last failure), or
 //    its `gap_resends` (S4, debug);
 //  - claim: `epoch_claims` grew (S5; cause: the 403 stale epoch);
 //  - terminal: the core reached ProducerState::failed (E1; cause: its sticky error), once
@@ -47,13 +48,13 @@ class EventTracker {
     if (terminal_reported_) return;  // the terminal event was the last (E1)
     const auto& core = client.core();
     const ProducerStats& s = core.stats();
-    if (s.retries > retries_) {
-      const std::uint64_t n = s.retries - retries_;
+    if (s.retries_scheduled > retries_) {
+      const std::uint64_t n = s.retries_scheduled - retries_;
       add(out, EventKind::retry, EventLevel::warning,
           std::to_string(n) + (n == 1 ? " batch attempt" : " batch attempts") +
               " failed and will be resent after a backoff (E4)",
           client.last_failure(), n);
-      retries_ = s.retries;
+      retries_ = s.retries_scheduled;
       remember_transport_failure(client.last_failure());
     }
     if (s.gap_resends > gap_resends_) {
