@@ -255,9 +255,9 @@ class Producer {
   /// policy (the server deduplicates the sequenced close). Signature
   /// void(tl::expected<ds::CloseResult, Error>): the stream's final offset, or why the
   /// producer or the stream close failed (a failed record fails it with that error, E1).
-  /// A second call with no final record or the same one completes with the same result;
-  /// with another final record it fails with `invalid_record` (only the first call's is
-  /// appended); after a plain async_close it fails with `closed`.
+  /// A second call is a retry of the same close: it completes with the same result, and
+  /// its own final record is not appended (only the first call's is, as the server
+  /// deduplicates a resent close); after a plain async_close it fails with `closed`.
   template <class CompletionToken>
   auto async_close_with_stream(std::optional<std::string> final_record, CompletionToken&& token) {
     return ::asio::async_initiate<CompletionToken, void(tl::expected<ds::CloseResult, Error>)>(

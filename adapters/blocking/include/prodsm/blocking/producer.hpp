@@ -203,9 +203,10 @@ class Producer {
   /// submit, within max_batch_bytes too (B4): a refused one is `invalid_record` and
   /// nothing is closed; JSON mode frames it `[record]`), then the owned session is closed
   /// (C4). On 403 stale epoch with auto_claim the close is resent once as server epoch + 1,
-  /// seq 0 (S5). Returns the final offset or the error; a second call with no final record
-  /// or the same one returns the same result, with another final record `invalid_record`
-  /// (only the first call's is appended); after a plain close() it fails with `closed`.
+  /// seq 0 (S5). Returns the final offset or the error; a second call is a retry of the same
+  /// close: the same result, and its own final record is not appended (only the first
+  /// call's is, as the server deduplicates a resent close); after a plain close() it fails
+  /// with `closed`.
   /// `cancelled` when `timeout_ns` passed.
   [[nodiscard]] CloseStreamResult close_with_stream(std::optional<std::string> final_record = std::nullopt,
                                                     std::optional<Duration> timeout_ns = std::nullopt);

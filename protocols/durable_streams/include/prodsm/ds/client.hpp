@@ -206,11 +206,13 @@ class ProducerClient {
   /// epoch + 1, seq 0 (S5); retryable failures are retried within the retry policy (the
   /// server deduplicates the sequenced close), for at most delivery_timeout_ns after the
   /// first failure (E6). Returns the op of the StreamCloseCompleted
-  /// event; a later call with no final record or the same one returns the same op while
-  /// the first runs, and a new op completed at once with the same result afterwards.
-  /// Refused: `invalid_record` (the final record is not a valid record, exceeds
-  /// max_batch_bytes as a batch of one (B4), or is not the one an earlier call gave,
-  /// which alone is appended), `closed` (the producer was already closed without it).
+  /// event. A later call is a retry of the same close, as a resend of the sequenced close
+  /// is to the server: it returns the same op while the first runs, and a new op completed
+  /// at once with the same result afterwards; its own final record is NOT appended (only
+  /// the first call's is; the cross-SDK client suite's close-with-body-retry-different-body).
+  /// Refused: `invalid_record` (the final record is not a valid record, or exceeds
+  /// max_batch_bytes as a batch of one, B4), `closed` (the producer was already closed
+  /// without it).
   [[nodiscard]] tl::expected<std::uint64_t, Error> close_with_stream(Instant now,
                                                                      std::optional<std::string> final_record);
   /// Aborts (C5): every unresolved record, flush, close and stream close fails with
@@ -308,9 +310,6 @@ class ProducerClient {
   std::deque<ClientEvent> events_;
   std::deque<StreamClose> stream_closes_;
   std::uint64_t next_op_ = 1;
-  /// Whether a later close_with_stream with `record` asks for nothing the first did not:
-  /// no final record, or the first call's.
-  [[nodiscard]] bool same_final_record(const std::optional<std::string>& record) const;
   std::optional<std::string> final_body_;  ///< close_with_stream's framed final record
   bool final_requested_ = false;
   std::uint64_t final_op_ = 0;
