@@ -292,6 +292,30 @@ TEST_F(Cli, ResumeAppendsExactlyWhatTheStreamLacks) {
   EXPECT_NE(more.err.find("a stream that held data before this run differs"), std::string::npos) << more.err;
 }
 
+// A writer cut off mid-line: the true end of the input makes its last line a record, and
+// the run says so; --resume with the whole input appends the rest of that line (the stream
+// is bytes), so the stream is the input's bytes; --json refuses a bytes stream as bad input.
+TEST_F(Cli, AResumeCompletesALineACutOffWriterLeftHalfWritten) {
+  const std::string u = url("resume-cut-line");
+  const CliRun cut = prodsm("produce " + u + " --create", "1\n22\n33");  // the writer died inside "333\n"
+  EXPECT_EQ(cut.status, 0) << cut.err;
+  EXPECT_NE(cut.err.find("the input's last line (line 3) had no newline and was produced as a record"),
+            std::string::npos)
+      << cut.err;
+  EXPECT_EQ(client.read_all(u, false), "1\n22\n33");
+  const CliRun resumed = prodsm("produce " + u + " --resume --verify", "1\n22\n333\n4\n");
+  EXPECT_EQ(resumed.status, 0) << resumed.err;
+  EXPECT_NE(resumed.err.find("the stream ended inside input line 3, holding its first 2 bytes"), std::string::npos)
+      << resumed.err;
+  EXPECT_NE(resumed.out.find("verified     the stream holds exactly the 4 records"), std::string::npos) << resumed.out;
+  EXPECT_EQ(client.read_all(u, false), "1\n22\n333\n4\n");
+  EXPECT_EQ(prodsm("produce " + u + " -q", "5\n").err.find("had no newline"), std::string::npos)
+      << "no notice when the last line has its newline";
+  const CliRun json = prodsm("produce " + u + " --json --resume", "1\n");
+  EXPECT_EQ(json.status, 2) << json.err;
+  EXPECT_NE(json.err.find("produce to it without --json; nothing was appended"), std::string::npos) << json.err;
+}
+
 // An interrupted run resumed on the whole input: the first run stops at SIGINT after the
 // lines it was given (they are flushed), the resumed run appends exactly the rest.
 TEST_F(Cli, InterruptedRunResumedOnTheWholeInputIsExact) {

@@ -98,4 +98,13 @@ void report_dropped_partial_line(std::uint64_t bytes) {
                static_cast<unsigned long long>(bytes));
 }
 
+void report_unterminated_last_line(const char* command, std::uint64_t line, bool bytes_mode) {
+  if (line == 0) return;
+  std::fprintf(stderr,
+               "%s: the input's last line (line %llu) had no newline and was produced as a record; if whatever "
+               "wrote the input was cut off, that record is part of a line%s\n",
+               command, static_cast<unsigned long long>(line),
+               bytes_mode ? " (a --resume with the whole input appends the rest of it)" : "");
+}
+
 }  // namespace prodsm::tools

@@ -84,4 +84,10 @@ RecordReader input_records(const Input& input, RecordReader::Mode mode, std::siz
 /// so far were dropped, not sent (RecordReader::dropped_partial_bytes); nothing for 0.
 void report_dropped_partial_line(std::uint64_t bytes);
 
+/// Tells stderr, as `command` ("prodsm produce"), that the input's last line `line`
+/// (RecordReader::unterminated_line, > 0) had no newline and was produced as a record:
+/// a writer cut off mid-line looks the same. `bytes_mode`: a --resume with the whole input
+/// completes that line (StreamPrefix::held_part). Nothing for 0.
+void report_unterminated_last_line(const char* command, std::uint64_t line, bool bytes_mode);
+
 }  // namespace prodsm::tools

@@ -39,6 +39,12 @@ inline constexpr const char* kProduceAbortMessage =
     "prodsm produce: aborting: records not yet acknowledged fail now (those already sent may still reach the "
     "stream); interrupt once more to kill at once\n";
 
+/// `prodsm produce --verify` while it reads the stream back: every record was
+/// acknowledged, so an interrupt only ends the verification.
+inline constexpr const char* kVerifyInterruptMessage =
+    "prodsm produce: interrupted: every record was acknowledged; the reading back for --verify stops (not "
+    "verified)\n";
+
 /// How often these waits look at the interrupt flags: 50 ms.
 inline constexpr std::chrono::milliseconds kInterruptPollInterval{50};
 

@@ -143,6 +143,11 @@ int run_produce(const ProduceOptions& o) {
       return kExitOutputFailed;
     }
     if (!r.outcome) {
+      if (r.outcome.error().failure == ds::ReadFailure::not_json) {  // the operator's mode, not the server
+        std::fprintf(stderr, "prodsm produce: --resume: %s: produce to it without --json; nothing was appended\n",
+                     r.outcome.error().describe().c_str());
+        return kExitBadInput;
+      }
       std::fprintf(stderr, "prodsm produce: --resume: reading the stream failed: %s\n",
                    r.outcome.error().describe().c_str());
       return kExitServerError;
@@ -190,17 +195,22 @@ int run_produce(const ProduceOptions& o) {
       end.interrupted = tools::interrupted();
       break;
     }
-    const std::string_view record = **next;
+    const std::string_view line = **next;
+    std::string_view record = line;  // what is sent: the line, or the part the stream lacks
     if (prefix) {
-      auto held = prefix->holds(record, reader.line());
+      auto held = prefix->holds(line, reader.line());
       if (!held) {
         end.resume_problem = held.error();
         break;
       }
       if (*held) {  // the stream holds it already
-        if (keep_produced) produced.emplace_back(record);
+        if (keep_produced) produced.emplace_back(line);
         ++end.input_records;
         continue;
+      }
+      if (const std::uint64_t part = prefix->held_part(); part > 0) {  // a run cut off inside this line
+        record.remove_prefix(static_cast<std::size_t>(part));
+        end.completed_line = CompletedLine{reader.line(), part, record.size()};
       }
     }
     auto submitted = waits.submit(record, std::chrono::milliseconds{o.producer.delivery_timeout_ms});
@@ -223,7 +233,7 @@ int run_produce(const ProduceOptions& o) {
     ++end.records;
     ++end.input_records;
     end.record_bytes += record.size();
-    if (keep_produced) produced.emplace_back(record);
+    if (keep_produced) produced.emplace_back(line);
     if (o.flush_every > 0 && end.records % o.flush_every == 0) waits.flush(false);
     if ((end.records & 1023) == 0) progress.update(end.records, reader.bytes_read());
   }
@@ -249,6 +259,7 @@ int run_produce(const ProduceOptions& o) {
       end.verify_problem =
           VerifyProblem{"the stream existed before this run; --verify needs a new stream (or --resume)"};
     } else {
+      set_interrupt_message(kVerifyInterruptMessage);
       asio::SessionOptions verify_session = options.session;     // the run's TLS ...
       verify_session.header_provider = options.header_provider;  // ... and per-request headers
       end.verify_problem = verify_stream(
@@ -268,6 +279,8 @@ int run_produce(const ProduceOptions& o) {
   end.flush_latencies_ms = waits.flush_latencies_ms();
   end.skipped_blank_lines = reader.skipped_blank_lines();
   end.dropped_partial_bytes = reader.dropped_partial_bytes();
+  end.unterminated_line = reader.unterminated_line();
+  end.bytes_mode = !json_mode;
   if (prefix) end.resumed_skipped = prefix->skipped();
   if (closed_stream && *closed_stream) end.closed_at = (*closed_stream)->final_offset;
   end.aborted = waits.aborted();

@@ -82,6 +82,15 @@ int report_produce_end(ProduceEnd& end, const ProducerAdapterStats& stats) {
                 static_cast<unsigned long long>(*end.resumed_skipped));
   }
   report_dropped_partial_line(end.dropped_partial_bytes);
+  if (!end.quiet) report_unterminated_last_line("prodsm produce", end.unterminated_line, end.bytes_mode);
+  if (const auto& c = end.completed_line) {
+    std::fprintf(stderr,
+                 "prodsm produce: --resume: the stream ended inside input line %llu, holding its first %llu bytes (a "
+                 "run whose input was cut off mid-line); its other %llu bytes were appended, so the stream holds the "
+                 "input's bytes\n",
+                 static_cast<unsigned long long>(c->line), static_cast<unsigned long long>(c->held_bytes),
+                 static_cast<unsigned long long>(c->sent_bytes));
+  }
   if (end.resume_problem) {
     std::fprintf(stderr, "prodsm produce: --resume: %s; %llu records were appended before this was found\n",
                  end.resume_problem->c_str(), static_cast<unsigned long long>(end.records));
@@ -143,7 +152,7 @@ int report_produce_end(ProduceEnd& end, const ProducerAdapterStats& stats) {
     return kExitInterrupted;
   }
   if (end.verify_problem) {
-    if (abort_requested()) {
+    if (abort_requested() || end.verify_problem->interrupted) {
       std::fprintf(stderr, "prodsm produce: %s; every record was acknowledged\n", end.verify_problem->message.c_str());
       return kExitInterrupted;
     }

@@ -20,6 +20,14 @@
 namespace prodsm::tools {
 
 /// Everything the summary and the exit status of a produce run depend on.
+/// --resume, bytes mode: the stream ended inside input line `line`, holding its first
+/// `held_bytes`; the other `sent_bytes` were produced (StreamPrefix::held_part).
+struct CompletedLine {
+  std::uint64_t line = 0;
+  std::uint64_t held_bytes = 0;
+  std::uint64_t sent_bytes = 0;
+};
+
 struct ProduceEnd {
   // ---- the run's flags ----
   bool quiet = false;                       ///< -q: no summary
@@ -37,6 +45,9 @@ struct ProduceEnd {
   std::vector<double> flush_latencies_ms;        ///< each flush's latency (ms)
   std::uint64_t skipped_blank_lines = 0;         ///< JSON mode's blank lines
   std::uint64_t dropped_partial_bytes = 0;       ///< a line an interrupt cut short (bytes), never sent
+  std::uint64_t unterminated_line = 0;           ///< the last line, produced without a newline (0: none)
+  bool bytes_mode = true;                        ///< records are the input's bytes (not --json)
+  std::optional<CompletedLine> completed_line;   ///< --resume: a line the stream held only part of
   std::optional<std::uint64_t> resumed_skipped;  ///< --resume: records the stream held already
   std::optional<std::string> closed_at;          ///< --close-stream: the stream's final offset
   std::optional<LineError> bad_line;             ///< the input line that stopped the run

@@ -168,6 +168,7 @@ int run_produce_s2(const S2ProduceArgs& a) {
                 percentile(latencies, 50), percentile(latencies, 99));
   }
   report_dropped_partial_line(reader.dropped_partial_bytes());
+  if (!a.quiet) report_unterminated_last_line("prodsm produce", reader.unterminated_line(), false);
   if (bad_line) {
     std::fprintf(stderr, "prodsm produce: line %llu: %s (stopped before sending it; the %llu records before it %s)\n",
                  static_cast<unsigned long long>(bad_line->line), bad_line->message.c_str(),

@@ -99,6 +99,7 @@ tl::expected<std::optional<std::string_view>, LineError> RecordReader::next() {
     if (!line) return tl::unexpected(std::move(line.error()));
     if (line->end) return std::optional<std::string_view>{};
     ++line_;
+    if (!line->had_newline) unterminated_line_ = line_;  // the true end of the input (read_line)
     std::size_t length = line->text.size();
     bytes_ += length + (line->had_newline ? 1 : 0);
     if (mode_ != Mode::json) {

@@ -90,6 +90,10 @@ class RecordReader {
   /// Bytes of an incomplete last line dropped because the input was interrupted (0 when
   /// none was).
   [[nodiscard]] std::uint64_t dropped_partial_bytes() const noexcept { return dropped_partial_; }
+  /// The line the true end of the input ended without a '\n' (1-based), returned as a
+  /// record all the same; 0 when every line returned had one. A writer cut off mid-line
+  /// looks the same: the caller says so (report_unterminated_last_line).
+  [[nodiscard]] std::uint64_t unterminated_line() const noexcept { return unterminated_line_; }
 
  private:
   /// One physical line: its bytes (without '\n', inside buffer_), whether a '\n' ended
@@ -111,6 +115,7 @@ class RecordReader {
   std::uint64_t blank_ = 0;
   std::uint64_t bytes_ = 0;
   std::uint64_t dropped_partial_ = 0;
+  std::uint64_t unterminated_line_ = 0;
   std::function<bool()> interrupted_;
   std::function<InputEnd()> at_end_;
   JsonLineValidator validator_;

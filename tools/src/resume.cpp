@@ -64,6 +64,7 @@ tl::expected<void, std::string> StreamPrefix::finish_spool() {
 }
 
 tl::expected<bool, std::string> StreamPrefix::holds(std::string_view record, std::uint64_t line) {
+  held_part_ = 0;  // of this record only
   if (done_) return false;
   if (error_) return tl::unexpected(*error_);
   const auto read_back = [this](std::size_t n) -> bool {
@@ -104,8 +105,13 @@ tl::expected<bool, std::string> StreamPrefix::holds(std::string_view record, std
   if (rest < record.size()) {
     if (!read_back(static_cast<std::size_t>(rest))) return tl::unexpected(*error_);
     if (record.substr(0, buffer_.size()) == buffer_) {
-      return tl::unexpected("the stream ends inside input line " + std::to_string(line) +
-                            ": it does not hold a whole number of this input's records");
+      // A run whose input ended inside this line (a writer cut off mid-line) appended its
+      // first bytes as a record. The stream is bytes: appending the line's other bytes
+      // makes it the input's bytes again, so it is sent from there (held_part).
+      held_part_ = rest;
+      position_ = spooled_;
+      done_ = true;
+      return false;
     }
   } else if (!read_back(record.size())) {
     return tl::unexpected(*error_);

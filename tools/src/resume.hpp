@@ -41,10 +41,15 @@ class StreamPrefix {
 
   /// The next input record (line `line`, 1-based, for messages): true when the stream
   /// holds it (skip it); false once the stream's records are used up (send it, and
-  /// every later one). Error: it differs from the stream's next record, or (bytes mode)
-  /// the stream ends inside it — the stream does not hold a prefix of this input; or the
-  /// spool cannot be read back.
+  /// every later one). Bytes mode: false too when the stream ends inside it, holding its
+  /// first held_part() bytes (a run whose input was cut off mid-line): send the rest of
+  /// it, and the stream is the input's bytes again. Error: it differs from the stream's
+  /// next record — the stream does not hold a prefix of this input; or the spool cannot
+  /// be read back.
   tl::expected<bool, std::string> holds(std::string_view record, std::uint64_t line);
+  /// Bytes mode: how many leading bytes of the record holds() last answered false for
+  /// the stream held already (the stream ended inside it); 0 otherwise.
+  [[nodiscard]] std::uint64_t held_part() const noexcept { return held_part_; }
   /// At the end of the input: why the resume is not exact (the stream holds more than
   /// the input), or nullopt.
   [[nodiscard]] std::optional<std::string> at_end() const;
@@ -68,6 +73,7 @@ class StreamPrefix {
   std::uint64_t values_ = 0;    ///< JSON: values spooled
   std::uint64_t position_ = 0;  ///< bytes consumed (bytes mode) or values matched (JSON mode)
   std::uint64_t skipped_ = 0;
+  std::uint64_t held_part_ = 0;
   std::string buffer_;  ///< the spool's next record, read back
   bool done_ = false;
 };

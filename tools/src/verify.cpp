@@ -5,6 +5,7 @@
 #include <fstream>
 #include <utility>
 
+#include "interrupt.hpp"
 #include "json_values.hpp"
 #include "record_reader.hpp"
 #include "stream_read.hpp"
@@ -115,14 +116,18 @@ std::optional<VerifyProblem> verify_stream(const ds::StreamUrl& url, ::asio::io_
   });
   auto session = asio::Session::create(io.get_executor(), url, session_options);  // the run's TLS and headers
   if (!session) return VerifyProblem{"reading the stream back failed: " + session.error(), true};
+  // An interrupt that comes while it reads ends it (every record was acknowledged
+  // already); one that came before, while acknowledgements were awaited, changed nothing
+  // (announce_input_read's promise), so then only an abort does.
   CliReadResult r = run_cli_read(
-      *session, url, std::move(read), [&verifier](const ds::ReadChunk& c) { return verifier.add(c); }, false);
+      *session, url, std::move(read), [&verifier](const ds::ReadChunk& c) { return verifier.add(c); }, !interrupted());
   (*session)->close();
   const bool differed = verifier.differs();  // before finish(), which also reports a short stream
   auto problem = verifier.finish();
   if (input_problem) return VerifyProblem{*input_problem};
   if (differed) return VerifyProblem{*problem};
-  if (r.interrupted) return VerifyProblem{"not verified: a second interrupt stopped the reading of the stream"};
+  if (r.interrupted)
+    return VerifyProblem{"not verified: an interrupt stopped the reading of the stream back", true, true};
   // A read that failed says why it failed, not that the stream seemed short.
   if (!r.outcome) return VerifyProblem{"reading the stream back failed: " + r.outcome.error().describe(), true};
   if (problem) return VerifyProblem{*problem};

@@ -59,6 +59,8 @@ struct VerifyProblem {
   /// The stream could not be read back (a server or network failure after its retries):
   /// nothing was compared, so this is no mismatch (exit 3, not 1).
   bool unread = false;
+  /// An interrupt ended the reading back (with `unread`): the run exits 130.
+  bool interrupted = false;
 };
 
 /// `prodsm produce --verify`: reads the stream back (streamed, over a session with `session_options`: the run's TLS
