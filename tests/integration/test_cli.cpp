@@ -47,6 +47,31 @@ class Cli : public CliServerTest {
   }
 };
 
+// E4: --create is retried as the appends are (a create is idempotent at the server): two
+// 503s on the PUT are ridden out and told; a refusal that is not retryable fails at once,
+// and nothing is appended.
+TEST_F(Cli, CreateIsRetriedLikeTheAppends) {
+  const std::string u = url("create-retried");
+  const std::string path = ds::StreamUrl::parse(u)->path;
+  client.inject_fault(ReferenceServer::shared().url(),
+                      R"({"path":")" + path + R"(","method":"PUT","status":503,"count":2,"retryAfter":0})");
+  const CliRun r = prodsm("produce " + u + " --create --verify", "a\nb\n");
+  client.clear_faults(ReferenceServer::shared().url());
+  EXPECT_EQ(r.status, 0) << r.err;
+  EXPECT_NE(r.err.find("creating the stream: attempt 1 failed: unavailable"), std::string::npos) << r.err;
+  EXPECT_EQ(client.read_all(u, false), "a\nb\n");
+
+  const std::string v = url("create-refused");
+  client.inject_fault(ReferenceServer::shared().url(), R"({"path":")" + ds::StreamUrl::parse(v)->path +
+                                                           R"(","method":"PUT","status":400,"count":1})");
+  const CliRun refused = prodsm("produce " + v + " --create", "a\n");
+  client.clear_faults(ReferenceServer::shared().url());
+  EXPECT_EQ(refused.status, 3) << refused.err;
+  EXPECT_EQ(refused.err.find("retrying"), std::string::npos) << refused.err;
+  EXPECT_NE(refused.err.find("failed: rejected"), std::string::npos) << refused.err;
+  EXPECT_NE(refused.err.find("nothing was appended"), std::string::npos) << refused.err;
+}
+
 TEST_F(Cli, ProducesAFileAndVerifiesIt) {
   const std::string u = url("file");
   const std::string input = temp_path("file");

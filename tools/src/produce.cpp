@@ -27,6 +27,7 @@
 #include "record_reader.hpp"
 #include "resume.hpp"
 #include "retry_notices.hpp"
+#include "retry_request.hpp"
 #include "stream_read.hpp"
 #include "verify.hpp"
 
@@ -107,14 +108,25 @@ int run_produce(const ProduceOptions& o) {
   request_options.extra_headers = options.extra_headers;
   bool created = false;
   if (o.create) {
-    auto r = asio::async_create_stream(producer->session(), producer->url(), options.content_type, {}, request_options,
-                                       ::asio::use_future)
-                 .get();
+    bool maybe_ours = false;  // an attempt that failed indefinite may have created it
+    auto r = retry_request<ds::CreateResult>(
+        [&] {
+          return asio::async_create_stream(producer->session(), producer->url(), options.content_type, {},
+                                           request_options, ::asio::use_future)
+              .get();
+        },
+        RetryBounds{o.producer.max_attempts, std::chrono::milliseconds{o.producer.delivery_timeout_ms}, o.quiet},
+        &maybe_ours);
     if (!r) {
-      std::fprintf(stderr, "prodsm produce: creating %s failed: %s\n", o.url.c_str(), r.error().describe().c_str());
+      if (tools::interrupted() || abort_requested()) {
+        std::fprintf(stderr, "prodsm produce: interrupted while creating %s; nothing was appended\n", o.url.c_str());
+        return kExitInterrupted;
+      }
+      std::fprintf(stderr, "prodsm produce: creating %s failed: %s; nothing was appended\n", o.url.c_str(),
+                   r.error().describe().c_str());
       return kExitServerError;
     }
-    created = r->created;
+    created = r->created || maybe_ours;  // --verify then compares the whole stream with the input
   }
 
   // --resume: the stream's contents must be a prefix of the input, record for record;

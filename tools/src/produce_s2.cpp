@@ -20,6 +20,7 @@
 #include "io_runner.hpp"
 #include "record_reader.hpp"
 #include "retry_notices.hpp"
+#include "retry_request.hpp"
 
 namespace prodsm::tools {
 namespace {
@@ -82,8 +83,19 @@ int run_produce_s2(const S2ProduceArgs& a) {
     return kExitBadInput;
   }
   if (a.create) {
-    if (auto e = create_stream(*producer)) {
-      std::fprintf(stderr, "prodsm produce: creating %s failed: %s\n", a.target.c_str(), e->describe().c_str());
+    auto r = retry_request<bool>(
+        [&]() -> tl::expected<bool, Error> {
+          if (auto e = create_stream(*producer)) return tl::unexpected(*e);
+          return true;
+        },
+        RetryBounds{a.producer.max_attempts, std::chrono::milliseconds{a.producer.delivery_timeout_ms}, a.quiet});
+    if (!r) {
+      if (tools::interrupted() || abort_requested()) {
+        std::fprintf(stderr, "prodsm produce: interrupted while creating %s; nothing was appended\n", a.target.c_str());
+        return kExitInterrupted;
+      }
+      std::fprintf(stderr, "prodsm produce: creating %s failed: %s; nothing was appended\n", a.target.c_str(),
+                   r.error().describe().c_str());
       return kExitServerError;
     }
   }
