@@ -380,6 +380,39 @@ TEST(StreamReader, E4_RetriesEndAfterMaxAttempts) {
   EXPECT_NE(d.error().message.find("after 3 attempts"), std::string::npos) << d.error().message;
 }
 
+// E4, E6: retry_timeout_ns bounds the retries at one offset in time, as a producer's
+// delivery_timeout_ns does (1000 attempts alone are hours of backoff); progress starts
+// the bound again.
+TEST(StreamReader, E4_RetriesEndAtRetryTimeoutFromTheFirstFailureAtAnOffset) {
+  ReadOptions o;
+  o.retry.max_attempts = 1000;
+  o.retry.backoff_initial_ns = 100ms;
+  o.retry.backoff_max_ns = 1s;
+  o.retry_timeout_ns = 5s;
+  Drive d(o);
+  d.request();
+  d.respond(200, {{"Stream-Next-Offset", "o1"}}, {"ab"});  // progress: no failure counted yet
+  EXPECT_EQ(d.request(), "o1") << "the next page at once";
+  d.respond(503, {}, {});
+  int attempts = 1;
+  while (!d.reader.finished()) {
+    const auto when = d.reader.next_deadline();  // the retry's backoff
+    ASSERT_TRUE(when);
+    d.now = std::max(d.now, *when);
+    if (d.request().empty()) break;
+    d.respond(503, {}, {});
+    ++attempts;
+    ASSERT_LT(attempts, 100) << "not bounded";
+  }
+  ASSERT_TRUE(d.reader.finished());
+  EXPECT_EQ(d.error().code, ErrorCode::unavailable);
+  EXPECT_NE(d.error().message.find("not retried past retry_timeout_ns (5000 ms)"), std::string::npos)
+      << d.error().message;
+  EXPECT_LE(d.now - kT0, 5s) << "no request after the bound";
+  EXPECT_GT(attempts, 5) << "retried until then";
+  EXPECT_EQ(d.out, "ab");
+}
+
 TEST(StreamReader, ABrokenResponseIsReadAgainAndWhatWasHandedOnIsSkipped) {
   Drive d;
   d.request();
@@ -653,6 +686,9 @@ TEST(StreamReader, B3_InvalidOptionsAreRefusedNamingTheField) {
   o.retry.max_attempts = 0;
   EXPECT_NE(StreamReader::create(url, o, kT0).error().find("retry.max_attempts"), std::string::npos);
   // R3: extra headers are bounded as a header provider's are (http::check_extra_header_bounds).
+  o = {};
+  o.retry_timeout_ns = -1ns;
+  EXPECT_EQ(StreamReader::create(url, o, kT0).error(), "retry_timeout_ns: must be in 0..24 h (got -1 ns)");
   o = {};
   o.request.extra_headers.assign(http::kMaxProvidedFields, {"X-A", "1"});
   EXPECT_TRUE(StreamReader::create(url, o, kT0).has_value()) << "at the limit";

@@ -9,7 +9,8 @@
 
 namespace prodsm::tools {
 
-ds::ReadOptions whole_stream_read(bool json, ds::RequestOptions request, std::uint32_t max_attempts) {
+ds::ReadOptions whole_stream_read(bool json, ds::RequestOptions request, std::uint32_t max_attempts,
+                                  Duration retry_timeout_ns) {
   ds::ReadOptions read;
   read.json = json;
   // The produce run's mode, not the stream's: its records are compared in that mode (a
@@ -19,6 +20,7 @@ ds::ReadOptions whole_stream_read(bool json, ds::RequestOptions request, std::ui
   read.max_bytes = std::uint64_t{1} << 62;  // the consumer's bound (the spool's disk, a comparison)
   read.timeout_ns = std::chrono::hours{24};
   read.retry.max_attempts = max_attempts;
+  read.retry_timeout_ns = retry_timeout_ns;  // the run's --delivery-timeout-ms, as its appends
   return read;
 }
 

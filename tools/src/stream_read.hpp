@@ -22,8 +22,11 @@ struct CliReadResult {
 /// --verify of a larger stream), 24 h for the whole read, and a lost connection, 429 or
 /// 5xx retried up to `max_attempts` times at one offset (the run's --max-attempts, as its
 /// appends: ds::ReadOptions' default of 10, about 2.5 s of outage, failed the read-back
-/// of a run that a server restart of a few seconds did not fail).
-ds::ReadOptions whole_stream_read(bool json, ds::RequestOptions request, std::uint32_t max_attempts);
+/// of a run that a server restart of a few seconds did not fail) and for at most
+/// `retry_timeout_ns` from the first failure there (the run's --delivery-timeout-ms: 1000
+/// attempts alone are hours of backoff).
+ds::ReadOptions whole_stream_read(bool json, ds::RequestOptions request, std::uint32_t max_attempts,
+                                  Duration retry_timeout_ns);
 
 /// Runs asio::read_stream on `session` to its end; `on_data` runs on the session's I/O
 /// thread as data arrives. With `watch_interrupts`, the first interrupt (interrupt.hpp)

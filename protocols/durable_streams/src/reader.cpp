@@ -42,6 +42,9 @@ std::optional<std::string> ReadOptions::validate() const {
   if (auto why = out_of_range("max_element_bytes", 1, 1ULL << 30, max_element_bytes)) return why;
   if (auto why = out_of_range("max_requests", 1, 1ULL << 32, max_requests)) return why;
   if (auto why = out_of_range("max_empty_responses", 0, 1'000'000, max_empty_responses)) return why;
+  if (retry_timeout_ns.count() < 0 || retry_timeout_ns > std::chrono::hours{24}) {
+    return "retry_timeout_ns: must be in 0..24 h (got " + std::to_string(retry_timeout_ns.count()) + " ns)";
+  }
   if (timeout_ns < std::chrono::milliseconds{1} || timeout_ns > std::chrono::hours{24}) {
     return "timeout_ns: must be in 1 ms..24 h (got " + std::to_string(timeout_ns.count()) + " ns)";
   }
@@ -415,7 +418,7 @@ void StreamReader::on_response(Instant now, const http::Response& response) {
 
 void StreamReader::on_failed_attempt(Instant now, Error error) {
   error = in_context(std::move(error));
-  ++attempts_;
+  if (++attempts_ == 1) first_failure_at_ = now;
   // A read changes nothing, so whatever a write would call "may have been applied" (a
   // lost connection, a 408) is simply asked again.
   const bool retryable =
@@ -433,6 +436,13 @@ void StreamReader::on_failed_attempt(Instant now, Error error) {
     error.message += " (not retried: the retry would wait " + ms_text(wait_ns) +
                      (error.retry_after_ns ? " as Retry-After asks" : "") + ", past the read's timeout_ns (" +
                      ms_text(options_.timeout_ns) + "))";
+    fail(std::move(error));
+    return;
+  }
+  if (options_.retry_timeout_ns.count() > 0 &&
+      saturating_add(now, wait_ns) > saturating_add(first_failure_at_, options_.retry_timeout_ns)) {
+    error.message += " (after " + std::to_string(attempts_) + " attempts: not retried past retry_timeout_ns (" +
+                     ms_text(options_.retry_timeout_ns) + ") since the first failure at this offset)";
     fail(std::move(error));
     return;
   }

@@ -85,6 +85,11 @@ struct ReadOptions {
   /// a read loses nothing by failing early (what it handed on stays handed on; a new read
   /// starts at the last next_offset it handed on).
   RetryPolicy retry{.max_attempts = 10};
+  /// The longest the read goes on retrying at one offset (ns), from the first failure
+  /// there: a retry that would be sent later fails the read instead, naming this bound,
+  /// as a producer's delivery_timeout_ns ends its retries (E6). 0 = no bound but
+  /// retry.max_attempts and timeout_ns. 0..24 h; default 0.
+  Duration retry_timeout_ns{0};
   /// Headers every request carries.
   RequestOptions request{};
 
@@ -284,6 +289,7 @@ class StreamReader {
   /// offset: an empty page is taken).
   std::optional<std::string> data_refused_;
   std::uint32_t attempts_ = 0;   ///< failed attempts at the current offset
+  Instant first_failure_at_{};   ///< when the first of them failed (retry_timeout_ns)
   std::uint32_t empty_run_ = 0;  ///< responses in a row without data
   prodsm::detail::SplitMix64 rng_;
   ds::detail::JsonArraySplitter splitter_;
