@@ -9,8 +9,11 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <cerrno>
+#include <csignal>
 #include <cstdio>
 #include <filesystem>
+#include <fstream>
 #include <thread>
 
 #include "cli_support.hpp"
@@ -242,6 +245,30 @@ TEST_F(CliProduction, HeaderCommandSuppliesTheHeaders) {
   }
   EXPECT_EQ(client.read_all(p_command, false), "via command\n");
   std::remove(accepted.c_str());
+}
+
+// R3: a header command over a limit is killed with what it started (its process group):
+// killing the shell alone left its children running, one more at every refresh.
+TEST_F(CliProduction, AHeaderCommandOverALimitIsKilledWithWhatItStarted) {
+  const std::string pid_file = temp_path("header-child-pid");
+  const CliRun bad = prodsm(
+      "produce " + url("header-child") + " -q --header-command 'sleep 300 & echo $! > " + pid_file + "; yes X-A: 1'",
+      "no\n");
+  EXPECT_EQ(bad.status, 2) << bad.err;
+  EXPECT_NE(bad.err.find("printed more than 65536 bytes (killed)"), std::string::npos) << bad.err;
+  std::ifstream in(pid_file);
+  pid_t child = 0;
+  ASSERT_TRUE(in >> child) << "the command started its child";
+  ASSERT_GT(child, 0);
+  // Bounded wait for the kernel to finish it and its new parent to reap it.
+  bool gone = false;
+  for (int i = 0; i < 200 && !gone; ++i) {
+    gone = ::kill(child, 0) != 0 && errno == ESRCH;
+    if (!gone) std::this_thread::sleep_for(std::chrono::milliseconds{25});
+  }
+  if (!gone) ::kill(child, SIGKILL);  // leave nothing behind either way
+  EXPECT_TRUE(gone) << "the command's child " << child << " still runs";
+  std::remove(pid_file.c_str());
 }
 
 }  // namespace

@@ -9,12 +9,14 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cerrno>
 #include <cstring>
 #include <fstream>
 #include <sstream>
 #include <thread>
 
+#include "interrupt.hpp"
 #include "producer_flags.hpp"
 
 extern char** environ;
@@ -99,7 +101,10 @@ tl::expected<http::Headers, std::string> HeaderCommand::run() const {
   const char* argv[] = {"/bin/sh", "-c", command_.c_str(), nullptr};
   // The command runs as a normal process: no signal blocked (the caller's thread blocks
   // SIGINT/SIGTERM to route them to the CLI's handler) and SIGPIPE at its default (the
-  // CLI ignores it), so Ctrl-C and kill reach it.
+  // CLI ignores it). It leads a process group of its own, so what it started is killed
+  // with it (a timeout, too much output, an abort): killing the shell alone left its
+  // children running. A terminal's Ctrl-C therefore does not reach it: a first interrupt
+  // still needs its headers for the flush, and an abort kills it (abort_requested).
   posix_spawnattr_t attr;
   posix_spawnattr_init(&attr);
   sigset_t none;
@@ -109,7 +114,8 @@ tl::expected<http::Headers, std::string> HeaderCommand::run() const {
   sigaddset(&defaults, SIGPIPE);
   posix_spawnattr_setsigmask(&attr, &none);
   posix_spawnattr_setsigdefault(&attr, &defaults);
-  posix_spawnattr_setflags(&attr, POSIX_SPAWN_SETSIGMASK | POSIX_SPAWN_SETSIGDEF);
+  posix_spawnattr_setpgroup(&attr, 0);  // a group of its own, led by the shell
+  posix_spawnattr_setflags(&attr, POSIX_SPAWN_SETSIGMASK | POSIX_SPAWN_SETSIGDEF | POSIX_SPAWN_SETPGROUP);
   pid_t pid = 0;
   const int spawned = ::posix_spawn(&pid, "/bin/sh", &actions, &attr, const_cast<char* const*>(argv), environ);
   posix_spawnattr_destroy(&attr);
@@ -128,9 +134,14 @@ tl::expected<http::Headers, std::string> HeaderCommand::run() const {
   std::optional<std::string> failure;
   char buf[4096];
   while (true) {
+    if (abort_requested()) {  // the run is aborting: nothing will wait for these headers
+      failure = "stopped by the abort (killed)";
+      break;
+    }
     pollfd p{read_end.fd, POLLIN, 0};
-    const int ready = ::poll(&p, 1, left_ms());
+    const int ready = ::poll(&p, 1, std::min(left_ms(), 100));  // slices: an abort is noticed
     if (ready < 0 && errno == EINTR) continue;
+    if (ready == 0 && left_ms() > 0) continue;
     if (ready <= 0) {
       failure = "did not finish within " + std::to_string(kHeaderCommandTimeout.count()) + " s (killed)";
       break;
@@ -145,8 +156,8 @@ tl::expected<http::Headers, std::string> HeaderCommand::run() const {
     }
   }
   int status = 0;
-  while (true) {  // the child we started, waited for by its pid only
-    if (failure) ::kill(pid, SIGKILL);
+  while (true) {                         // the child we started, waited for by its pid only
+    if (failure) ::kill(-pid, SIGKILL);  // the group: the shell and what it started
     const pid_t done = ::waitpid(pid, &status, failure ? 0 : WNOHANG);
     if (done == pid) break;
     if (done < 0 && errno != EINTR) return tl::unexpected(std::string{"waitpid: "} + std::strerror(errno));

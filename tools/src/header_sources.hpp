@@ -51,11 +51,12 @@ class BearerTokenFile {
   std::string token_;
 };
 
-/// The headers `command` (run with /bin/sh -c, stdin /dev/null, stderr inherited) prints,
-/// one `Name: value` per line, cached for `ttl`. A command that fails (non-zero exit,
-/// killed after kHeaderCommandTimeout, prints nothing, more than kMaxCredentialBytes or a
-/// line that is not a valid header) fails the attempt with a message naming
-/// --header-command; the next attempt runs it again.
+/// The headers `command` (run with /bin/sh -c, stdin /dev/null, stderr inherited, in a
+/// process group of its own) prints, one `Name: value` per line, cached for `ttl`. A
+/// command that fails (non-zero exit, killed with its whole group after
+/// kHeaderCommandTimeout or when the run aborts, prints nothing, more than
+/// kMaxCredentialBytes or a line that is not a valid header) fails the attempt with a
+/// message naming --header-command; the next attempt runs it again.
 class HeaderCommand {
  public:
   /// `rule`: the target protocol's rule on provided headers (parse_header_flag).
