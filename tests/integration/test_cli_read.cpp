@@ -146,6 +146,16 @@ TEST_F(CliRead, ToAClosedStdoutOrWithAnEmptyOffsetFails) {
   }
   const CliRun empty_offset = prodsm("read " + u + " --offset ''");
   EXPECT_EQ(empty_offset.status, 2) << "an invalid option is bad input: " << empty_offset.err;
+  // produce too: its summary cannot be written (exit 4, the records appended all the
+  // same); with -q there is none to write.
+  const auto produce_status = [&](const std::string& flags) {
+    const int status = std::system(
+        ("printf 'x\\n' | " + std::string(PRODSM_CLI) + " produce " + u + " " + flags + " >&- 2>/dev/null").c_str());
+    return WIFEXITED(status) ? WEXITSTATUS(status) : -1;
+  };
+  EXPECT_EQ(produce_status(""), 4);
+  EXPECT_EQ(produce_status("-q"), 0);
+  EXPECT_EQ(client.read_all(u, false), "data\nx\nx\n");
 }
 
 }  // namespace

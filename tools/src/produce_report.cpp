@@ -164,6 +164,12 @@ int report_produce_end(ProduceEnd& end, const ProducerAdapterStats& stats) {
     std::fprintf(stderr, "prodsm produce: verification failed: %s\n", end.verify_problem->message.c_str());
     return kExitFailure;
   }
+  if (!end.quiet && stdout_closed_at_start()) {  // as `read` does: exit 4 is "the summary could not be written"
+    std::fprintf(stderr,
+                 "prodsm produce: stdout is closed (>&-): the summary was not written (-q asks for none); "
+                 "every record was acknowledged\n");
+    return kExitOutputFailed;
+  }
   return kExitOk;
 }
 
