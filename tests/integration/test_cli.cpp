@@ -62,8 +62,8 @@ TEST_F(Cli, CreateIsRetriedLikeTheAppends) {
   EXPECT_EQ(client.read_all(u, false), "a\nb\n");
 
   const std::string v = url("create-refused");
-  client.inject_fault(ReferenceServer::shared().url(), R"({"path":")" + ds::StreamUrl::parse(v)->path +
-                                                           R"(","method":"PUT","status":400,"count":1})");
+  client.inject_fault(ReferenceServer::shared().url(),
+                      R"({"path":")" + ds::StreamUrl::parse(v)->path + R"(","method":"PUT","status":400,"count":1})");
   const CliRun refused = prodsm("produce " + v + " --create", "a\n");
   client.clear_faults(ReferenceServer::shared().url());
   EXPECT_EQ(refused.status, 3) << refused.err;

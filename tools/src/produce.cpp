@@ -117,15 +117,7 @@ int run_produce(const ProduceOptions& o) {
         },
         RetryBounds{o.producer.max_attempts, std::chrono::milliseconds{o.producer.delivery_timeout_ms}, o.quiet},
         &maybe_ours);
-    if (!r) {
-      if (tools::interrupted() || abort_requested()) {
-        std::fprintf(stderr, "prodsm produce: interrupted while creating %s; nothing was appended\n", o.url.c_str());
-        return kExitInterrupted;
-      }
-      std::fprintf(stderr, "prodsm produce: creating %s failed: %s; nothing was appended\n", o.url.c_str(),
-                   r.error().describe().c_str());
-      return kExitServerError;
-    }
+    if (!r) return report_create_failure(o.url, r.error());
     created = r->created || maybe_ours;  // --verify then compares the whole stream with the input
   }
 

@@ -89,15 +89,7 @@ int run_produce_s2(const S2ProduceArgs& a) {
           return true;
         },
         RetryBounds{a.producer.max_attempts, std::chrono::milliseconds{a.producer.delivery_timeout_ms}, a.quiet});
-    if (!r) {
-      if (tools::interrupted() || abort_requested()) {
-        std::fprintf(stderr, "prodsm produce: interrupted while creating %s; nothing was appended\n", a.target.c_str());
-        return kExitInterrupted;
-      }
-      std::fprintf(stderr, "prodsm produce: creating %s failed: %s; nothing was appended\n", a.target.c_str(),
-                   r.error().describe().c_str());
-      return kExitServerError;
-    }
+    if (!r) return report_create_failure(a.target, r.error());
   }
 
   std::uint64_t records = 0;

@@ -15,10 +15,12 @@
 #include <functional>
 #include <optional>
 #include <random>
+#include <string>
 #include <thread>
 
 #include <tl/expected.hpp>
 
+#include "commands.hpp"
 #include "interrupt.hpp"
 #include "prodsm/error.hpp"
 
@@ -66,6 +68,18 @@ tl::expected<T, Error> retry_request(const std::function<tl::expected<T, Error>(
       std::this_thread::sleep_for(std::min<Clock::duration>(std::chrono::milliseconds{50}, resend_at - Clock::now()));
     }
   }
+}
+
+/// Tells stderr why creating `target` failed (retry_request's last result) and returns
+/// the exit status: 130 when an interrupt ended the retries, else 3. Nothing was appended.
+inline int report_create_failure(const std::string& target, const Error& error) {
+  if (interrupted() || abort_requested()) {
+    std::fprintf(stderr, "prodsm produce: interrupted while creating %s; nothing was appended\n", target.c_str());
+    return kExitInterrupted;
+  }
+  std::fprintf(stderr, "prodsm produce: creating %s failed: %s; nothing was appended\n", target.c_str(),
+               error.describe().c_str());
+  return kExitServerError;
 }
 
 }  // namespace prodsm::tools
