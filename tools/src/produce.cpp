@@ -203,6 +203,7 @@ int run_produce(const ProduceOptions& o) {
     }
     const std::string_view line = **next;
     std::string_view record = line;  // what is sent: the line, or the part the stream lacks
+    std::optional<CompletedLine> completing;
     if (prefix) {
       auto held = prefix->holds(line, reader.line());
       if (!held) {
@@ -216,7 +217,7 @@ int run_produce(const ProduceOptions& o) {
       }
       if (const std::uint64_t part = prefix->held_part(); part > 0) {  // a run cut off inside this line
         record.remove_prefix(static_cast<std::size_t>(part));
-        end.completed_line = CompletedLine{reader.line(), part, record.size()};
+        completing = CompletedLine{reader.line(), part, record.size()};
       }
     }
     auto submitted = waits.submit(record, std::chrono::milliseconds{o.producer.delivery_timeout_ms});
@@ -236,6 +237,7 @@ int run_produce(const ProduceOptions& o) {
       }
       break;
     }
+    if (completing) end.completed_line = completing;  // told once it was accepted
     ++end.records;
     ++end.input_records;
     end.record_bytes += record.size();

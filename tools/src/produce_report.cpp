@@ -84,12 +84,13 @@ int report_produce_end(ProduceEnd& end, const ProducerAdapterStats& stats) {
   report_dropped_partial_line(end.dropped_partial_bytes);
   if (!end.quiet) report_unterminated_last_line("prodsm produce", end.unterminated_line, end.bytes_mode);
   if (const auto& c = end.completed_line) {
-    std::fprintf(stderr,
-                 "prodsm produce: --resume: the stream ended inside input line %llu, holding its first %llu bytes (a "
-                 "run whose input was cut off mid-line); its other %llu bytes were appended, so the stream holds the "
-                 "input's bytes\n",
-                 static_cast<unsigned long long>(c->line), static_cast<unsigned long long>(c->held_bytes),
-                 static_cast<unsigned long long>(c->sent_bytes));
+    std::fprintf(
+        stderr,
+        "prodsm produce: --resume: the stream ended inside input line %llu, holding its first %llu bytes (a "
+        "run whose input was cut off mid-line); its other %llu bytes were sent as a record, so the stream holds "
+        "the input's bytes once it is acknowledged\n",
+        static_cast<unsigned long long>(c->line), static_cast<unsigned long long>(c->held_bytes),
+        static_cast<unsigned long long>(c->sent_bytes));
   }
   if (end.resume_problem) {
     std::fprintf(stderr, "prodsm produce: --resume: %s; %llu records were appended before this was found\n",
