@@ -3,8 +3,9 @@
 // `prodsm produce --create`'s stream creation, retried as the appends are (E4): a create
 // is idempotent at the server (Durable Streams: PUT with the same configuration answers
 // 200; S2: a stream that exists is fine), so a retryable failure — 429, 5xx, a lost
-// connection, a request timeout — is sent again, with jittered exponential backoff
-// (100 ms doubling to 5 s, or the server's Retry-After), up to --max-attempts attempts and
+// connection, a request timeout — is sent again by the appends' backoff rule
+// (prodsm::detail::backoff_delay: a lost connection at once the first time, else 100 ms
+// doubling to 5 s with equal jitter, or the server's Retry-After), up to --max-attempts attempts and
 // within --delivery-timeout-ms, told on stderr at most once a second unless -q. An
 // interrupt ends the waiting (the caller sees tools::interrupted()).
 
@@ -22,6 +23,8 @@
 
 #include "commands.hpp"
 #include "interrupt.hpp"
+#include "prodsm/config.hpp"
+#include "prodsm/detail/backoff.hpp"
 #include "prodsm/error.hpp"
 
 namespace prodsm::tools {
@@ -43,19 +46,19 @@ tl::expected<T, Error> retry_request(const std::function<tl::expected<T, Error>(
                                      bool* saw_indefinite = nullptr) {
   using Clock = std::chrono::steady_clock;
   const auto started = Clock::now();
-  std::minstd_rand jitter{std::random_device{}()};
-  std::chrono::milliseconds backoff{100};
+  // The appends' backoff rule (E4), with this request's bounds.
+  RetryPolicy policy;
+  policy.backoff_initial_ns = std::chrono::milliseconds{100};
+  policy.backoff_max_ns = std::chrono::seconds{5};
+  policy.backoff_multiplier = 2.0;
+  prodsm::detail::SplitMix64 rng{std::random_device{}()};
   std::optional<Clock::time_point> told;
   for (std::uint32_t n = 1;; ++n) {
     auto r = attempt();
     if (r || !r.error().retryable || n >= bounds.max_attempts || interrupted() || abort_requested()) return r;
     if (saw_indefinite && r.error().certainty == Certainty::indefinite) *saw_indefinite = true;
-    auto wait = std::chrono::milliseconds{
-        std::uniform_int_distribution<std::int64_t>{backoff.count() / 2, backoff.count()}(jitter)};  // equal jitter
-    if (const auto after = r.error().retry_after_ns) {
-      wait = std::max(wait, std::chrono::duration_cast<std::chrono::milliseconds>(*after));
-    }
-    backoff = std::min(backoff * 2, std::chrono::milliseconds{5000});
+    const auto wait =
+        std::chrono::duration_cast<std::chrono::milliseconds>(prodsm::detail::backoff_delay(policy, n, r.error(), rng));
     const auto resend_at = Clock::now() + wait;
     if (resend_at - started > bounds.give_up_after) return r;
     if (!bounds.quiet && (!told || Clock::now() - *told >= std::chrono::seconds{1})) {
