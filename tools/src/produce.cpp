@@ -106,6 +106,9 @@ int run_produce(const ProduceOptions& o) {
   }
   ds::RequestOptions request_options;
   request_options.extra_headers = options.extra_headers;
+  // How --resume and --verify read the stream back: the run's mode, headers and retry bounds.
+  const ds::ReadOptions read_back = whole_stream_read(json_mode, request_options, o.producer.max_attempts,
+                                                      std::chrono::milliseconds{o.producer.delivery_timeout_ms});
   bool created = false;
   if (o.create) {
     bool maybe_ours = false;  // an attempt that failed indefinite may have created it
@@ -132,9 +135,7 @@ int run_produce(const ProduceOptions& o) {
     }
     // Streamed into the spool (resume.hpp): bounded memory whatever the stream's size.
     CliReadResult r = run_cli_read(
-        producer->session(), producer->url(),
-        whole_stream_read(json_mode, request_options, o.producer.max_attempts,
-                          std::chrono::milliseconds{o.producer.delivery_timeout_ms}),
+        producer->session(), producer->url(), read_back,
         [&p, json_mode](const ds::ReadChunk& c) {
           if (c.next_offset) return true;
           return json_mode ? p->add_value(c.data) : p->add_bytes(c.data);
@@ -270,11 +271,9 @@ int run_produce(const ProduceOptions& o) {
       set_interrupt_message(kVerifyInterruptMessage);
       asio::SessionOptions verify_session = options.session;     // the run's TLS ...
       verify_session.header_provider = options.header_provider;  // ... and per-request headers
-      end.verify_problem = verify_stream(producer->url(), io, verify_session,
-                                         whole_stream_read(json_mode, request_options, o.producer.max_attempts,
-                                                           std::chrono::milliseconds{o.producer.delivery_timeout_ms}),
-                                         file.is_open() ? o.input : std::string{}, o.producer.max_batch_bytes,
-                                         end.input_records, produced);
+      end.verify_problem =
+          verify_stream(producer->url(), io, verify_session, read_back, file.is_open() ? o.input : std::string{},
+                        o.producer.max_batch_bytes, end.input_records, produced);
       // A stream that held data before: the likely cause of a difference, which only --create rules out.
       if (end.verify_problem && !end.verify_problem->unread && !o.create && !o.resume) {
         end.verify_problem->message +=
