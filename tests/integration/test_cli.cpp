@@ -160,6 +160,22 @@ TEST_F(Cli, AVerifyReadBackRetriesAsTheAppendsDo) {
                                        "-q --verify", "a\nb\n", u);
   EXPECT_EQ(r.status, 0) << r.err;
   EXPECT_EQ(client.read_all(u, false), "a\nb\n");
+  EXPECT_EQ(r.err.find("warning retry"), std::string::npos) << "-q: no retry lines\n" << r.err;
+}
+
+// E4: the read-back's retries are told on stderr as the appends' are (it may retry for
+// up to --delivery-timeout-ms, which would otherwise be silent).
+TEST_F(Cli, AVerifyReadBackTellsItsRetries) {
+  std::string u;
+  const CliRun r = produce_under_fault("verify-told", R"("method":"GET","status":503,"count":2,"retryAfter":0)",
+                                       "--verify", "a\nb\n", u);
+  EXPECT_EQ(r.status, 0) << r.err;
+  EXPECT_NE(r.err.find("prodsm produce: warning retry: reading the stream back at offset -1 failed and is sent "
+                       "again in "),
+            std::string::npos)
+      << r.err;
+  EXPECT_NE(r.err.find("(E4, attempt 1); cause: unavailable"), std::string::npos) << r.err;
+  EXPECT_NE(r.out.find("verified"), std::string::npos) << r.out;
 }
 
 // S5: a restart whose fresh epoch (microseconds since the Unix epoch) is below one the
@@ -249,10 +265,14 @@ TEST_F(Cli, JsonConflictingWithANonJsonContentTypeIsRefused) {
   EXPECT_NE(r.err.find("--json conflicts"), std::string::npos) << r.err;
 }
 
+// E2: a 404 is definite, and the CLI names the URL (the server's answer does not) and
+// the way out.
 TEST_F(Cli, MissingStreamIsAServerFailure) {
-  const CliRun r = prodsm("produce " + url("missing"), "x\n");
+  const std::string u = url("missing");
+  const CliRun r = prodsm("produce " + u, "x\n");
   EXPECT_EQ(r.status, 3);
-  EXPECT_NE(r.err.find("not_found"), std::string::npos) << r.err;
+  EXPECT_NE(r.err.find("not_found (definite)"), std::string::npos) << r.err;
+  EXPECT_NE(r.err.find("there is no stream at " + u + ": create it with --create"), std::string::npos) << r.err;
 }
 
 // E1, S6: when the final flush fails after a bad line, the message says so and names

@@ -237,7 +237,7 @@ TEST_F(CliProduction, HeaderCommandSuppliesTheHeaders) {
   };
   for (const Case& c :
        {Case{"exit 7", "exited with status 7"}, Case{"true", "printed no 'Name: value' line"},
-        Case{"echo Producer-Seq: 3", "managed by the codec"}, Case{"echo not a header", "not a header"}}) {
+        Case{"echo Producer-Seq: 3", "managed by the codec"}, Case{"echo not a header", "cannot be used as a header"}}) {
     const CliRun bad = prodsm("produce " + u + " -q " + ca() + " --header-command '" + c.command + "'", "no\n");
     EXPECT_EQ(bad.status, 2) << c.command;
     EXPECT_NE(bad.err.find("--header-command: "), std::string::npos) << bad.err;

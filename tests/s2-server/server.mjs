@@ -686,12 +686,24 @@ async function route(req, res) {
 }
 
 // ---- server -------------------------------------------------------------------------
+// One request at a time per connection, in arrival order, as s2-lite's HTTP/1.1 server
+// (hyper) handles them: node:http would run the handlers of pipelined requests
+// concurrently, so an append delayed by a fault (or by reading its body) would be
+// sequenced after the one pipelined behind it, a 412 S2 never gives. A request behind one
+// whose connection was dropped is not handled at all.
+const chains = new WeakMap(); // socket -> the promise of its last request's handling
 const server = createServer((req, res) => {
-  route(req, res).catch((e) => {
-    // Drain what the client still sends, so the error can be read on a kept-alive connection.
-    req.resume();
-    sendError(res, e);
-  });
+  const socket = req.socket;
+  const handle = () => {
+    if (socket.destroyed) return undefined;
+    return route(req, res).catch((e) => {
+      // Drain what the client still sends, so the error can be read on a kept-alive connection.
+      req.resume();
+      sendError(res, e);
+    });
+  };
+  const chain = (chains.get(socket) ?? Promise.resolve()).then(handle);
+  chains.set(socket, chain);
 });
 server.keepAliveTimeout = 60_000;
 

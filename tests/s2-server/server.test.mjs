@@ -8,6 +8,7 @@
 // documented. Run: node --test tests/s2-server/ (ctest: S2Server.SdkAgainstTestServer).
 import assert from "node:assert/strict";
 import { spawn } from "node:child_process";
+import { connect } from "node:net";
 import { createInterface } from "node:readline";
 import { after, before, describe, it } from "node:test";
 import { dirname, join } from "node:path";
@@ -308,6 +309,36 @@ describe("scripted faults", () => {
     const ack = await stream().append(AppendInput.create([text("slow")]));
     assert.ok(Date.now() - started >= 290);
     assert.equal(ack.end.seqNum - ack.start.seqNum, 1);
+  });
+
+  it("pipelined appends on one connection are handled one at a time, in order, as s2-lite's hyper does", async () => {
+    // node:http runs pipelined handlers concurrently: a delayed first append was sequenced
+    // after the second, which then failed its match_seq_num (a 412 S2 never gives).
+    const next = await tailOf();
+    await fault({ kind: "delay", delay_ms: 300, stream: "faults" });
+    const { hostname: host, port } = new URL(server.url);
+    const request = (seq, body, last) => {
+      const json = JSON.stringify({ records: [{ body }], match_seq_num: seq });
+      return (
+        `POST /v1/streams/faults/records HTTP/1.1\r\nHost: ${host}\r\ns2-basin: ${BASIN}\r\n` +
+        (last ? "Connection: close\r\n" : "") +
+        `Content-Type: application/json\r\nContent-Length: ${Buffer.byteLength(json)}\r\n\r\n${json}`
+      );
+    };
+    const answers = await new Promise((resolve, reject) => {
+      const socket = connect(Number(port), host, () =>
+        socket.write(request(next, "p1", false) + request(next + 1, "p2", true)),
+      );
+      let got = "";
+      socket.on("data", (d) => (got += d));
+      socket.on("end", () => resolve(got)); // the server closes after the second answer
+      socket.on("error", reject);
+      setTimeout(() => reject(new Error(`no two answers in 5 s: ${got}`)), 5000).unref();
+    });
+    const statuses = [...answers.matchAll(/HTTP\/1\.1 (\d+)/g)].map((m) => Number(m[1]));
+    assert.deepEqual(statuses, [200, 200], answers);
+    const read = await stream().read({ start: { from: { seqNum: next } } });
+    assert.deepEqual(read.records.map((r) => r.body), ["p1", "p2"]);
   });
 
   it("the SDK's retry of an applied batch with match_seq_num meets seq_num_mismatch (E3 after an ambiguous resend)", async () => {

@@ -5,6 +5,7 @@
 #include <gtest/gtest.h>
 
 #include "../../tools/src/retry_notices.hpp"
+#include "prodsm/ds/reader.hpp"
 
 namespace prodsm::tools {
 namespace {
@@ -66,6 +67,23 @@ TEST(AckWaitNotices, ALineWhenRecordsWaitLongWithNoAcknowledgementThenOnePerInte
   EXPECT_FALSE(n.line_for(t0 + 61s, 5, 4)) << "records accepted after a quiet time: a new wait starts";
   EXPECT_FALSE(n.line_for(t0 + 70s, 5, 4));
   EXPECT_NE(n.line_for(t0 + 71s, 5, 4), std::nullopt);
+}
+
+// E4: a read's retries (a read-back of --verify/--resume, `prodsm read`) are told as the
+// appends' are: what was read, from where, when it goes out again, and why.
+TEST(RetryNotices, AReadsRetryIsToldWithItsOffsetWaitAndCause) {
+  const Error e = make_error(ErrorCode::unavailable, Certainty::definite, true, "read /s: HTTP 503");
+  EXPECT_EQ(read_retry_text("reading the stream back", ds::ReadRetry{e, "0_42", 2, 150ms}),
+            "warning retry: reading the stream back at offset 0_42 failed and is sent again in 150 ms (E4, attempt "
+            "2); cause: unavailable (definite, retryable): read /s: HTTP 503");
+  EXPECT_NE(read_retry_text("reading", ds::ReadRetry{e, "-1", 1, Duration{0}}).find("sent again at once"),
+            std::string::npos);
+  RetryNotices n("prodsm read", 1s);
+  const auto t0 = std::chrono::steady_clock::time_point{} + 1h;
+  EXPECT_EQ(n.line_for("warning retry: x", 1, t0), "prodsm read: warning retry: x");
+  EXPECT_FALSE(n.line_for("warning retry: x", 1, t0 + 10ms));
+  EXPECT_EQ(n.line_for("warning retry: x", 1, t0 + 1s),
+            "prodsm read: warning retry: x (1 more events since the last line)");
 }
 
 }  // namespace

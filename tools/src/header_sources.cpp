@@ -177,7 +177,7 @@ tl::expected<http::Headers, std::string> HeaderCommand::run() const {
     line = trim(line);
     if (line.empty()) continue;
     auto header = parse_header_flag(line, rule_);
-    if (!header) return tl::unexpected("printed a line that is not a header: " + header.error());
+    if (!header) return tl::unexpected("printed a line that cannot be used as a header: " + header.error());
     headers.push_back(std::move(*header));
   }
   if (headers.empty()) return tl::unexpected(std::string{"printed no 'Name: value' line"});

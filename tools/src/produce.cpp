@@ -107,8 +107,9 @@ int run_produce(const ProduceOptions& o) {
   ds::RequestOptions request_options;
   request_options.extra_headers = options.extra_headers;
   // How --resume and --verify read the stream back: the run's mode, headers and retry bounds.
-  const ds::ReadOptions read_back = whole_stream_read(json_mode, request_options, o.producer.max_attempts,
-                                                      std::chrono::milliseconds{o.producer.delivery_timeout_ms});
+  ds::ReadOptions read_back = whole_stream_read(json_mode, request_options, o.producer.max_attempts,
+                                                std::chrono::milliseconds{o.producer.delivery_timeout_ms});
+  read_back.on_retry = read_retry_notices("prodsm produce", "reading the stream back", o.quiet);
   bool created = false;
   if (o.create) {
     bool maybe_ours = false;  // an attempt that failed indefinite may have created it
@@ -177,6 +178,8 @@ int run_produce(const ProduceOptions& o) {
   end.quiet = o.quiet;
   end.close_stream = o.close_stream;
   end.verify = o.verify;
+  end.create = o.create;
+  end.url = o.url;
   end.producer = &o.producer;
   if (const auto& idempotent = options.producer.protocol.idempotent) end.producer_id = idempotent->producer_id;
   const auto started = Clock::now();

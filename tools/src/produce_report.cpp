@@ -136,6 +136,12 @@ int report_produce_end(ProduceEnd& end, const ProducerAdapterStats& stats) {
                        : "prodsm produce: the server answered a fresh producer epoch as a duplicate, which an honest "
                          "server cannot do; nothing of this batch was appended\n");
     }
+    if (end.failure->code == ErrorCode::not_found) {
+      // A 404 (or 410) names no URL of its own: say which stream, and the way out.
+      std::fprintf(stderr, "prodsm produce: there is no stream at %s%s\n", end.url.c_str(),
+                   end.create ? " any more (this run created it or found it; it was deleted or expired since)"
+                              : ": create it with --create, or check the URL's path");
+    }
     if (end.failure->code == ErrorCode::stale_epoch && !f.auto_claim) {
       // S5: fenced. A later run of the id, or an earlier one whose epoch is above this run's
       // fresh one (a clock ahead of this host's, or a larger --epoch) — say which way out there is.

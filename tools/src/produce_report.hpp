@@ -33,6 +33,8 @@ struct ProduceEnd {
   bool quiet = false;                       ///< -q: no summary
   bool close_stream = false;                ///< --close-stream was asked
   bool verify = false;                      ///< --verify was asked
+  bool create = false;                      ///< --create was asked
+  std::string url;                          ///< the stream's URL, as given
   const ProducerFlags* producer = nullptr;  ///< the producer flags (never null when reported)
   /// The idempotent producer's id (generated or --producer-id); empty for plain appends.
   std::string producer_id;

@@ -16,6 +16,7 @@
 #include "io_runner.hpp"
 #include "numeric_flags.hpp"
 #include "producer_flags.hpp"
+#include "retry_notices.hpp"
 #include "stream_read.hpp"
 
 namespace prodsm::tools {
@@ -125,6 +126,7 @@ int run_read(const ReadOptions& o) {
   read.max_bytes = o.max_bytes;
   read.timeout_ns = std::chrono::milliseconds{o.timeout_ms};
   read.retry.max_attempts = o.max_attempts;
+  read.on_retry = read_retry_notices("prodsm read", "reading", false);
   for (const auto& h : o.headers) {
     auto header = parse_header_flag(h);
     if (!header) {

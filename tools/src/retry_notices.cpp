@@ -8,6 +8,8 @@
 #include <mutex>
 #include <utility>
 
+#include "prodsm/ds/reader.hpp"
+
 namespace prodsm::tools {
 
 std::optional<std::string> RetryNotices::line_for(const ProducerEvent& event,
@@ -17,7 +19,17 @@ std::optional<std::string> RetryNotices::line_for(const ProducerEvent& event,
     left_out_ += event.count;
     return std::nullopt;
   }
-  std::string line = prefix_ + ": " + event.describe();
+  return line_for(event.describe(), event.count, now);
+}
+
+std::optional<std::string> RetryNotices::line_for(std::string_view text, std::uint64_t count,
+                                                  std::chrono::steady_clock::time_point now) {
+  if (last_line_ && now - *last_line_ < interval_) {
+    left_out_ += count;
+    return std::nullopt;
+  }
+  std::string line = prefix_ + ": ";
+  line += text;
   if (left_out_ > 0) line += " (" + std::to_string(left_out_) + " more events since the last line)";
   last_line_ = now;
   left_out_ = 0;
@@ -74,6 +86,35 @@ EventOptions retry_notices(std::string prefix, bool quiet, std::chrono::millisec
     }
   };
   return options;
+}
+
+std::string read_retry_text(std::string_view what, const ds::ReadRetry& retry) {
+  const auto ms = std::chrono::duration_cast<std::chrono::milliseconds>(retry.delay_ns).count();
+  std::string text = "warning retry: ";
+  text += what;
+  text += " at offset " + std::string(retry.offset) + " failed and is sent again " +
+          (ms == 0 ? std::string{"at once"} : "in " + std::to_string(ms) + " ms") + " (E4, attempt " +
+          std::to_string(retry.attempt) + "); cause: " + retry.failure.describe();
+  return text;
+}
+
+std::function<void(const ds::ReadRetry&)> read_retry_notices(std::string prefix, std::string what, bool quiet,
+                                                             std::chrono::milliseconds interval) {
+  if (quiet) return {};
+  struct State {
+    State(std::string p, std::chrono::milliseconds i) : notices{std::move(p), i} {}
+    std::mutex mu;
+    RetryNotices notices;
+    bool terminal = ::isatty(2) != 0;
+  };
+  auto state = std::make_shared<State>(std::move(prefix), interval);
+  return [state, what = std::move(what)](const ds::ReadRetry& r) {
+    const std::string text = read_retry_text(what, r);
+    std::lock_guard lock(state->mu);
+    if (auto line = state->notices.line_for(text, 1, std::chrono::steady_clock::now())) {
+      std::fprintf(stderr, "%s%s\n", state->terminal ? "\r\x1b[K" : "", line->c_str());  // as retry_notices
+    }
+  };
 }
 
 }  // namespace prodsm::tools

@@ -1,7 +1,7 @@
 // SPDX-License-Identifier: Apache-2.0
 #pragma once
-// What `prodsm produce` (Durable Streams and s2:// targets) tells stderr while it
-// retries (E4). Retries end at --delivery-timeout-ms (120 s by default), so a server that
+// What `prodsm produce` (Durable Streams and s2:// targets) and `prodsm read` tell stderr
+// while they retry (E4). Retries end at --delivery-timeout-ms (120 s by default), so a server that
 // is down or refusing would otherwise leave a run silent for minutes; librdkafka's
 // clients log such failures the same way.
 
@@ -10,9 +10,14 @@
 #include <functional>
 #include <optional>
 #include <string>
+#include <string_view>
 #include <utility>
 
 #include "prodsm/producer_event.hpp"
+
+namespace prodsm::ds {
+struct ReadRetry;  // prodsm/ds/reader.hpp
+}  // namespace prodsm::ds
 
 namespace prodsm::tools {
 
@@ -29,6 +34,9 @@ class RetryNotices {
   /// error), or less than `interval` since the last line (then it is counted, by
   /// ProducerEvent::count).
   std::optional<std::string> line_for(const ProducerEvent& event, std::chrono::steady_clock::time_point now);
+  /// The same for a notice told as `text` standing for `count` events (a read's retry).
+  std::optional<std::string> line_for(std::string_view text, std::uint64_t count,
+                                      std::chrono::steady_clock::time_point now);
 
  private:
   std::string prefix_;
@@ -75,5 +83,18 @@ std::function<void()> ack_wait_notices(std::string prefix, bool quiet,
 /// the line first clears the progress line. `quiet`: no hook, no events.
 EventOptions retry_notices(std::string prefix, bool quiet,
                            std::chrono::milliseconds interval = std::chrono::seconds{1});
+
+/// The text of a read's retry (without prefix): "warning retry: <what> at offset O failed
+/// and is sent again in N ms (E4, attempt K); cause: <error>" ("at once" for no wait).
+std::string read_retry_text(std::string_view what, const ds::ReadRetry& retry);
+
+/// A ds::ReadOptions::on_retry hook that prints a line per retry of a read to stderr, as
+/// retry_notices does for the appends (at most one per `interval`, the line saying how
+/// many retries came since the last one): "<prefix>: warning retry: <what> at offset O
+/// failed and is sent again in N ms (E4, attempt K); cause: <error>". `quiet`: no hook.
+/// Without it a read-back that retries (up to --delivery-timeout-ms) or a `prodsm read`
+/// against a failing server says nothing until it ends.
+std::function<void(const ds::ReadRetry&)> read_retry_notices(std::string prefix, std::string what, bool quiet,
+                                                             std::chrono::milliseconds interval = std::chrono::seconds{1});
 
 }  // namespace prodsm::tools

@@ -29,8 +29,9 @@ enum class EventLevel : std::uint8_t {
 
 /// What happened.
 enum class EventKind : std::uint8_t {
-  retry,      ///< a batch attempt failed retryably and will be resent after a backoff (E4),
-              ///< or is resent behind a lower seq (S4, level debug)
+  retry,      ///< a batch attempt failed retryably and will be resent (E4: at once after a first
+              ///< lost connection, else after a backoff), or is resent behind a lower seq (S4,
+              ///< level debug)
   reconnect,  ///< the session opened a new connection after one was lost, or a connect
               ///< failed (level warning)
   claim,      ///< a 403 stale epoch was answered by claiming the server's epoch + 1 (S5)

@@ -52,7 +52,7 @@ class EventTracker {
       const std::uint64_t n = s.retries_scheduled - retries_;
       add(out, EventKind::retry, EventLevel::warning,
           std::to_string(n) + (n == 1 ? " batch attempt" : " batch attempts") +
-              " failed and will be resent after a backoff (E4)",
+              " failed and will be resent (E4)",
           client.last_failure(), n);
       retries_ = s.retries_scheduled;
       remember_transport_failure(client.last_failure());

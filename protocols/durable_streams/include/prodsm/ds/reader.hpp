@@ -29,6 +29,7 @@
 
 #include <cstddef>
 #include <cstdint>
+#include <functional>
 #include <memory>
 #include <optional>
 #include <span>
@@ -47,6 +48,15 @@
 #include "prodsm/time.hpp"
 
 namespace prodsm::ds {
+
+/// A failed GET the read sends again (E4), as told to ReadOptions::on_retry when the
+/// retry is decided. Valid only during the call.
+struct ReadRetry {
+  const Error& failure;      ///< why the attempt failed (code, certainty, a message naming the stream)
+  std::string_view offset;   ///< the offset the retry reads from (opaque)
+  std::uint32_t attempt;     ///< failed attempts at this offset so far, 1..retry.max_attempts - 1
+  Duration delay_ns;         ///< the wait before the retry goes out (0: at once, a lost connection)
+};
 
 /// What a read may do (every field bounded; validate() names the first bad one).
 struct ReadOptions {
@@ -92,6 +102,12 @@ struct ReadOptions {
   Duration retry_timeout_ns{0};
   /// Headers every request carries.
   RequestOptions request{};
+  /// Told each retry when it is decided, before it goes out (a read that retries for
+  /// minutes is otherwise silent); not the failure that ends the read, which is its
+  /// result. Called from inside StreamReader::on_outcome, by the thread or strand that
+  /// drives the read (the adapters: holding the read's lock), so it must be quick and must
+  /// not call into the read; an exception it throws is caught and dropped. Empty: none.
+  std::function<void(const ReadRetry&)> on_retry;
 
   /// The first invalid field as "<field>: <reason>", or nullopt.
   [[nodiscard]] std::optional<std::string> validate() const;
