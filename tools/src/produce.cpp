@@ -282,6 +282,13 @@ int run_produce(const ProduceOptions& o) {
         end.verify_problem->message +=
             " (--verify compares the whole stream with the input: a stream that held data before "
             "this run differs; verify a new stream, --create, or use --resume)";
+      } else if (end.verify_problem && !end.verify_problem->unread && !end.verify_problem->interrupted &&
+                 !(o.producer.no_producer_id && o.producer.max_in_flight > 1)) {  // that case is warned of apart
+        // Every record was acknowledged and the stream was this run's: say what can cause it.
+        end.verify_problem->message +=
+            " (every record was acknowledged: another writer appended to the stream while this run did — "
+            "another producer, or a second run of this input —, or the server did not store what it "
+            "acknowledged; `prodsm read` shows what the stream holds)";
       }
     }
   }
