@@ -56,6 +56,20 @@ std::optional<std::string> check_header(std::string_view head, const Header& h, 
   return std::nullopt;
 }
 
+/// The bound on how many headers or query parameters a request is given (`what`), or nullopt.
+std::optional<std::string> count_bound(std::size_t count, std::string_view what) {
+  if (count <= kMaxProvidedFields) return std::nullopt;
+  return "more than " + std::to_string(kMaxProvidedFields) + " " + std::string(what) + " (got " +
+         std::to_string(count) + ")";
+}
+
+/// The bound on the bytes of what a request is given (`what` says which), or nullopt.
+std::optional<std::string> bytes_bound(std::size_t bytes, std::string_view what) {
+  if (bytes <= kMaxProvidedBytes) return std::nullopt;
+  return "more than " + std::to_string(kMaxProvidedBytes) + " bytes " + std::string(what) + " (got " +
+         std::to_string(bytes) + ")";
+}
+
 }  // namespace
 
 tl::expected<void, std::string> add_request_fields(std::string& bytes, const RequestFields& fields, HeaderRule rule) {
@@ -67,14 +81,8 @@ tl::expected<void, std::string> add_request_fields(std::string& bytes, const Req
   if (head_end == std::string::npos || target_end == std::string::npos || target_end > line_end) {
     return tl::unexpected(std::string{"the request is not an HTTP request head"});
   }
-  if (fields.headers.size() > kMaxProvidedFields) {
-    return tl::unexpected("more than " + std::to_string(kMaxProvidedFields) + " headers (" +
-                          std::to_string(fields.headers.size()) + ")");
-  }
-  if (fields.query_params.size() > kMaxProvidedFields) {
-    return tl::unexpected("more than " + std::to_string(kMaxProvidedFields) + " query parameters (" +
-                          std::to_string(fields.query_params.size()) + ")");
-  }
+  if (auto why = count_bound(fields.headers.size(), "headers")) return tl::unexpected(std::move(*why));
+  if (auto why = count_bound(fields.query_params.size(), "query parameters")) return tl::unexpected(std::move(*why));
   const std::string_view head{bytes.data(), head_end};
   std::string query;
   for (const QueryParam& p : fields.query_params) {
@@ -93,9 +101,8 @@ tl::expected<void, std::string> add_request_fields(std::string& bytes, const Req
     lines += h.value;
     lines += "\r\n";
   }
-  if (query.size() + lines.size() > kMaxProvidedBytes) {
-    return tl::unexpected("more than " + std::to_string(kMaxProvidedBytes) + " bytes of headers and parameters (" +
-                          std::to_string(query.size() + lines.size()) + ")");
+  if (auto why = bytes_bound(query.size() + lines.size(), "of headers and parameters")) {
+    return tl::unexpected(std::move(*why));
   }
   // Headers first (they go after the query's insertion point, so its offset holds).
   bytes.insert(head_end + 2, lines);
@@ -104,15 +111,10 @@ tl::expected<void, std::string> add_request_fields(std::string& bytes, const Req
 }
 
 std::optional<std::string> check_extra_header_bounds(const Headers& headers) {
-  if (headers.size() > kMaxProvidedFields) {
-    return "more than " + std::to_string(kMaxProvidedFields) + " headers (got " + std::to_string(headers.size()) + ")";
-  }
+  if (auto why = count_bound(headers.size(), "headers")) return why;
   std::size_t bytes = 0;
   for (const Header& h : headers) bytes += h.name.size() + 2 + h.value.size() + 2;
-  if (bytes > kMaxProvidedBytes) {
-    return "more than " + std::to_string(kMaxProvidedBytes) + " bytes as written (got " + std::to_string(bytes) + ")";
-  }
-  return std::nullopt;
+  return bytes_bound(bytes, "as written");
 }
 
 }  // namespace prodsm::http
