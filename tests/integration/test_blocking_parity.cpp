@@ -6,6 +6,8 @@
 #include <gtest/gtest.h>
 
 #include <atomic>
+#include <stdexcept>
+#include <thread>
 #include <string_view>
 #include <vector>
 
@@ -294,6 +296,44 @@ TEST(ReadStream, ASlowFirstByteIsNotAStallOnASessionOfFastAppends) {
   std::string want;
   for (int i = 0; i < 300; ++i) want += "r" + std::to_string(i) + "\n";
   EXPECT_EQ(got, want);
+}
+
+// E4: each retry of a read is told to its ReadRetryHandler before it goes out (the
+// failure, the offset, the attempt), on the calling thread; the data is whole.
+TEST(ReadStream, E4_EachRetryIsToldToTheRetryHandler) {
+  TestClient client;
+  const std::string url = new_stream(client, "read-retries-told", "text/plain");
+  const auto parsed = ds::StreamUrl::parse(url).value();
+  (void)client.post(url, "text/plain", "hello", ds::AppendOptions{});
+  auto session = blocking::Session::create(parsed).value();
+  client.inject_fault(ReferenceServer::shared().url(),
+                      R"({"path":")" + parsed.path + R"(","method":"GET","status":503,"count":2,"retryAfter":0})");
+  std::string got;
+  std::vector<ds::ReadRetry> told;
+  const auto caller = std::this_thread::get_id();
+  bool on_caller = true;
+  auto outcome = blocking::read_stream(
+      *session, parsed, ds::ReadOptions{},
+      [&got](const ds::ReadChunk& c) {
+        got += c.data;
+        return true;
+      },
+      [&](const ds::ReadRetry& r) {
+        on_caller = on_caller && std::this_thread::get_id() == caller;
+        told.push_back(r);
+        throw std::runtime_error("a throwing retry handler changes nothing");
+      });
+  client.clear_faults(ReferenceServer::shared().url());
+  ASSERT_TRUE(outcome.has_value()) << outcome.error().describe();
+  EXPECT_EQ(got, "hello");
+  EXPECT_EQ(outcome->retries, 2U);
+  ASSERT_EQ(told.size(), 2U);
+  EXPECT_TRUE(on_caller) << "told on the calling thread";
+  for (std::uint32_t i = 0; i < 2; ++i) {
+    EXPECT_EQ(told[i].failure.code, ErrorCode::unavailable);
+    EXPECT_EQ(told[i].attempt, i + 1);
+    EXPECT_EQ(told[i].offset, "-1");
+  }
 }
 
 // P1, P2, R3 with submit_many: records submitted many at a time (mixed with single

@@ -73,7 +73,7 @@ TEST(AckWaitNotices, ALineWhenRecordsWaitLongWithNoAcknowledgementThenOnePerInte
 // appends' are: what was read, from where, when it goes out again, and why.
 TEST(RetryNotices, AReadsRetryIsToldWithItsOffsetWaitAndCause) {
   const Error e = make_error(ErrorCode::unavailable, Certainty::definite, true, "read /s: HTTP 503");
-  EXPECT_EQ(read_retry_text("reading the stream back", ds::ReadRetry{e, "0_42", 2, 150ms}),
+  EXPECT_EQ(read_retry_text("reading the stream back", ds::ReadRetry{e, "0_42", 2, Duration{150ms}}),
             "warning retry: reading the stream back at offset 0_42 failed and is sent again in 150 ms (E4, attempt "
             "2); cause: unavailable (definite, retryable): read /s: HTTP 503");
   EXPECT_NE(read_retry_text("reading", ds::ReadRetry{e, "-1", 1, Duration{0}}).find("sent again at once"),

@@ -107,9 +107,10 @@ int run_produce(const ProduceOptions& o) {
   ds::RequestOptions request_options;
   request_options.extra_headers = options.extra_headers;
   // How --resume and --verify read the stream back: the run's mode, headers and retry bounds.
-  ds::ReadOptions read_back = whole_stream_read(json_mode, request_options, o.producer.max_attempts,
-                                                std::chrono::milliseconds{o.producer.delivery_timeout_ms});
-  read_back.on_retry = read_retry_notices("prodsm produce", "reading the stream back", o.quiet);
+  const ds::ReadOptions read_back = whole_stream_read(json_mode, request_options, o.producer.max_attempts,
+                                                      std::chrono::milliseconds{o.producer.delivery_timeout_ms});
+  const asio::ReadRetryHandler read_back_retries =
+      read_retry_notices("prodsm produce", "reading the stream back", o.quiet);
   bool created = false;
   if (o.create) {
     bool maybe_ours = false;  // an attempt that failed indefinite may have created it
@@ -141,7 +142,8 @@ int run_produce(const ProduceOptions& o) {
           if (c.next_offset) return true;
           return json_mode ? p->add_value(c.data) : p->add_bytes(c.data);
         },
-        true);  // an interrupt ends the read at once (its session is the producer's)
+        true,  // an interrupt ends the read at once (its session is the producer's)
+        read_back_retries);
     if (r.interrupted) {
       std::fprintf(stderr, "prodsm produce: --resume: interrupted while reading the stream; nothing was appended\n");
       return kExitInterrupted;
@@ -275,8 +277,9 @@ int run_produce(const ProduceOptions& o) {
       asio::SessionOptions verify_session = options.session;     // the run's TLS ...
       verify_session.header_provider = options.header_provider;  // ... and per-request headers
       end.verify_problem =
-          verify_stream(producer->url(), io, verify_session, read_back, file.is_open() ? o.input : std::string{},
-                        o.producer.max_batch_bytes, end.input_records, produced);
+          verify_stream(producer->url(), io, verify_session, read_back, read_back_retries,
+                        file.is_open() ? o.input : std::string{}, o.producer.max_batch_bytes, end.input_records,
+                        produced);
       // A stream that held data before: the likely cause of a difference, which only --create rules out.
       if (end.verify_problem && !end.verify_problem->unread && !o.create && !o.resume) {
         end.verify_problem->message +=

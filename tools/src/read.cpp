@@ -126,7 +126,6 @@ int run_read(const ReadOptions& o) {
   read.max_bytes = o.max_bytes;
   read.timeout_ns = std::chrono::milliseconds{o.timeout_ms};
   read.retry.max_attempts = o.max_attempts;
-  read.on_retry = read_retry_notices("prodsm read", "reading", false);
   for (const auto& h : o.headers) {
     auto header = parse_header_flag(h);
     if (!header) {
@@ -188,7 +187,8 @@ int run_read(const ReadOptions& o) {
     first = false;
     return out.write(chunk.data);
   };
-  CliReadResult r = run_cli_read(*session, *url, std::move(read), on_data, true);
+  CliReadResult r =
+      run_cli_read(*session, *url, std::move(read), on_data, true, read_retry_notices("prodsm read", "reading", false));
   (*session)->close();
   runner.join();
   // Only a complete read closes the JSON array: a cut-off one must not look complete.

@@ -25,8 +25,10 @@ ds::ReadOptions whole_stream_read(bool json, ds::RequestOptions request, std::ui
 }
 
 CliReadResult run_cli_read(const std::shared_ptr<asio::Session>& session, const ds::StreamUrl& url,
-                           ds::ReadOptions options, asio::ReadHandler on_data, bool watch_interrupts) {
-  auto future = asio::async_read_stream(session, url, std::move(options), std::move(on_data), ::asio::use_future);
+                           ds::ReadOptions options, asio::ReadHandler on_data, bool watch_interrupts,
+                           asio::ReadRetryHandler on_retry) {
+  auto future = asio::async_read_stream(session, url, std::move(options), std::move(on_data), std::move(on_retry),
+                                        ::asio::use_future);
   CliReadResult r{tl::unexpected(Error{}), false};
   // Waiting in slices only to notice an interrupt (a flag set by the signal handler);
   // the read's own bounds end it otherwise.

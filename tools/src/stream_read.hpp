@@ -31,8 +31,10 @@ ds::ReadOptions whole_stream_read(bool json, ds::RequestOptions request, std::ui
 /// Runs asio::read_stream on `session` to its end; `on_data` runs on the session's I/O
 /// thread as data arrives. With `watch_interrupts`, the first interrupt (interrupt.hpp)
 /// closes the session, which ends the read at once; without, an abort asked for by a
-/// second interrupt (abort_on_second_interrupt) does.
+/// second interrupt (abort_on_second_interrupt) does. `on_retry` is told each retry
+/// (read_retry_notices prints them).
 CliReadResult run_cli_read(const std::shared_ptr<asio::Session>& session, const ds::StreamUrl& url,
-                           ds::ReadOptions options, asio::ReadHandler on_data, bool watch_interrupts);
+                           ds::ReadOptions options, asio::ReadHandler on_data, bool watch_interrupts,
+                           asio::ReadRetryHandler on_retry);
 
 }  // namespace prodsm::tools

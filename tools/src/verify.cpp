@@ -90,8 +90,9 @@ std::optional<std::string> StreamVerifier::finish() {
 
 std::optional<VerifyProblem> verify_stream(const ds::StreamUrl& url, ::asio::io_context& io,
                                            const asio::SessionOptions& session_options, ds::ReadOptions read,
-                                           const std::string& input_path, std::uint64_t max_record_bytes,
-                                           std::uint64_t records, const std::vector<std::string>& produced) {
+                                           const asio::ReadRetryHandler& on_retry, const std::string& input_path,
+                                           std::uint64_t max_record_bytes, std::uint64_t records,
+                                           const std::vector<std::string>& produced) {
   const bool json_mode = read.json;
   std::ifstream again;
   std::optional<RecordReader> reread;
@@ -120,7 +121,8 @@ std::optional<VerifyProblem> verify_stream(const ds::StreamUrl& url, ::asio::io_
   // already); one that came before, while acknowledgements were awaited, changed nothing
   // (announce_input_read's promise), so then only an abort does.
   CliReadResult r = run_cli_read(
-      *session, url, std::move(read), [&verifier](const ds::ReadChunk& c) { return verifier.add(c); }, !interrupted());
+      *session, url, std::move(read), [&verifier](const ds::ReadChunk& c) { return verifier.add(c); }, !interrupted(),
+      on_retry);
   (*session)->close();
   const bool differed = verifier.differs();  // before finish(), which also reports a short stream
   auto problem = verifier.finish();

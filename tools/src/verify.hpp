@@ -15,6 +15,7 @@
 #include <vector>
 
 #include "prodsm/asio/session.hpp"
+#include "prodsm/asio/stream_ops.hpp"
 #include "prodsm/ds/reader.hpp"
 
 namespace prodsm::tools {
@@ -68,12 +69,13 @@ struct VerifyProblem {
 /// file read again when there is one (`input_path`), else `produced`. Only the first
 /// `records` input records are compared (a file that grew since is not an error), in
 /// `read`'s mode (`read.json`). `read`: the read back's options (whole_stream_read: the
-/// run's mode, request options and retry policy).
+/// run's mode, request options and retry policy); `on_retry` is told its retries.
 /// Returns why the stream is not exactly those records (or why it could not be read), or
 /// nullopt when it is.
 std::optional<VerifyProblem> verify_stream(const ds::StreamUrl& url, ::asio::io_context& io,
                                            const asio::SessionOptions& session_options, ds::ReadOptions read,
-                                           const std::string& input_path, std::uint64_t max_record_bytes,
-                                           std::uint64_t records, const std::vector<std::string>& produced);
+                                           const asio::ReadRetryHandler& on_retry, const std::string& input_path,
+                                           std::uint64_t max_record_bytes, std::uint64_t records,
+                                           const std::vector<std::string>& produced);
 
 }  // namespace prodsm::tools

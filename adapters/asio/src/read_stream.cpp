@@ -16,8 +16,12 @@ namespace {
 using prodsm::detail::steady_now;
 
 struct ReadRun : prodsm::detail::ReadHandoff, std::enable_shared_from_this<ReadRun> {
-  ReadRun(std::shared_ptr<Session> s, ds::StreamReader r, ReadHandler h, std::function<void(ReadOutcome)> d)
-      : ReadHandoff{std::move(r), std::move(h)}, session{std::move(s)}, done{std::move(d)}, timer{session->strand()} {}
+  ReadRun(std::shared_ptr<Session> s, ds::StreamReader r, ReadHandler h, std::function<void(ReadOutcome)> d,
+          ReadRetryHandler on_retry_told)
+      : ReadHandoff{std::move(r), std::move(h), std::move(on_retry_told)},
+        session{std::move(s)},
+        done{std::move(d)},
+        timer{session->strand()} {}
 
   std::shared_ptr<Session> session;
   std::function<void(ReadOutcome)> done;
@@ -72,14 +76,15 @@ struct ReadRun : prodsm::detail::ReadHandoff, std::enable_shared_from_this<ReadR
 }  // namespace
 
 void read_stream(const std::shared_ptr<Session>& session, const ds::StreamUrl& url, ds::ReadOptions options,
-                 ReadHandler on_data, std::function<void(ReadOutcome)> done) {
+                 ReadHandler on_data, std::function<void(ReadOutcome)> done, ReadRetryHandler on_retry) {
   auto reader = ds::StreamReader::create(url, std::move(options), steady_now());
   if (!reader) {
     auto error = make_error(ErrorCode::rejected, Certainty::definite, false, "read options: " + reader.error());
     ::asio::dispatch(session->strand(), [done = std::move(done), error]() { done(tl::unexpected(error)); });
     return;
   }
-  auto run = std::make_shared<ReadRun>(session, std::move(*reader), std::move(on_data), std::move(done));
+  auto run = std::make_shared<ReadRun>(session, std::move(*reader), std::move(on_data), std::move(done),
+                                       std::move(on_retry));
   ::asio::dispatch(session->strand(), [run] { run->step(); });
 }
 

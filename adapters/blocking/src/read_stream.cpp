@@ -42,7 +42,8 @@ struct Sink : http::BodySink {
 
 }  // namespace
 
-ReadOutcome read_stream(Session& session, const ds::StreamUrl& url, ds::ReadOptions options, ReadHandler on_data) {
+ReadOutcome read_stream(Session& session, const ds::StreamUrl& url, ds::ReadOptions options, ReadHandler on_data,
+                        ReadRetryHandler on_retry) {
   if (session.impl()->on_io_thread()) {
     return tl::unexpected(make_error(ErrorCode::would_block, Certainty::definite, false,
                                      "read_stream called on the session's I/O thread would wait for itself"));
@@ -52,7 +53,7 @@ ReadOutcome read_stream(Session& session, const ds::StreamUrl& url, ds::ReadOpti
     return tl::unexpected(
         make_error(ErrorCode::rejected, Certainty::definite, false, "read options: " + reader.error()));
   }
-  auto run = std::make_shared<ReadRun>(std::move(*reader), std::move(on_data));
+  auto run = std::make_shared<ReadRun>(std::move(*reader), std::move(on_data), std::move(on_retry));
   std::unique_lock lock(run->mu);
   while (true) {
     run->hand_on_with_offsets();

@@ -447,12 +447,8 @@ void StreamReader::on_failed_attempt(Instant now, Error error) {
     return;
   }
   retry_at_ = saturating_add(now, wait_ns);
-  if (options_.on_retry) {
-    try {
-      options_.on_retry(ReadRetry{error, offset_, attempts_, wait_ns});
-    } catch (...) {  // the hook only observes: the read goes on
-    }
-  }
+  ++retries_decided_;
+  last_retry_ = ReadRetry{std::move(error), offset_, attempts_, wait_ns};
 }
 
 }  // namespace prodsm::ds

@@ -35,6 +35,11 @@ using ReadOutcome = ds::ReadOutcome;
 /// back-pressure), so it may block — every other request on the session waits meanwhile.
 /// Return false to stop the read (it ends with `cancelled`).
 using ReadHandler = std::function<bool(const ds::ReadChunk&)>;
+/// Told each retry of a streamed read when it is decided, before it goes out (E4: the
+/// failure, the offset read again, the attempt, the wait), on the session's strand; not
+/// the failure that ends the read (that is its outcome). Must not block; a throw is
+/// caught and dropped. Empty: not told.
+using ReadRetryHandler = std::function<void(const ds::ReadRetry&)>;
 
 // Callback versions: `done` runs once, on the session's strand. Error statuses not listed
 // are classified as for an append (S7: 404/410 not_found, other 4xx rejected, 429/503 and
@@ -61,9 +66,9 @@ void close_stream(const std::shared_ptr<Session>& session, const ds::StreamUrl& 
 /// the error (404: not_found naming the path; a JSON body that does not parse:
 /// protocol_error; 408/429/5xx/lost connections retried within options.retry; the bounds of
 /// ds::ReadOptions; `cancelled` when on_data stopped it or options.timeout_ns passed).
-/// Invalid options: `done` gets `rejected` naming the field.
+/// Invalid options: `done` gets `rejected` naming the field. `on_retry`: see ReadRetryHandler.
 void read_stream(const std::shared_ptr<Session>& session, const ds::StreamUrl& url, ds::ReadOptions options,
-                 ReadHandler on_data, std::function<void(ReadOutcome)> done);
+                 ReadHandler on_data, std::function<void(ReadOutcome)> done, ReadRetryHandler on_retry = {});
 /// Reads from offset "-1" until the server says up to date, collecting everything
 /// (read_stream with default options otherwise); `json` = a JSON stream (the elements
 /// are joined into one array text). Stops with protocol_error after `max_bytes` bytes (R3).
@@ -130,15 +135,23 @@ auto async_close_stream(std::shared_ptr<Session> s, ds::StreamUrl url, std::stri
       });
 }
 /// read_stream as an Asio operation: signature void(ReadOutcome); `on_data` runs on the
-/// session's strand as data arrives (see ReadHandler).
+/// session's strand as data arrives (see ReadHandler), and `on_retry` at each retry
+/// (see ReadRetryHandler).
+template <class Token>
+auto async_read_stream(std::shared_ptr<Session> s, ds::StreamUrl url, ds::ReadOptions options, ReadHandler on_data,
+                       ReadRetryHandler on_retry, Token&& token) {
+  return detail::initiate_stream_op<ReadOutcome>(
+      std::forward<Token>(token), [s, url = std::move(url), options = std::move(options), on_data = std::move(on_data),
+                                   on_retry = std::move(on_retry)](auto done) mutable {
+        read_stream(s, url, std::move(options), std::move(on_data), std::move(done), std::move(on_retry));
+      });
+}
+/// async_read_stream without a retry handler.
 template <class Token>
 auto async_read_stream(std::shared_ptr<Session> s, ds::StreamUrl url, ds::ReadOptions options, ReadHandler on_data,
                        Token&& token) {
-  return detail::initiate_stream_op<ReadOutcome>(
-      std::forward<Token>(token),
-      [s, url = std::move(url), options = std::move(options), on_data = std::move(on_data)](auto done) mutable {
-        read_stream(s, url, std::move(options), std::move(on_data), std::move(done));
-      });
+  return async_read_stream(std::move(s), std::move(url), std::move(options), std::move(on_data), ReadRetryHandler{},
+                           std::forward<Token>(token));
 }
 /// read_stream_all as an Asio operation: GETs from offset "-1" until up to date, at most
 /// `max_bytes` bytes; signature void(ReadStreamResult); errors as read_stream_all.

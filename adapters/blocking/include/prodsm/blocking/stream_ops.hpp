@@ -32,6 +32,11 @@ using ReadOutcome = ds::ReadOutcome;                ///< see ds/reader.hpp
 /// back-pressure, and every other request on the session waits), on the calling thread
 /// otherwise; never two calls at once. Return false to stop the read (`cancelled`).
 using ReadHandler = std::function<bool(const ds::ReadChunk&)>;
+/// Told each retry of a streamed read when it is decided, before it goes out (E4: the
+/// failure, the offset read again, the attempt, the wait), on the calling thread; not
+/// the failure that ends the read (that is its outcome). Must not block; a throw is
+/// caught and dropped. Empty: not told.
+using ReadRetryHandler = std::function<void(const ds::ReadRetry&)>;
 
 /// PUT `url` with `content_type` and `create` (TTL, expiry, created closed). Success on
 /// 201 (created) or 200 (same configuration); 409: conflict. `timeout_ns`: how long to
@@ -59,9 +64,9 @@ using ReadHandler = std::function<bool(const ds::ReadChunk&)>;
 /// read_stream (404 not_found naming the path; a JSON body that does not parse:
 /// protocol_error; 408/429/5xx/lost connections retried within options.retry; `cancelled`
 /// when on_data stopped it or options.timeout_ns passed; invalid options: `rejected`
-/// naming the field). From a session handler: `would_block`.
+/// naming the field). From a session handler: `would_block`. `on_retry`: see ReadRetryHandler.
 [[nodiscard]] ReadOutcome read_stream(Session& session, const ds::StreamUrl& url, ds::ReadOptions options,
-                                      ReadHandler on_data);
+                                      ReadHandler on_data, ReadRetryHandler on_retry = {});
 /// Reads from offset "-1" until up to date, collecting everything (read_stream);
 /// `json`: a JSON stream (elements joined into one array text). At most `max_bytes`
 /// bytes (then protocol_error, R3).

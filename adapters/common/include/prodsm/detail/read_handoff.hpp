@@ -16,16 +16,20 @@
 
 namespace prodsm::detail {
 
-/// A reader and the caller's handler (`bool(const ds::ReadChunk&)`: false stops the read).
-/// Not thread-safe: the adapter keeps it under its lock or on its strand.
+/// A reader and the caller's handlers (`bool(const ds::ReadChunk&)`: false stops the read;
+/// `void(const ds::ReadRetry&)`, may be empty: each retry, E4). Not thread-safe: the
+/// adapter keeps it under its lock or on its strand.
 struct ReadHandoff {
-  /// Takes the reader and the handler.
-  ReadHandoff(ds::StreamReader r, std::function<bool(const ds::ReadChunk&)> h)
-      : reader{std::move(r)}, handler{std::move(h)} {}
+  /// Takes the reader and the handlers.
+  ReadHandoff(ds::StreamReader r, std::function<bool(const ds::ReadChunk&)> h,
+              std::function<void(const ds::ReadRetry&)> on_retry_told = {})
+      : reader{std::move(r)}, handler{std::move(h)}, on_retry{std::move(on_retry_told)} {}
 
-  ds::StreamReader reader;                            ///< the sans-IO read (requests, parsing, retries)
-  std::function<bool(const ds::ReadChunk&)> handler;  ///< the caller's: false stops the read
-  std::uint64_t responses_told = 0;                   ///< responses whose end offset the handler was told
+  ds::StreamReader reader;                             ///< the sans-IO read (requests, parsing, retries)
+  std::function<bool(const ds::ReadChunk&)> handler;   ///< the caller's: false stops the read
+  std::function<void(const ds::ReadRetry&)> on_retry;  ///< the caller's, or empty: told each retry
+  std::uint64_t responses_told = 0;                    ///< responses whose end offset the handler was told
+  std::uint64_t retries_told = 0;                      ///< retries on_retry was told of
 
   /// Hands the reader's parsed output to the handler; false once the read was stopped.
   bool hand_on() {
@@ -44,6 +48,19 @@ struct ReadHandoff {
     if (reader.summary().responses != responses_told) {
       responses_told = reader.summary().responses;
       if (!reader.catching_up()) call(ds::ReadChunk{{}, std::string_view(reader.offset()), reader.json()});
+    }
+    tell_retry();
+  }
+
+  /// Tells on_retry of a retry decided since the last call (E4), before it goes out; a
+  /// throw is caught and dropped (the hook only observes: the read goes on).
+  void tell_retry() {
+    if (reader.retries_decided() == retries_told) return;
+    retries_told = reader.retries_decided();
+    if (!on_retry || !reader.last_retry()) return;
+    try {
+      on_retry(*reader.last_retry());
+    } catch (...) {
     }
   }
 

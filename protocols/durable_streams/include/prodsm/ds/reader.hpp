@@ -29,7 +29,6 @@
 
 #include <cstddef>
 #include <cstdint>
-#include <functional>
 #include <memory>
 #include <optional>
 #include <span>
@@ -49,13 +48,13 @@
 
 namespace prodsm::ds {
 
-/// A failed GET the read sends again (E4), as told to ReadOptions::on_retry when the
-/// retry is decided. Valid only during the call.
+/// A failed GET the read sends again (E4), as decided (StreamReader::last_retry): what
+/// a driver tells its caller so that a read that retries for minutes is not silent.
 struct ReadRetry {
-  const Error& failure;      ///< why the attempt failed (code, certainty, a message naming the stream)
-  std::string_view offset;   ///< the offset the retry reads from (opaque)
-  std::uint32_t attempt;     ///< failed attempts at this offset so far, 1..retry.max_attempts - 1
-  Duration delay_ns;         ///< the wait before the retry goes out (0: at once, a lost connection)
+  Error failure;                ///< why the attempt failed (code, certainty, a message naming the stream)
+  std::string offset;           ///< the offset the retry reads from (opaque)
+  std::uint32_t attempt = 0;    ///< failed attempts at this offset so far, 1..retry.max_attempts - 1
+  Duration delay_ns{0};         ///< the wait before the retry goes out (0: at once, a lost connection)
 };
 
 /// What a read may do (every field bounded; validate() names the first bad one).
@@ -102,12 +101,6 @@ struct ReadOptions {
   Duration retry_timeout_ns{0};
   /// Headers every request carries.
   RequestOptions request{};
-  /// Told each retry when it is decided, before it goes out (a read that retries for
-  /// minutes is otherwise silent); not the failure that ends the read, which is its
-  /// result. Called from inside StreamReader::on_outcome, by the thread or strand that
-  /// drives the read (the adapters: holding the read's lock), so it must be quick and must
-  /// not call into the read; an exception it throws is caught and dropped. Empty: none.
-  std::function<void(const ReadRetry&)> on_retry;
 
   /// The first invalid field as "<field>: <reason>", or nullopt.
   [[nodiscard]] std::optional<std::string> validate() const;
@@ -210,7 +203,8 @@ class ReadCollector {
 ///
 /// Drive rule: after every input (on_head/on_body from the adapter's body sink,
 /// on_outcome, handle_timeout) hand on output() — also when the input reported a failure:
-/// it is the data before it — then send poll_request() if any (with an http::BodySink
+/// it is the data before it — (a driver that reports retries: last_retry() when
+/// retries_decided() grew), then send poll_request() if any (with an http::BodySink
 /// that forwards to on_head/on_body), arm one timer at next_deadline(); stop once
 /// finished().
 class StreamReader {
@@ -273,6 +267,12 @@ class StreamReader {
   [[nodiscard]] bool json() const noexcept { return summary_.json; }
   /// Progress so far (final once finished).
   [[nodiscard]] const ReadSummary& summary() const noexcept { return summary_; }
+  /// Retries decided so far (E4): a failed GET the read will send again. A driver that
+  /// tells its caller of retries compares this count after each input and then reads
+  /// last_retry(); the failure that ends the read is not one (it is the result).
+  [[nodiscard]] std::uint64_t retries_decided() const noexcept { return retries_decided_; }
+  /// The retry decided last (see retries_decided), or nullopt before the first.
+  [[nodiscard]] const std::optional<ReadRetry>& last_retry() const noexcept { return last_retry_; }
 
  private:
   StreamReader(StreamUrl url, ReadOptions options, Instant now);
@@ -321,6 +321,8 @@ class StreamReader {
   ReadSummary summary_;
   std::optional<ReadOutcome> result_;
   bool timed_out_ = false;
+  std::uint64_t retries_decided_ = 0;
+  std::optional<ReadRetry> last_retry_;
 };
 
 }  // namespace prodsm::ds
