@@ -3,6 +3,8 @@
 // streamed data handed on as it arrives (issue 22), a re-read after a
 // broken response that skips what was handed on and refuses changed data, and every
 // bound (R3): bytes, empty responses, requests, the whole read's timeout.
+#include <limits>
+
 #include "prodsm/http/request_fields.hpp"
 #include "reader_drive.hpp"
 
@@ -466,6 +468,16 @@ TEST(StreamReader, B3_InvalidOptionsAreRefusedNamingTheField) {
   o = {};
   o.retry.max_attempts = 0;
   EXPECT_NE(StreamReader::create(url, o, kT0).error().find("retry.max_attempts"), std::string::npos);
+  // E4: held to a producer's RetryPolicy bounds: a pause between retries, a sane multiplier.
+  o = ReadOptions{};
+  o.retry.backoff_initial_ns = Duration{0};
+  o.retry.backoff_max_ns = Duration{0};
+  EXPECT_EQ(StreamReader::create(url, o, kT0).error().rfind("retry.backoff_max_ns: must be in 1000..", 0), 0U);
+  o = ReadOptions{};
+  o.retry.backoff_multiplier = std::numeric_limits<double>::quiet_NaN();
+  EXPECT_EQ(StreamReader::create(url, o, kT0).error().rfind("retry.backoff_multiplier: must be in 1.0..16.0", 0), 0U);
+  o.retry.backoff_multiplier = 100.0;
+  EXPECT_EQ(StreamReader::create(url, o, kT0).error().rfind("retry.backoff_multiplier: must be in 1.0..16.0", 0), 0U);
   // R3: extra headers are bounded as a header provider's are (http::check_extra_header_bounds).
   o = {};
   o.retry_timeout_ns = -1ns;

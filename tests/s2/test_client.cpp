@@ -320,6 +320,17 @@ TEST(B3, InvalidOptionsAreRefusedNamingTheField) {
   ASSERT_FALSE(c);
   EXPECT_EQ(c.error().rfind("access_token:", 0), 0U) << c.error();
 
+  // A bad extra header is the extra header's fault also with no access token (an empty
+  // token is sent as none): it was named access_token.
+  for (const std::string token : {"", "secret-token"}) {
+    o = options();
+    o.access_token = token;
+    o.extra_headers.push_back({"Host", "elsewhere"});
+    c = s2::ProducerClient::create(o);
+    ASSERT_FALSE(c);
+    EXPECT_EQ(c.error().rfind("extra_headers:", 0), 0U) << c.error();
+  }
+
   o = options();
   o.producer.protocol.fencing_token = std::string(37, 'x');
   c = s2::ProducerClient::create(o);

@@ -28,14 +28,17 @@ enum class ErrorCode : std::uint8_t {
   would_block,             ///< local: no capacity (R1) within the adapter's submit timeout.
   invalid_record,          ///< local: the record was refused at submit (B4, B5), in async APIs.
   cancelled,               ///< local: the caller cancelled a waiting operation (adapters).
-  unavailable,             ///< remote: the server could not take the request now (retryable): 429, 503
-                           ///< or a refused connection are definite (nothing appended); other 5xx
-                           ///< are indefinite (the request may have been applied).
+  unavailable,             ///< remote: the server could not take the request now (retryable). A refused
+                           ///< or failed connect is definite (nothing sent). Durable Streams: 429 and
+                           ///< 503 are definite (nothing appended), other 5xx indefinite (the request
+                           ///< may have been applied). S2: by the error body's code (no side effects:
+                           ///< definite); without one, indefinite (s2/http_codec.hpp, classify_error).
   connection_lost,         ///< remote: transport failure or request timeout after sending; the
                            ///< attempt may have been appended (indefinite, E4).
   condition_failed,        ///< remote: S2 match_seq_num or fencing-token mismatch (E3).
-  conflict,                ///< remote: Durable Streams 409 without producer or close headers:
-                           ///< content-type or Stream-Seq conflict (E3).
+  conflict,                ///< remote: a 409 that is not a sequence gap or a closed stream: Durable
+                           ///< Streams content-type or Stream-Seq conflict (E3); S2
+                           ///< resource_already_exists or an unknown 409.
   sequence_gap,            ///< remote: Durable Streams 409 with Producer-Expected-Seq (S4).
   stale_epoch,             ///< remote: Durable Streams 403 with the server's Producer-Epoch (S5).
   stream_closed,           ///< remote: the stream is closed (S6); final_offset set when known.
@@ -48,9 +51,10 @@ enum class ErrorCode : std::uint8_t {
   header_provider_failed,  ///< local: the per-request header provider failed, threw, or gave a header or
                            ///< query parameter that cannot be sent (prodsm/http/request_fields.hpp):
                            ///< that attempt was not sent (definite); retryable within the retry policy.
-  request_timeout,         ///< remote: the request timed out after it was sent — HTTP 408 or a client-side
-                           ///< request deadline: the attempt may have been appended (indefinite), retryable
-                           ///< (resent only where the protocol makes a resend safe, E4).
+  request_timeout,         ///< remote: HTTP 408, a proxy's or the server's request timeout: the attempt
+                           ///< may have been appended (indefinite), retryable (resent only where the
+                           ///< protocol makes a resend safe, E4). prodsm's own request deadline (a
+                           ///< response that did not come in time) is connection_lost.
   sequence_exhausted,      ///< local: the protocol's sequence space is used up (S8): the next batch's
                            ///< Durable Streams Producer-Seq would pass 2^53-1, or S2's match_seq_num plus
                            ///< its record count would pass 2^64-1. Nothing of it was sent (definite).
@@ -71,7 +75,7 @@ std::string_view to_string(ErrorCode code) noexcept;
 std::string_view to_string(Certainty certainty) noexcept;
 
 /// An error value. Fields beyond code/certainty/retryable are set only for the codes
-/// that document them; all others stay at their zero values.
+/// that document them (each field says which); all others stay at their zero values.
 struct Error {
   /// What went wrong.
   ErrorCode code = ErrorCode::internal;
@@ -84,7 +88,8 @@ struct Error {
   bool retryable = false;
   /// Human-readable detail, e.g. "HTTP 503 after 10 attempts". May be empty.
   std::string message;
-  /// sequence_gap: the server's Producer-Expected-Seq (S4).
+  /// sequence_gap: the server's Producer-Expected-Seq (S4); S2 condition_failed
+  /// (seq_num_mismatch): the stream's next seq_num (E3).
   std::uint64_t expected_seq = 0;
   /// sequence_gap: the server's Producer-Received-Seq (S4).
   std::uint64_t received_seq = 0;
@@ -92,7 +97,8 @@ struct Error {
   std::uint64_t server_epoch = 0;
   /// stream_closed: the stream's final offset (opaque, S6); empty when unknown.
   std::string final_offset;
-  /// unavailable: the server's Retry-After (ns), when it sent one.
+  /// A retryable remote error (unavailable, request_timeout, ...): the wait the server
+  /// asked for (ns) — Retry-After, or S2's retry-after-ms —, when it sent one.
   std::optional<Duration> retry_after_ns;
   /// HTTP status when the error came from a response (0 otherwise).
   std::uint16_t http_status = 0;

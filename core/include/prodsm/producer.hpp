@@ -1,7 +1,8 @@
 // SPDX-License-Identifier: Apache-2.0
 #pragma once
 /// @file producer.hpp
-/// The sans-IO Producer state machine (BRIEF §3: P, B, F, C, E, R, S, D).
+/// The sans-IO Producer state machine (the contract's clauses P, B, F, C, E, R, S, D:
+/// docs/contract.md).
 ///
 /// A pure, deterministic object. Inputs carry `now`; outputs are polled:
 ///  - inputs:  submit, submit_many, flush, close, abort, handle_ack, handle_failure,
@@ -40,7 +41,9 @@ namespace prodsm {
 enum class RejectReason : std::uint8_t {
   closed,              ///< close() or abort() was called (C2)
   failed,              ///< the Producer failed; `terminal` holds the sticky error (E1)
-  record_too_large,    ///< the record alone exceeds max_batch_bytes (B4)
+  record_too_large,    ///< the record's metered size plus the batch's framing exceeds
+                       ///< max_batch_bytes (B4: S2 meters 8 bytes more per record, a JSON
+                       ///< batch adds its brackets)
   invalid_record,      ///< the protocol cannot carry the record (empty, invalid JSON)
   would_block,         ///< max_unacked_bytes / max_unacked_batches / max_pending_barriers
                        ///< reached; wait for CapacityAvailable (R1)

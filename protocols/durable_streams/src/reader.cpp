@@ -3,6 +3,8 @@
 // bounded. See reader.hpp for the rules.
 #include "prodsm/ds/reader.hpp"
 
+#include "prodsm/detail/config_validation.hpp"
+
 #include "prodsm/http/detail/text.hpp"
 #include "prodsm/http/request_fields.hpp"
 
@@ -48,14 +50,8 @@ std::optional<std::string> ReadOptions::validate() const {
   if (timeout_ns < std::chrono::milliseconds{1} || timeout_ns > std::chrono::hours{24}) {
     return "timeout_ns: must be in 1 ms..24 h (got " + std::to_string(timeout_ns.count()) + " ns)";
   }
-  if (auto why = out_of_range("retry.max_attempts", 1, Bounds::kMaxAttemptsCap, retry.max_attempts)) return why;
-  if (retry.backoff_max_ns.count() < 0 || retry.backoff_max_ns > Bounds::kMaxBackoff) {
-    return "retry.backoff_max_ns: must be in 0..10 min (got " + std::to_string(retry.backoff_max_ns.count()) + " ns)";
-  }
-  if (retry.backoff_initial_ns.count() < 0 || retry.backoff_initial_ns > retry.backoff_max_ns) {
-    return "retry.backoff_initial_ns: must be in 0..retry.backoff_max_ns (got " +
-           std::to_string(retry.backoff_initial_ns.count()) + " ns)";
-  }
+  // The producer's bounds (E4: at least 1 us between retries, a multiplier of 1.0..16.0).
+  if (auto why = prodsm::detail::validate_retry_policy(retry)) return why->message();
   for (const auto& h : request.extra_headers) {
     if (auto why = check_extra_header(h)) return "request.extra_headers: " + *why;
   }

@@ -63,9 +63,10 @@ inline std::string_view to_string(EventKind kind) noexcept {
 struct ProducerEvent {
   EventKind kind = EventKind::retry;    ///< what happened
   EventLevel level = EventLevel::info;  ///< how much it matters
-  std::string message;                  ///< one line, e.g. "batch 7 attempt 2 failed; retrying"
-  std::optional<Error> cause;           ///< the failure behind it (retry, claim, terminal: always;
-                                        ///< reconnect: the last transport failure seen, if any)
+  std::string message;                  ///< one line, e.g. "1 batch attempt failed and will be resent (E4)"
+  std::optional<Error> cause;           ///< the failure behind it (an E4 retry, claim, terminal:
+                                        ///< always; an S4 gap resend: none; reconnect: the last
+                                        ///< transport failure seen, if any)
   std::uint64_t count = 1;              ///< how many of this kind it stands for (several retries
                                         ///< noticed at one input are one event)
   std::uint64_t epoch = 0;              ///< claim: the epoch now in use (Durable Streams Producer-Epoch)

@@ -13,6 +13,38 @@
 
 namespace prodsm::detail {
 
+/// The first field of `r` out of its range (E4, B3), named `<prefix>retry.<field>`
+/// ("retry.backoff_multiplier: must be in 1.0..16.0 (got 100.000000)"), or nullopt. The
+/// Producer's and a catch-up read's (ds::ReadOptions) retry policies are held to it.
+inline std::optional<ConfigError> validate_retry_policy(const RetryPolicy& r, const std::string& prefix = {}) {
+  auto bad = [&prefix](const char* field, std::string reason) {
+    return std::optional<ConfigError>(ConfigError{prefix + "retry." + field, std::move(reason)});
+  };
+  if (r.max_attempts < 1 || r.max_attempts > Bounds::kMaxAttemptsCap) {
+    return bad("max_attempts", "must be in 1.." + std::to_string(Bounds::kMaxAttemptsCap) + " (got " +
+                                   std::to_string(r.max_attempts) + ")");
+  }
+  auto ns_range = [](Duration lo, Duration hi, Duration got) {
+    return "must be in " + std::to_string(lo.count()) + ".." + std::to_string(hi.count()) + " ns (got " +
+           std::to_string(got.count()) + " ns)";
+  };
+  if (r.backoff_max_ns < Bounds::kMinBackoff || r.backoff_max_ns > Bounds::kMaxBackoff) {
+    return bad("backoff_max_ns", ns_range(Bounds::kMinBackoff, Bounds::kMaxBackoff, r.backoff_max_ns));
+  }
+  if (r.backoff_initial_ns < Bounds::kMinBackoff || r.backoff_initial_ns > r.backoff_max_ns) {
+    return bad("backoff_initial_ns", ns_range(Bounds::kMinBackoff, r.backoff_max_ns, r.backoff_initial_ns) +
+                                         "; it must not exceed retry.backoff_max_ns");
+  }
+  // Written so that NaN fails too.
+  if (!(r.backoff_multiplier >= 1.0 && r.backoff_multiplier <= Bounds::kMaxBackoffMultiplier)) {
+    return bad("backoff_multiplier", "must be in 1.0..16.0 (got " + std::to_string(r.backoff_multiplier) + ")");
+  }
+  if (r.mode != RetryMode::all && r.mode != RetryMode::no_side_effects) {
+    return bad("mode", "must be RetryMode::all or RetryMode::no_side_effects");
+  }
+  return std::nullopt;
+}
+
 /// The first field of `c` out of its range (B3: "max_batch_bytes: must be in ..."), or
 /// the policy's own error, or nullopt.
 template <class Policy>
@@ -54,29 +86,7 @@ std::optional<ConfigError> validate_config(const ProducerConfig<Policy>& c) {
                                           " ns) and at most " + std::to_string(Bounds::kMaxDeliveryTimeout.count()) +
                                           " ns (got " + std::to_string(c.delivery_timeout_ns.count()) + " ns)");
   }
-  if (c.retry.max_attempts < 1 || c.retry.max_attempts > Bounds::kMaxAttemptsCap) {
-    return bad("retry.max_attempts", range(1U, Bounds::kMaxAttemptsCap, c.retry.max_attempts));
-  }
-  auto ns_range = [](Duration lo, Duration hi, Duration got) {
-    return "must be in " + std::to_string(lo.count()) + ".." + std::to_string(hi.count()) + " ns (got " +
-           std::to_string(got.count()) + " ns)";
-  };
-  if (c.retry.backoff_max_ns < Bounds::kMinBackoff || c.retry.backoff_max_ns > Bounds::kMaxBackoff) {
-    return bad("retry.backoff_max_ns", ns_range(Bounds::kMinBackoff, Bounds::kMaxBackoff, c.retry.backoff_max_ns));
-  }
-  if (c.retry.backoff_initial_ns < Bounds::kMinBackoff || c.retry.backoff_initial_ns > c.retry.backoff_max_ns) {
-    return bad("retry.backoff_initial_ns",
-               ns_range(Bounds::kMinBackoff, c.retry.backoff_max_ns, c.retry.backoff_initial_ns) +
-                   "; it must not exceed retry.backoff_max_ns");
-  }
-  // Written so that NaN fails too.
-  if (!(c.retry.backoff_multiplier >= 1.0 && c.retry.backoff_multiplier <= Bounds::kMaxBackoffMultiplier)) {
-    return bad("retry.backoff_multiplier",
-               "must be in 1.0..16.0 (got " + std::to_string(c.retry.backoff_multiplier) + ")");
-  }
-  if (c.retry.mode != RetryMode::all && c.retry.mode != RetryMode::no_side_effects) {
-    return bad("retry.mode", "must be RetryMode::all or RetryMode::no_side_effects");
-  }
+  if (auto why = validate_retry_policy(c.retry)) return why;
   return Policy::validate(c.protocol);
 }
 

@@ -96,7 +96,8 @@ struct Outcome {
 };
 
 /// Bytes to write next: up to kMaxParts spans (one per request), for one vectored write.
-/// The spans stay valid until the connection is destroyed; the adapter reports how many
+/// The spans stay valid until on_written reports them written (a request answered and
+/// written is freed then) or the connection is destroyed; the adapter reports how many
 /// bytes it wrote with on_written (in order, from the first span).
 struct WriteView {
   static constexpr std::size_t kMaxParts = 16;           ///< requests per vectored write

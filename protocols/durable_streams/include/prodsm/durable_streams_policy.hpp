@@ -194,8 +194,9 @@ class DurableStreamsPolicy {
   [[nodiscard]] bool can_claim_epoch() const noexcept {
     return options_.idempotent.has_value() && options_.idempotent->auto_claim;
   }
-  /// Starts epoch server_epoch + 1 at seq 0 (S5). Error text when the claim is
-  /// impossible: the server epoch is not above ours, or the new epoch passes 2^53 - 1.
+  /// Starts epoch server_epoch + 1 at seq 0 (S5); a server epoch equal to ours (a 403
+  /// for our own epoch) is claimed too. Error text when the claim is impossible: not an
+  /// idempotent producer, the server epoch is below ours, or the new epoch passes 2^53 - 1.
   std::optional<std::string> claim_epoch(std::uint64_t server_epoch);
   /// The batch's sequence number when sequenced, for the S4 gap rule.
   [[nodiscard]] static std::optional<std::uint64_t> sequence_of(const Stamp& stamp) noexcept {
@@ -229,7 +230,7 @@ class DurableStreamsPolicy {
     return options_.idempotent && options_.idempotent->first_attempt_duplicates == FirstAttemptDuplicates::fail;
   }
 
-  /// The current epoch and the seq the next sealed batch gets.
+  /// The current Producer-Epoch (S2; after a claim, the claimed one: S5).
   [[nodiscard]] std::uint64_t epoch() const noexcept { return epoch_; }
   /// The Producer-Seq the next sealed batch gets (S1; after a claim, 0 again: S5).
   [[nodiscard]] std::uint64_t next_seq() const noexcept { return next_seq_; }

@@ -44,7 +44,9 @@ using S2RecordTicket = BasicRecordTicket<S2RecordResult>;
 /// options, extra headers, submit_timeout_ns, max_pending_records) plus the callback
 /// executor, the per-request header provider and the callback-exception hook.
 struct S2ProducerOptions : s2::ProducerOptions {
-  /// A1: run completions on a strand of this executor instead of the session's strand.
+  /// A1: run completions on a strand of this executor. Default: a strand of their own
+  /// over the session's executor (not the session's strand: a slow callback never holds
+  /// up the session's I/O).
   std::optional<::asio::any_io_executor> callback_executor;
   /// Per-request headers of the session the producer creates (prodsm/header_provider.hpp),
   /// e.g. a refreshed bearer token; an attached producer uses its session's.

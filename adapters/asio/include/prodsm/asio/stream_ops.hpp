@@ -42,8 +42,9 @@ using ReadHandler = std::function<bool(const ds::ReadChunk&)>;
 using ReadRetryHandler = std::function<void(const ds::ReadRetry&)>;
 
 // Callback versions: `done` runs once, on the session's strand. Error statuses not listed
-// are classified as for an append (S7: 404/410 not_found, other 4xx rejected, 429/503 and
-// 5xx unavailable); transport errors of Session::exchange are passed through.
+// are classified as for an append (S7: 404/410 not_found, 408 request_timeout, other 4xx
+// rejected, 429/503 and 5xx unavailable — definite for a HEAD or GET, which changes
+// nothing); transport errors of Session::exchange are passed through.
 
 /// Creates the stream: PUT `url` with `content_type` and `create` (TTL, expiry, created closed).
 /// Success on 201 (created) or 200 (same configuration); 409: conflict (other configuration).

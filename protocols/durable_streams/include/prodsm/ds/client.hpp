@@ -115,7 +115,9 @@ struct ProducerOptions {
 
 /// The first invalid option of `options`, named as the field ("url: ...",
 /// "content_type: ...", "producer.max_batch_bytes: ...", "session.max_connections: ...",
-/// "max_pending_records: ..."), or nullopt.
+/// "max_pending_records: ..."), or nullopt. ProducerClient::create also refuses what
+/// needs the start too: "start: ..." out of range, and "producer.protocol.idempotent.seq:
+/// ..." not 0 with start fresh_epoch (B3).
 std::optional<std::string> validate(const ProducerOptions& options);
 
 /// The core configuration `options.start` gives at wall-clock time `wall_now` (a
@@ -172,8 +174,9 @@ using ClientEvent = std::variant<RecordsCompleted, BarrierCompleted, Closed, Cap
 /// The Durable Streams producer client (see the file comment). Movable.
 class ProducerClient {
  public:
-  /// Validates `options` (see validate()) and builds the client, starting as
-  /// `options.start` says at wall-clock time `wall_now` (starting_config).
+  /// Validates `options` (see validate(); also `start` and a seq given with fresh_epoch)
+  /// and builds the client, starting as `options.start` says at wall-clock time
+  /// `wall_now` (starting_config). Error: the invalid option, named as the field.
   [[nodiscard]] static tl::expected<ProducerClient, std::string> create(const ProducerOptions& options,
                                                                         std::chrono::system_clock::time_point wall_now);
 

@@ -147,9 +147,11 @@ struct ProducerStamp {
 ///  - 403 with Producer-Epoch: stale_epoch{server_epoch} (S5); other 403: rejected;
 ///  - 409 with Stream-Closed: true: stream_closed{final_offset} (S6), checked first;
 ///  - 409 with Producer-Expected-Seq: sequence_gap{expected, received} (S4);
-///  - other 409: conflict (E3); 404/410: not_found; 400/401/413/other 4xx: rejected;
-///  - 429/503: unavailable, definite, retryable, with Retry-After (delta-seconds
-///    0..86400; another form is ignored since the codec reads no clock);
+///  - other 409: conflict (E3); 404/410: not_found; 408: request_timeout, indefinite,
+///    retryable (E2); 400/401/413/other 4xx: rejected;
+///  - 429/503: unavailable, definite, retryable, with Retry-After (delta-seconds, or an
+///    IMF-fixdate measured from the response's own Date; over a day is taken as a day:
+///    http::retry_after);
 ///  - 500/502/504 and other 5xx: unavailable, indefinite, retryable;
 ///  - anything else, or a required header missing or malformed (numbers must be plain
 ///    decimal 0..2^53-1): protocol_error, indefinite.
@@ -182,7 +184,8 @@ struct HeadResult {
   bool closed = false;       ///< Stream-Closed: true
 };
 /// 200 with Stream-Next-Offset -> HeadResult; 200 without it -> protocol_error; any other
-/// status -> the same errors as classify_append's (404 not_found, 5xx unavailable, ...).
+/// status -> the same codes as classify_append's (404 not_found, 408 request_timeout, 5xx
+/// unavailable, ...), but a 408 or 5xx is definite: a HEAD changes nothing.
 tl::expected<HeadResult, Error> classify_head(const Response& response);
 
 /// Result of a catch-up GET.

@@ -89,7 +89,9 @@ struct ReadOptions {
   std::uint32_t max_empty_responses = 16;
   /// The whole read (ns), 1 ms..24 h; then it fails with `cancelled`. Default 10 min.
   Duration timeout_ns = std::chrono::minutes{10};
-  /// Retries of a failed GET at one offset: max_attempts, backoff (E4). Default 10
+  /// Retries of a failed GET at one offset: max_attempts, backoff (E4), in the ranges of a
+  /// producer's RetryPolicy and validated the same way (mode is not used: a GET changes
+  /// nothing, so every retryable failure is retried). Default 10
   /// attempts (about 2.5 s of outage with the default backoff), not the producer's 1000:
   /// a read loses nothing by failing early (what it handed on stays handed on; a new read
   /// starts at the last next_offset it handed on).

@@ -162,8 +162,9 @@ tl::expected<http::Request, std::string> encode_read(const Endpoint& endpoint, s
 ///  - `{"code","message"}` with a known code at its own status (s2 `api/src/v1/error.rs`):
 ///    no side effects and retryable (transaction_conflict 409, rate_limited 429,
 ///    hot_server 502, server_draining 503) -> unavailable, definite, retryable; retryable
-///    with possible side effects (request_timeout 408, other/storage 500, unavailable 503,
-///    upstream_timeout 504) -> unavailable, indefinite, retryable; stream_not_found,
+///    with possible side effects (other/storage 500, unavailable 503, upstream_timeout
+///    504) -> unavailable, indefinite, retryable, and request_timeout 408 ->
+///    request_timeout, indefinite, retryable; stream_not_found,
 ///    basin_not_found, access_token_not_found, stream/basin_deletion_pending -> not_found,
 ///    definite; resource_already_exists -> conflict, definite; client_hangup (499) ->
 ///    connection_lost, indefinite, not retryable; the rest (authn, permission_denied,
@@ -171,12 +172,14 @@ tl::expected<http::Request, std::string> encode_read(const Endpoint& endpoint, s
 ///    definite;
 ///  - a known code at another status: as an unknown code, but never retryable (the Rust
 ///    SDK "fails closed");
-///  - an unknown code, or a body that is not such JSON: 408, 429, 500, 502, 503, 504 ->
-///    unavailable, indefinite, retryable (s2 `sdk/src/error.rs`); other 404/410 ->
+///  - an unknown code, or a body that is not such JSON: 429, 500, 502, 503, 504 ->
+///    unavailable, indefinite, retryable, and 408 -> request_timeout, indefinite,
+///    retryable (s2 `sdk/src/error.rs`); other 404/410 ->
 ///    not_found, 409 -> conflict, other 4xx -> rejected, other 5xx -> unavailable, not
 ///    retryable — all indefinite; other statuses -> protocol_error, indefinite.
 /// A retryable error carries `retry_after_ns` from `retry-after-ms` (decimal ms, at most a
-/// day; the Rust SDK's header) or else `Retry-After` (delta-seconds). `http_status` is
+/// day; the Rust SDK's header) or else `Retry-After` (delta-seconds, or an IMF-fixdate
+/// measured from the response's Date: http::retry_after). `http_status` is
 /// set; the message reads "<operation>: HTTP <status> <reason>: <code>: <server message>".
 [[nodiscard]] Error classify_error(const http::Response& response, std::string_view operation);
 
