@@ -70,16 +70,20 @@ WriteView Pool::take_write(ConnectionId id, Instant now) {
 /// Moves bytes through a connection's TLS session until nothing moves: the handshake,
 /// plaintext from the connection into ciphertext for the socket, and ciphertext from
 /// the socket into plaintext for the connection. A refused handshake fails the
-/// connection's requests with tls_failed (definite: nothing was sent).
+/// connection's requests with tls_failed (definite: nothing was sent); the server's
+/// close_notify ends the connection as an end of file does (E2).
 void Pool::tls_pump(Slot& s, Instant now) {
   TlsEngine& t = *s.tls;
   Connection& c = s.connection;
   for (int round = 0; round < 64; ++round) {
     if (t.state() == TlsEngine::State::failed) {
-      // Before the first decrypted byte the server has not accepted the session (TLS 1.3
-      // sends its refusal of our certificate after our side finished the handshake): no
-      // request was processed — definite. Later, a broken session is a lost connection.
-      if (c.state() == Connection::State::connecting || (c.state() == Connection::State::open && !s.tls_data_seen)) {
+      // During the handshake, or the server refusing it by an alert before its first
+      // byte of data (TLS 1.3 sends its refusal of our certificate after our side
+      // finished the handshake and wrote): no request was processed — definite. Any
+      // other broken session (a record that does not decrypt) is a lost connection:
+      // requests written are indefinite (E2), since the server may have processed them.
+      if (c.state() == Connection::State::connecting ||
+          (c.state() == Connection::State::open && !s.tls_data_seen && t.refused_by_peer())) {
         c.on_connect_failed(now, t.error());
       } else if (c.state() == Connection::State::open) {
         c.on_error(now, t.error().message);
@@ -106,6 +110,10 @@ void Pool::tls_pump(Slot& s, Instant now) {
       if (!decrypted.empty()) {
         s.tls_data_seen = true;
         c.on_bytes(now, decrypted);
+        progress = true;
+      }
+      if (t.peer_closed() && c.state() != Connection::State::closed) {
+        c.on_eof(now);  // close_notify: a close-delimited body is complete; an idle connection ends
         progress = true;
       }
     }
@@ -148,6 +156,16 @@ void Pool::on_eof(ConnectionId id, Instant now) {
     if (s.tls && s.connection.state() != Connection::State::closed) {
       s.tls->on_eof();
       tls_pump(s, at);  // what was decrypted before the end, then the end
+      // E2: a TCP close without the server's close_notify while a response is awaited
+      // may cut it short (RFC 8446 section 6.1): a body delimited by the end of the
+      // connection is not complete, the request's outcome is unknown.
+      if (s.connection.state() == Connection::State::open && s.tls->state() == TlsEngine::State::open &&
+          !s.tls->peer_closed() && s.connection.awaiting_response()) {
+        s.connection.on_error(at,
+                              "the server closed the connection without TLS close_notify: the response may be cut "
+                              "short");
+        return;
+      }
     }
     s.connection.on_eof(at);
   });

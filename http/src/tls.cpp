@@ -15,6 +15,33 @@ namespace prodsm::http {
 namespace {
 
 /// OpenSSL's error queue of this thread as one line (emptied).
+/// True when OpenSSL's first queued error is an alert the server sent refusing the
+/// handshake (our certificate, or the session itself): it processed no request. Peeks:
+/// the queue is left for openssl_errors().
+bool peer_refused_handshake() {
+  const int reason = ERR_GET_REASON(ERR_peek_error()) - SSL_AD_REASON_OFFSET;
+  switch (reason) {
+    case SSL_AD_HANDSHAKE_FAILURE:
+    case SSL_AD_BAD_CERTIFICATE:
+    case SSL_AD_UNSUPPORTED_CERTIFICATE:
+    case SSL_AD_CERTIFICATE_REVOKED:
+    case SSL_AD_CERTIFICATE_EXPIRED:
+    case SSL_AD_CERTIFICATE_UNKNOWN:
+    case SSL_AD_UNKNOWN_CA:
+    case SSL_AD_ACCESS_DENIED:
+    case SSL_AD_CERTIFICATE_REQUIRED:
+      return true;
+    default:
+      return false;
+  }
+}
+
+/// The passphrase callback of an encrypted private key: none is given (OpenSSL would
+/// otherwise prompt on the terminal or read stdin, which holds a CLI's records).
+int no_passphrase(char* /*buf*/, int /*size*/, int /*rwflag*/, void* /*userdata*/) {
+  return -1;
+}
+
 std::string openssl_errors() {
   std::string out;
   while (const unsigned long e = ERR_get_error()) {
@@ -79,13 +106,21 @@ tl::expected<std::shared_ptr<const TlsContext>, std::string> TlsContext::create(
       return tl::unexpected("tls.ca_dir: cannot use '" + o.ca_dir + "': " + openssl_errors());
     }
   }
+  SSL_CTX_set_default_passwd_cb(ctx, no_passphrase);
   if (!o.cert_file.empty()) {
     if (SSL_CTX_use_certificate_chain_file(ctx, o.cert_file.c_str()) != 1) {
       return tl::unexpected("tls.cert_file: cannot load '" + o.cert_file + "': " + openssl_errors());
     }
     const std::string& key = o.key_file.empty() ? o.cert_file : o.key_file;
     if (SSL_CTX_use_PrivateKey_file(ctx, key.c_str(), SSL_FILETYPE_PEM) != 1) {
-      return tl::unexpected("tls.key_file: cannot load '" + key + "': " + openssl_errors());
+      const std::string why = openssl_errors();
+      if (why.find("bad decrypt") != std::string::npos || why.find("bad password read") != std::string::npos ||
+          why.find("interrupted or cancelled") != std::string::npos) {
+        return tl::unexpected("tls.key_file: '" + key +
+                              "' is encrypted, and encrypted keys are not supported (no passphrase is asked "
+                              "for): decrypt it first, e.g. openssl pkey -in KEY -out PLAIN.key (" + why + ")");
+      }
+      return tl::unexpected("tls.key_file: cannot load '" + key + "': " + why);
     }
     if (SSL_CTX_check_private_key(ctx) != 1) {
       return tl::unexpected("tls.key_file: the key does not match the certificate: " + openssl_errors());
@@ -205,8 +240,14 @@ void TlsEngine::read_plaintext(std::string& out) {
       continue;
     }
     const int e = SSL_get_error(native_->ssl, 0);
-    if (e == SSL_ERROR_WANT_READ || e == SSL_ERROR_WANT_WRITE || e == SSL_ERROR_ZERO_RETURN) return;
-    fail("cannot decrypt the server's bytes: " + openssl_errors());
+    if (e == SSL_ERROR_ZERO_RETURN) {  // the server's close_notify: its data is complete
+      peer_closed_ = true;
+      return;
+    }
+    if (e == SSL_ERROR_WANT_READ || e == SSL_ERROR_WANT_WRITE) return;
+    refused_by_peer_ = peer_refused_handshake();
+    fail((refused_by_peer_ ? "the server refused the session: " : "cannot decrypt the server's bytes: ") +
+         openssl_errors());
     return;
   }
 }

@@ -97,7 +97,8 @@ class TlsEngine {
   /// Encrypts `bytes` (only when open); returns how many were taken (all of them, or 0
   /// once failed).
   std::size_t write_plaintext(std::span<const char> bytes);
-  /// Appends the plaintext decrypted so far to `out`.
+  /// Appends the plaintext decrypted so far to `out`; notes the server's close_notify
+  /// (peer_closed).
   void read_plaintext(std::string& out);
   /// Appends the ciphertext to send to `out` (handshake flights, encrypted records).
   void take_ciphertext(std::string& out);
@@ -110,6 +111,13 @@ class TlsEngine {
   [[nodiscard]] const Error& error() const noexcept { return error_; }
   /// The negotiated protocol version ("TLSv1.3"), once open.
   [[nodiscard]] std::string_view version() const noexcept;
+  /// True once the server's close_notify arrived: everything it sent is complete (RFC
+  /// 8446 section 6.1). A TCP close without it may be a truncation.
+  [[nodiscard]] bool peer_closed() const noexcept { return peer_closed_; }
+  /// True when it failed on an alert the server sent refusing the handshake (our
+  /// certificate, e.g. TLS 1.3's certificate_required after our side finished): the server
+  /// processed nothing, so the failure is definite even after a request was written.
+  [[nodiscard]] bool refused_by_peer() const noexcept { return refused_by_peer_; }
 
   struct Native;  ///< OpenSSL's SSL and BIOs (defined in tls.cpp; not for users)
 
@@ -121,6 +129,8 @@ class TlsEngine {
   std::unique_ptr<Native> native_;
   State state_ = State::handshaking;
   Error error_;
+  bool peer_closed_ = false;
+  bool refused_by_peer_ = false;
 };
 
 }  // namespace prodsm::http
