@@ -9,6 +9,8 @@
 #include <openssl/x509v3.h>
 
 #include <array>
+#include <filesystem>
+#include <system_error>
 #include <utility>
 
 namespace prodsm::http {
@@ -101,6 +103,13 @@ tl::expected<std::shared_ptr<const TlsContext>, std::string> TlsContext::create(
     }
     if (!o.ca_file.empty() && SSL_CTX_load_verify_file(ctx, o.ca_file.c_str()) != 1) {
       return tl::unexpected("tls.ca_file: cannot load '" + o.ca_file + "': " + openssl_errors());
+    }
+    if (!o.ca_dir.empty()) {  // OpenSSL looks in it only at the handshake: a typo would fail there
+      std::error_code ec;
+      if (!std::filesystem::is_directory(o.ca_dir, ec)) {
+        return tl::unexpected("tls.ca_dir: cannot use '" + o.ca_dir + "': " +
+                              (std::filesystem::exists(o.ca_dir, ec) ? "not a directory" : "no such directory"));
+      }
     }
     if (!o.ca_dir.empty() && SSL_CTX_load_verify_dir(ctx, o.ca_dir.c_str()) != 1) {
       return tl::unexpected("tls.ca_dir: cannot use '" + o.ca_dir + "': " + openssl_errors());

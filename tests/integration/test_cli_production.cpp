@@ -87,6 +87,9 @@ TEST_F(CliProduction, TlsTrustComesFromTheFlagsOrTheEnvironment) {
   ASSERT_EQ(std::system(("cp " + tls_certs() + "/ca.pem " + hashed + "/ && openssl rehash " + hashed).c_str()), 0);
   const CliRun capath = prodsm("produce " + u + " -q --capath " + hashed, "capath\n");
   EXPECT_EQ(capath.status, 0) << capath.err;
+  const CliRun no_dir = prodsm("produce " + u + " -q --capath " + hashed + "-missing", "never\n");
+  EXPECT_EQ(no_dir.status, 2) << "a missing --capath is bad input, found at start\n" << no_dir.err;
+  EXPECT_NE(no_dir.err.find("no such directory"), std::string::npos) << no_dir.err;
   std::filesystem::remove_all(hashed);
 
   TlsEndpoint self_signed("self-signed");
@@ -202,6 +205,19 @@ TEST_F(CliProduction, BearerTokenFileRotatesDuringARun) {
   const CliRun missing = prodsm("produce " + u + " -q " + ca() + " --bearer-token-file /nonexistent/t", "m\n");
   EXPECT_EQ(missing.status, 2);
   EXPECT_NE(missing.err.find("--bearer-token-file '/nonexistent/t': cannot read"), std::string::npos) << missing.err;
+  // Checked before anything is sent, and read within its bound whatever the file is: a
+  // token a header cannot carry was retried until the delivery timeout; /dev/zero was
+  // read without end.
+  const std::string crlf = temp_path("token-crlf");
+  std::ofstream(crlf) << "tok\r\nX-Evil: 1\n";
+  for (const auto& [file, gist] : {std::pair<std::string, std::string>{crlf, "the token contains a space or a control character"},
+                                   {"/dev/zero", "larger than 65536 bytes"},
+                                   {"/tmp", "is a directory"}}) {
+    const CliRun bad = prodsm("produce " + u + " -q " + ca() + " --bearer-token-file " + file, "b\n");
+    EXPECT_EQ(bad.status, 2) << file << ": " << bad.err;
+    EXPECT_NE(bad.err.find("--bearer-token-file '" + file + "': " + gist), std::string::npos) << bad.err;
+  }
+  std::remove(crlf.c_str());
   const CliRun both =
       prodsm("produce " + u + " -q " + ca() + " --bearer-token-file " + token + " -H 'Authorization: Bearer x'", "b\n");
   EXPECT_EQ(both.status, 2);

@@ -53,17 +53,28 @@ tl::expected<http::RequestFields, std::string> BearerTokenFile::operator()(const
                     static_cast<std::int64_t>(st.st_mtim.tv_sec) * 1'000'000'000 + st.st_mtim.tv_nsec};
   std::lock_guard lock(mu_);
   if (!stamp_ || *stamp_ != stamp) {
+    if (S_ISDIR(st.st_mode)) return tl::unexpected(flag + "is a directory");
     if (stamp.size > kMaxCredentialBytes) {
       return tl::unexpected(flag + "larger than " + std::to_string(kMaxCredentialBytes) + " bytes");
     }
+    // Read at most one byte more than the bound, whatever stat said: a device or a pipe
+    // (<(command)) has no size, and /dev/zero never ends.
     std::ifstream in(path_, std::ios::binary);
-    std::ostringstream text;
-    text << in.rdbuf();
     if (!in) return tl::unexpected(flag + "cannot read: " + std::strerror(errno));
-    std::string token = trim(text.str());
-    if (token.empty()) return tl::unexpected(flag + "the file is empty");
-    if (token.size() > kMaxCredentialBytes) {
+    std::string text(kMaxCredentialBytes + 1, '\0');
+    in.read(text.data(), static_cast<std::streamsize>(text.size()));
+    if (in.bad()) return tl::unexpected(flag + "cannot read: " + std::strerror(errno));
+    text.resize(static_cast<std::size_t>(in.gcount()));
+    if (text.size() > kMaxCredentialBytes) {
       return tl::unexpected(flag + "larger than " + std::to_string(kMaxCredentialBytes) + " bytes");
+    }
+    std::string token = trim(text);
+    if (token.empty()) return tl::unexpected(flag + "the file is empty");
+    for (const char c : token) {  // a header value cannot carry them (it would fail every attempt)
+      const auto byte = static_cast<unsigned char>(c);
+      if (byte < 0x21 || byte == 0x7F) {
+        return tl::unexpected(flag + "the token contains a space or a control character (CR, LF, NUL, ...)");
+      }
     }
     token_ = std::move(token);
     stamp_ = stamp;
