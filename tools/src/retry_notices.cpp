@@ -67,23 +67,31 @@ std::function<void()> ack_wait_notices(std::string prefix, bool quiet,
   };
 }
 
+namespace {
+
+/// RetryNotices behind a lock (hooks may run on several threads), printing to stderr.
+struct LockedNotices {
+  LockedNotices(std::string prefix, std::chrono::milliseconds interval) : notices{std::move(prefix), interval} {}
+  std::mutex mu;
+  RetryNotices notices;
+  bool terminal = ::isatty(2) != 0;
+
+  /// Prints `line` if any; on a terminal it first clears the progress line drawn there.
+  void print(const std::optional<std::string>& line) const {
+    if (line) std::fprintf(stderr, "%s%s\n", terminal ? "\r\x1b[K" : "", line->c_str());
+  }
+};
+
+}  // namespace
+
 EventOptions retry_notices(std::string prefix, bool quiet, std::chrono::milliseconds interval) {
   if (quiet) return {};
-  struct State {
-    State(std::string p, std::chrono::milliseconds i) : notices{std::move(p), i} {}
-    std::mutex mu;
-    RetryNotices notices;
-    bool terminal = ::isatty(2) != 0;
-  };
-  auto state = std::make_shared<State>(std::move(prefix), interval);
+  auto state = std::make_shared<LockedNotices>(std::move(prefix), interval);
   EventOptions options;
   options.min_level = EventLevel::warning;
   options.on_event = [state](const ProducerEvent& event) {
     std::lock_guard lock(state->mu);
-    if (auto line = state->notices.line_for(event, std::chrono::steady_clock::now())) {
-      // On a terminal, the line first clears the progress line that may be drawn there.
-      std::fprintf(stderr, "%s%s\n", state->terminal ? "\r\x1b[K" : "", line->c_str());
-    }
+    state->print(state->notices.line_for(event, std::chrono::steady_clock::now()));
   };
   return options;
 }
@@ -101,19 +109,11 @@ std::string read_retry_text(std::string_view what, const ds::ReadRetry& retry) {
 std::function<void(const ds::ReadRetry&)> read_retry_notices(std::string prefix, std::string what, bool quiet,
                                                              std::chrono::milliseconds interval) {
   if (quiet) return {};
-  struct State {
-    State(std::string p, std::chrono::milliseconds i) : notices{std::move(p), i} {}
-    std::mutex mu;
-    RetryNotices notices;
-    bool terminal = ::isatty(2) != 0;
-  };
-  auto state = std::make_shared<State>(std::move(prefix), interval);
+  auto state = std::make_shared<LockedNotices>(std::move(prefix), interval);
   return [state, what = std::move(what)](const ds::ReadRetry& r) {
     const std::string text = read_retry_text(what, r);
     std::lock_guard lock(state->mu);
-    if (auto line = state->notices.line_for(text, 1, std::chrono::steady_clock::now())) {
-      std::fprintf(stderr, "%s%s\n", state->terminal ? "\r\x1b[K" : "", line->c_str());  // as retry_notices
-    }
+    state->print(state->notices.line_for(text, 1, std::chrono::steady_clock::now()));
   };
 }
 
