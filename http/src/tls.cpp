@@ -31,10 +31,8 @@ bool peer_refused_handshake() {
     case SSL_AD_CERTIFICATE_UNKNOWN:
     case SSL_AD_UNKNOWN_CA:
     case SSL_AD_ACCESS_DENIED:
-    case SSL_AD_CERTIFICATE_REQUIRED:
-      return true;
-    default:
-      return false;
+    case SSL_AD_CERTIFICATE_REQUIRED: return true;
+    default: return false;
   }
 }
 
@@ -127,7 +125,8 @@ tl::expected<std::shared_ptr<const TlsContext>, std::string> TlsContext::create(
           why.find("interrupted or cancelled") != std::string::npos) {
         return tl::unexpected("tls.key_file: '" + key +
                               "' is encrypted, and encrypted keys are not supported (no passphrase is asked "
-                              "for): decrypt it first, e.g. openssl pkey -in KEY -out PLAIN.key (" + why + ")");
+                              "for): decrypt it first, e.g. openssl pkey -in KEY -out PLAIN.key (" +
+                              why + ")");
       }
       return tl::unexpected("tls.key_file: cannot load '" + key + "': " + why);
     }

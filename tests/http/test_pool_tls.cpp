@@ -236,8 +236,8 @@ TEST(TlsContextOptions, AnEncryptedKeyIsRefusedWithoutAskingForAPassphrase) {
   o.key_file = key_path;
   auto made = TlsContext::create(o);
   ASSERT_FALSE(made.has_value());
-  EXPECT_EQ(made.error().rfind("tls.key_file: '" + key_path + "' is encrypted, and encrypted keys are not supported", 0),
-            0U)
+  EXPECT_EQ(
+      made.error().rfind("tls.key_file: '" + key_path + "' is encrypted, and encrypted keys are not supported", 0), 0U)
       << made.error();
   std::remove(cert_path.c_str());
   std::remove(key_path.c_str());

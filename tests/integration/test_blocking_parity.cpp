@@ -7,8 +7,8 @@
 
 #include <atomic>
 #include <stdexcept>
-#include <thread>
 #include <string_view>
+#include <thread>
 #include <vector>
 
 #include "liveness.hpp"

@@ -210,9 +210,10 @@ TEST_F(CliProduction, BearerTokenFileRotatesDuringARun) {
   // read without end.
   const std::string crlf = temp_path("token-crlf");
   std::ofstream(crlf) << "tok\r\nX-Evil: 1\n";
-  for (const auto& [file, gist] : {std::pair<std::string, std::string>{crlf, "the token contains a space or a control character"},
-                                   {"/dev/zero", "larger than 65536 bytes"},
-                                   {"/tmp", "is a directory"}}) {
+  for (const auto& [file, gist] :
+       {std::pair<std::string, std::string>{crlf, "the token contains a space or a control character"},
+        {"/dev/zero", "larger than 65536 bytes"},
+        {"/tmp", "is a directory"}}) {
     const CliRun bad = prodsm("produce " + u + " -q " + ca() + " --bearer-token-file " + file, "b\n");
     EXPECT_EQ(bad.status, 2) << file << ": " << bad.err;
     EXPECT_NE(bad.err.find("--bearer-token-file '" + file + "': " + gist), std::string::npos) << bad.err;
@@ -251,9 +252,9 @@ TEST_F(CliProduction, HeaderCommandSuppliesTheHeaders) {
     std::string command;
     std::string gist;
   };
-  for (const Case& c :
-       {Case{"exit 7", "exited with status 7"}, Case{"true", "printed no 'Name: value' line"},
-        Case{"echo Producer-Seq: 3", "managed by the codec"}, Case{"echo not a header", "cannot be used as a header"}}) {
+  for (const Case& c : {Case{"exit 7", "exited with status 7"}, Case{"true", "printed no 'Name: value' line"},
+                        Case{"echo Producer-Seq: 3", "managed by the codec"},
+                        Case{"echo not a header", "cannot be used as a header"}}) {
     const CliRun bad = prodsm("produce " + u + " -q " + ca() + " --header-command '" + c.command + "'", "no\n");
     EXPECT_EQ(bad.status, 2) << c.command;
     EXPECT_NE(bad.err.find("--header-command: "), std::string::npos) << bad.err;

@@ -276,10 +276,9 @@ int run_produce(const ProduceOptions& o) {
       set_interrupt_message(kVerifyInterruptMessage);
       asio::SessionOptions verify_session = options.session;     // the run's TLS ...
       verify_session.header_provider = options.header_provider;  // ... and per-request headers
-      end.verify_problem =
-          verify_stream(producer->url(), io, verify_session, read_back, read_back_retries,
-                        file.is_open() ? o.input : std::string{}, o.producer.max_batch_bytes, end.input_records,
-                        produced);
+      end.verify_problem = verify_stream(producer->url(), io, verify_session, read_back, read_back_retries,
+                                         file.is_open() ? o.input : std::string{}, o.producer.max_batch_bytes,
+                                         end.input_records, produced);
       // A stream that held data before: the likely cause of a difference, which only --create rules out.
       if (end.verify_problem && !end.verify_problem->unread && !o.create && !o.resume) {
         end.verify_problem->message +=

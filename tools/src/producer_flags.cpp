@@ -36,7 +36,8 @@ void add_producer_flags(CLI::App& cmd, ProducerFlags& f) {
                      DurableStreamsPolicy::kMaxBatchBytesCap,
                      "Most bytes per batch, 3..67108864 (s2:// targets: 8..1048576)");
   add_decimal_option(cmd, "--max-in-flight", f.max_in_flight, 1, Bounds::kMaxInFlightCap,
-                     "Most batches in flight, 1..64 (default 5 with a producer id; 1 with --no-producer-id and for s2:// targets, unless given)");
+                     "Most batches in flight, 1..64 (default 5 with a producer id; 1 with --no-producer-id and for "
+                     "s2:// targets, unless given)");
   cmd.add_option("-H,--header", f.headers, "Extra request header 'Name: value' (repeatable)");
   cmd.add_option("--connection-mode", f.connection_mode,
                  "pipelined (one connection) or pool (one request per connection)")

@@ -95,6 +95,7 @@ std::string read_retry_text(std::string_view what, const ds::ReadRetry& retry);
 /// Without it a read-back that retries (up to --delivery-timeout-ms) or a `prodsm read`
 /// against a failing server says nothing until it ends.
 std::function<void(const ds::ReadRetry&)> read_retry_notices(std::string prefix, std::string what, bool quiet,
-                                                             std::chrono::milliseconds interval = std::chrono::seconds{1});
+                                                             std::chrono::milliseconds interval = std::chrono::seconds{
+                                                                 1});
 
 }  // namespace prodsm::tools

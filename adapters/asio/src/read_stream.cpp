@@ -83,8 +83,8 @@ void read_stream(const std::shared_ptr<Session>& session, const ds::StreamUrl& u
     ::asio::dispatch(session->strand(), [done = std::move(done), error]() { done(tl::unexpected(error)); });
     return;
   }
-  auto run = std::make_shared<ReadRun>(session, std::move(*reader), std::move(on_data), std::move(done),
-                                       std::move(on_retry));
+  auto run =
+      std::make_shared<ReadRun>(session, std::move(*reader), std::move(on_data), std::move(done), std::move(on_retry));
   ::asio::dispatch(session->strand(), [run] { run->step(); });
 }
 

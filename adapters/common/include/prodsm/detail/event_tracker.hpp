@@ -51,8 +51,7 @@ class EventTracker {
     if (s.retries_scheduled > retries_) {
       const std::uint64_t n = s.retries_scheduled - retries_;
       add(out, EventKind::retry, EventLevel::warning,
-          std::to_string(n) + (n == 1 ? " batch attempt" : " batch attempts") +
-              " failed and will be resent (E4)",
+          std::to_string(n) + (n == 1 ? " batch attempt" : " batch attempts") + " failed and will be resent (E4)",
           client.last_failure(), n);
       retries_ = s.retries_scheduled;
       remember_transport_failure(client.last_failure());

@@ -51,10 +51,10 @@ namespace prodsm::ds {
 /// A failed GET the read sends again (E4), as decided (StreamReader::last_retry): what
 /// a driver tells its caller so that a read that retries for minutes is not silent.
 struct ReadRetry {
-  Error failure;                ///< why the attempt failed (code, certainty, a message naming the stream)
-  std::string offset;           ///< the offset the retry reads from (opaque)
-  std::uint32_t attempt = 0;    ///< failed attempts at this offset so far, 1..retry.max_attempts - 1
-  Duration delay_ns{0};         ///< the wait before the retry goes out (0: at once, a lost connection)
+  Error failure;              ///< why the attempt failed (code, certainty, a message naming the stream)
+  std::string offset;         ///< the offset the retry reads from (opaque)
+  std::uint32_t attempt = 0;  ///< failed attempts at this offset so far, 1..retry.max_attempts - 1
+  Duration delay_ns{0};       ///< the wait before the retry goes out (0: at once, a lost connection)
 };
 
 /// What a read may do (every field bounded; validate() names the first bad one).
