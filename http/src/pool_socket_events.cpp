@@ -162,8 +162,8 @@ void Pool::on_eof(ConnectionId id, Instant now) {
       if (s.connection.state() == Connection::State::open && s.tls->state() == TlsEngine::State::open &&
           !s.tls->peer_closed() && s.connection.awaiting_response()) {
         s.connection.on_error(at,
-                              "the server closed the connection without TLS close_notify: the response may be cut "
-                              "short");
+                              "the server closed the connection before a complete response, without TLS "
+                              "close_notify (a response it ends may be cut short)");
         return;
       }
     }

@@ -210,15 +210,19 @@ TEST_F(CliProduction, BearerTokenFileRotatesDuringARun) {
   // read without end.
   const std::string crlf = temp_path("token-crlf");
   std::ofstream(crlf) << "tok\r\nX-Evil: 1\n";
+  const std::string long_token = temp_path("token-9k");
+  std::ofstream(long_token) << std::string(9000, 'a') << "\n";
   for (const auto& [file, gist] :
        {std::pair<std::string, std::string>{crlf, "the token contains a space or a control character"},
         {"/dev/zero", "larger than 65536 bytes"},
-        {"/tmp", "is a directory"}}) {
+        {"/tmp", "is a directory"},
+        {long_token, "the token is too long to send: more than 8192 bytes as written"}}) {
     const CliRun bad = prodsm("produce " + u + " -q " + ca() + " --bearer-token-file " + file, "b\n");
     EXPECT_EQ(bad.status, 2) << file << ": " << bad.err;
     EXPECT_NE(bad.err.find("--bearer-token-file '" + file + "': " + gist), std::string::npos) << bad.err;
   }
   std::remove(crlf.c_str());
+  std::remove(long_token.c_str());
   const CliRun both =
       prodsm("produce " + u + " -q " + ca() + " --bearer-token-file " + token + " -H 'Authorization: Bearer x'", "b\n");
   EXPECT_EQ(both.status, 2);
@@ -252,9 +256,10 @@ TEST_F(CliProduction, HeaderCommandSuppliesTheHeaders) {
     std::string command;
     std::string gist;
   };
-  for (const Case& c : {Case{"exit 7", "exited with status 7"}, Case{"true", "printed no 'Name: value' line"},
-                        Case{"echo Producer-Seq: 3", "managed by the codec"},
-                        Case{"echo not a header", "cannot be used as a header"}}) {
+  for (const Case& c :
+       {Case{"exit 7", "exited with status 7"}, Case{"true", "printed no 'Name: value' line"},
+        Case{"echo Producer-Seq: 3", "managed by the codec"}, Case{"echo not a header", "cannot be used as a header"},
+        Case{"seq -s a 3000 | sed s/^/X-Big:/", "printed too much to send: more than 8192 bytes"}}) {
     const CliRun bad = prodsm("produce " + u + " -q " + ca() + " --header-command '" + c.command + "'", "no\n");
     EXPECT_EQ(bad.status, 2) << c.command;
     EXPECT_NE(bad.err.find("--header-command: "), std::string::npos) << bad.err;

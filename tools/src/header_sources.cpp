@@ -17,6 +17,7 @@
 #include <thread>
 
 #include "interrupt.hpp"
+#include "prodsm/http/request_fields.hpp"
 #include "producer_flags.hpp"
 
 extern char** environ;
@@ -75,6 +76,11 @@ tl::expected<http::RequestFields, std::string> BearerTokenFile::operator()(const
       if (byte < 0x21 || byte == 0x7F) {
         return tl::unexpected(flag + "the token contains a space or a control character (CR, LF, NUL, ...)");
       }
+    }
+    // A request carries at most 8 KiB of provided headers: a longer token would fail
+    // every attempt until the delivery timeout.
+    if (auto why = http::check_extra_header_bounds({{"Authorization", "Bearer " + token}})) {
+      return tl::unexpected(flag + "the token is too long to send: " + *why);
     }
     token_ = std::move(token);
     stamp_ = stamp;
@@ -192,6 +198,8 @@ tl::expected<http::Headers, std::string> HeaderCommand::run() const {
     headers.push_back(std::move(*header));
   }
   if (headers.empty()) return tl::unexpected(std::string{"printed no 'Name: value' line"});
+  // A request carries at most 64 headers, 8 KiB as written: more would fail every attempt.
+  if (auto why = http::check_extra_header_bounds(headers)) return tl::unexpected("printed too much to send: " + *why);
   return headers;
 }
 
