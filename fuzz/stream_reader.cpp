@@ -260,7 +260,8 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size
   o.json = run.json && in.ConsumeBool();
   o.json_from_content_type = true;
   o.retry.max_attempts = in.ConsumeIntegralInRange<std::uint32_t>(1, 6);
-  o.retry.backoff_initial_ns = std::chrono::milliseconds{in.ConsumeIntegralInRange<int>(0, 20)};
+  o.retry.backoff_initial_ns =
+      std::chrono::microseconds{in.ConsumeIntegralInRange<int>(1, 20'000)};  // E4: at least 1 us
   o.retry.backoff_max_ns = std::chrono::milliseconds{50};
   o.max_requests = in.ConsumeIntegralInRange<std::uint64_t>(1, 64);
   o.max_bytes = in.ConsumeIntegralInRange<std::uint64_t>(1, 1 << 12);

@@ -84,18 +84,21 @@ std::function<void()> ack_wait_notices(std::string prefix, bool quiet,
 EventOptions retry_notices(std::string prefix, bool quiet,
                            std::chrono::milliseconds interval = std::chrono::seconds{1});
 
+/// How often a retry line may be printed at most, by default (ms).
+inline constexpr std::chrono::milliseconds kNoticeIntervalMs{1000};
+
 /// The text of a read's retry (without prefix): "warning retry: <what> at offset O failed
 /// and is sent again in N ms (E4, attempt K); cause: <error>" ("at once" for no wait).
 std::string read_retry_text(std::string_view what, const ds::ReadRetry& retry);
 
-/// A ds::ReadOptions::on_retry hook that prints a line per retry of a read to stderr, as
-/// retry_notices does for the appends (at most one per `interval`, the line saying how
-/// many retries came since the last one): "<prefix>: warning retry: <what> at offset O
-/// failed and is sent again in N ms (E4, attempt K); cause: <error>". `quiet`: no hook.
-/// Without it a read-back that retries (up to --delivery-timeout-ms) or a `prodsm read`
-/// against a failing server says nothing until it ends.
+/// A read retry handler (asio::ReadRetryHandler, blocking::ReadRetryHandler) that
+/// prints a line per retry of a read to stderr, as retry_notices does for the appends (at
+/// most one per `interval`, the line saying how many retries came since the last one):
+/// "<prefix>: warning retry: <what> at offset O failed and is sent again in N ms (E4,
+/// attempt K); cause: <error>". `quiet`: no handler. Without it a read-back that retries
+/// (up to --delivery-timeout-ms) or a `prodsm read` against a failing server says nothing
+/// until it ends.
 std::function<void(const ds::ReadRetry&)> read_retry_notices(std::string prefix, std::string what, bool quiet,
-                                                             std::chrono::milliseconds interval = std::chrono::seconds{
-                                                                 1});
+                                                             std::chrono::milliseconds interval = kNoticeIntervalMs);
 
 }  // namespace prodsm::tools
