@@ -16,7 +16,6 @@
 namespace prodsm::http {
 namespace {
 
-/// OpenSSL's error queue of this thread as one line (emptied).
 /// True when OpenSSL's first queued error is an alert the server sent refusing the
 /// handshake (our certificate, or the session itself): it processed no request. Peeks:
 /// the queue is left for openssl_errors().
@@ -42,6 +41,7 @@ int no_passphrase(char* /*buf*/, int /*size*/, int /*rwflag*/, void* /*userdata*
   return -1;
 }
 
+/// OpenSSL's error queue of this thread as one line (emptied).
 std::string openssl_errors() {
   std::string out;
   while (const unsigned long e = ERR_get_error()) {
@@ -102,15 +102,16 @@ tl::expected<std::shared_ptr<const TlsContext>, std::string> TlsContext::create(
     if (!o.ca_file.empty() && SSL_CTX_load_verify_file(ctx, o.ca_file.c_str()) != 1) {
       return tl::unexpected("tls.ca_file: cannot load '" + o.ca_file + "': " + openssl_errors());
     }
-    if (!o.ca_dir.empty()) {  // OpenSSL looks in it only at the handshake: a typo would fail there
+    if (!o.ca_dir.empty()) {
+      // OpenSSL looks in it only at the handshake: a typo would fail there.
       std::error_code ec;
       if (!std::filesystem::is_directory(o.ca_dir, ec)) {
         return tl::unexpected("tls.ca_dir: cannot use '" + o.ca_dir + "': " +
                               (std::filesystem::exists(o.ca_dir, ec) ? "not a directory" : "no such directory"));
       }
-    }
-    if (!o.ca_dir.empty() && SSL_CTX_load_verify_dir(ctx, o.ca_dir.c_str()) != 1) {
-      return tl::unexpected("tls.ca_dir: cannot use '" + o.ca_dir + "': " + openssl_errors());
+      if (SSL_CTX_load_verify_dir(ctx, o.ca_dir.c_str()) != 1) {
+        return tl::unexpected("tls.ca_dir: cannot use '" + o.ca_dir + "': " + openssl_errors());
+      }
     }
   }
   SSL_CTX_set_default_passwd_cb(ctx, no_passphrase);

@@ -13,12 +13,12 @@
 
 namespace prodsm::detail {
 
-/// The first field of `r` out of its range (E4, B3), named `<prefix>retry.<field>`
+/// The first field of `r` out of its range (E4, B3), named `retry.<field>`
 /// ("retry.backoff_multiplier: must be in 1.0..16.0 (got 100.000000)"), or nullopt. The
 /// Producer's and a catch-up read's (ds::ReadOptions) retry policies are held to it.
-inline std::optional<ConfigError> validate_retry_policy(const RetryPolicy& r, const std::string& prefix = {}) {
-  auto bad = [&prefix](const char* field, std::string reason) {
-    return std::optional<ConfigError>(ConfigError{prefix + "retry." + field, std::move(reason)});
+inline std::optional<ConfigError> validate_retry_policy(const RetryPolicy& r) {
+  auto bad = [](const char* field, std::string reason) {
+    return std::optional<ConfigError>(ConfigError{std::string("retry.") + field, std::move(reason)});
   };
   if (r.max_attempts < 1 || r.max_attempts > Bounds::kMaxAttemptsCap) {
     return bad("max_attempts", "must be in 1.." + std::to_string(Bounds::kMaxAttemptsCap) + " (got " +
