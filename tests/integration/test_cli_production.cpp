@@ -117,6 +117,50 @@ TEST_F(CliProduction, ClientCertificateForMutualTls) {
   EXPECT_EQ(client.read_all(p_mtls, false), "yes\n");
 }
 
+// The TLS flags are errors in the terms the user gave: a file that is not what the flag
+// needs is named by the flag (--cacert, --cert), not by the library's option
+// (session.tls.ca_file), for produce and read alike, exit 2 before anything is sent. A TLS
+// flag with a plain http:// URL (or S2 --endpoint) is refused: the run would send in
+// clear text what the user meant to protect.
+TEST_F(CliProduction, TlsFlagsAreNamedAsGivenAndNeedHttps) {
+  const std::string p_named = url("named");
+  TlsEndpoint endpoint;
+  const std::string u = endpoint.secure(p_named);
+  client.create(p_named, "application/octet-stream");
+  const std::string junk = temp_path("junk.pem");
+  write_file(junk, "not a certificate\n");
+  struct Case {
+    std::string args;
+    std::string expected;
+  };
+  const std::vector<Case> cases = {
+      {"--cacert " + junk, "--cacert: cannot load '" + junk + "'"},
+      {"--cert " + junk, "--cert: cannot load '" + junk + "'"},
+      {"--insecure " + ca(), "--insecure: verifies nothing, so --cacert and --capath would be ignored"},
+  };
+  for (const auto& c : cases) {
+    for (const auto& command : std::vector<std::string>{"produce " + u + " -q ", "read " + u + " "}) {
+      const CliRun bad = prodsm(command + c.args, "never\n");
+      EXPECT_EQ(bad.status, 2) << command << c.args << ": " << bad.err;
+      EXPECT_NE(bad.err.find(c.expected), std::string::npos) << bad.err;
+      EXPECT_EQ(bad.err.find("tls."), std::string::npos) << "the library's option name: " << bad.err;
+    }
+  }
+  const std::string plain = p_named;  // the same stream over http://
+  for (const auto& flag : std::vector<std::string>{ca(), "--capath /tmp", "--cert " + junk, "--insecure"}) {
+    for (const auto& command :
+         std::vector<std::string>{"produce " + plain + " -q ", "read " + plain + " ",
+                                  "produce s2://my-basin/stream --endpoint http://127.0.0.1:9 -q "}) {
+      const CliRun bad = prodsm(command + flag, "never\n");
+      EXPECT_EQ(bad.status, 2) << command << flag << ": " << bad.err;
+      EXPECT_NE(bad.err.find(": is for https:// URLs, and this one is http://"), std::string::npos) << bad.err;
+    }
+  }
+  EXPECT_EQ(client.read_all(p_named, false), "") << "nothing was sent";
+  EXPECT_EQ(prodsm("produce " + u + " -q " + ca(), "over tls\n").status, 0) << "the check is real: the flags work";
+  EXPECT_EQ(client.read_all(p_named, false), "over tls\n");
+}
+
 /// `prodsm produce URL <args>` reading a FIFO, driven line batch by line batch.
 class FifoRun {
  public:

@@ -265,7 +265,7 @@ int run_bench_s2(const BenchOptions& o) {
   IoRunner runner;
   auto producer = asio::S2Producer::create(runner.io.get_executor(), options);
   if (!producer) {
-    std::fprintf(stderr, "prodsm bench: %s\n", producer.error().c_str());
+    std::fprintf(stderr, "prodsm bench: %s\n", in_flag_terms(producer.error()).c_str());
     return kExitBadInput;
   }
   if (o.create) {
@@ -310,7 +310,7 @@ int run_bench(const BenchOptions& o) {
 
   auto producer = asio::Producer::create(io.get_executor(), options);
   if (!producer) {
-    std::fprintf(stderr, "prodsm bench: %s\n", producer.error().c_str());
+    std::fprintf(stderr, "prodsm bench: %s\n", in_flag_terms(producer.error()).c_str());
     return kExitBadInput;
   }
   if (o.record_bytes > o.producer.max_batch_bytes) {

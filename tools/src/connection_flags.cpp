@@ -2,6 +2,8 @@
 #include "connection_flags.hpp"
 
 #include <memory>
+#include <string_view>
+#include <utility>
 
 #include "header_sources.hpp"
 #include "prodsm/http/detail/text.hpp"
@@ -25,9 +27,22 @@ void add_connection_flags(CLI::App& cmd, ConnectionFlags& f) {
       ->capture_default_str();
 }
 
-std::optional<std::string> apply_connection_flags(const ConnectionFlags& f, http::TransportOptions& transport,
-                                                  HeaderProvider& provider, const std::vector<FixedHeader>& fixed,
-                                                  http::HeaderRule rule) {
+std::optional<std::string> apply_connection_flags(const ConnectionFlags& f, bool https,
+                                                  http::TransportOptions& transport, HeaderProvider& provider,
+                                                  const std::vector<FixedHeader>& fixed, http::HeaderRule rule) {
+  if (!https) {
+    for (const auto& [given, flag] : {std::pair{!f.cacert.empty(), "--cacert"},
+                                      {!f.capath.empty(), "--capath"},
+                                      {!f.cert.empty(), "--cert"},
+                                      {!f.key.empty(), "--key"},
+                                      {f.insecure, "--insecure"}}) {
+      if (given) {
+        return std::string{flag} +
+               ": is for https:// URLs, and this one is http:// (the run would send in clear text); use "
+               "https:// or leave the flag out";
+      }
+    }
+  }
   transport.tls.ca_file = f.cacert;
   transport.tls.ca_dir = f.capath;
   transport.tls.cert_file = f.cert;
@@ -60,6 +75,28 @@ std::optional<std::string> apply_connection_flags(const ConnectionFlags& f, http
     provider = [source](const http::RequestInfo& r) { return (*source)(r); };
   }
   return std::nullopt;
+}
+
+std::string in_flag_terms(std::string message) {
+  // The longer names first: "session.tls.ca_file" before "tls.ca_file".
+  static constexpr std::pair<std::string_view, std::string_view> kNames[] = {
+      {"session.tls.ca_file", "--cacert"},
+      {"session.tls.ca_dir", "--capath"},
+      {"session.tls.cert_file", "--cert"},
+      {"session.tls.key_file", "--key"},
+      {"session.tls.insecure", "--insecure"},
+      {"tls.ca_file", "--cacert"},
+      {"tls.ca_dir", "--capath"},
+      {"tls.cert_file", "--cert"},
+      {"tls.key_file", "--key"},
+      {"tls.insecure", "--insecure"},
+  };
+  for (const auto& [name, flag] : kNames) {
+    for (auto at = message.find(name); at != std::string::npos; at = message.find(name, at + flag.size())) {
+      message.replace(at, name.size(), flag);
+    }
+  }
+  return message;
 }
 
 }  // namespace prodsm::tools

@@ -42,13 +42,22 @@ struct FixedHeader {
 /// Registers the flags above on `cmd`.
 void add_connection_flags(CLI::App& cmd, ConnectionFlags& flags);
 
-/// Fills `transport.tls` and `provider` from `flags`. `fixed` are the headers every
+/// Fills `transport.tls` and `provider` from `flags`. `https`: the connections go to an
+/// https:// URL; TLS flags (--cacert, --capath, --cert, --key, --insecure) with a plain
+/// http:// one are refused, since the run would send in clear text what the user meant to
+/// protect. `fixed` are the headers every
 /// request carries already (-H, a token from the environment): a name both fixed and
 /// provided is refused here, naming both sources (it would fail every request). The token file is read, the header
 /// command run, once here, so a broken one fails before anything is sent; its headers are checked with `rule`, the
 /// target protocol's rule on provided headers. Returns the message naming the bad flag, or nullopt.
-std::optional<std::string> apply_connection_flags(const ConnectionFlags& flags, http::TransportOptions& transport,
-                                                  HeaderProvider& provider, const std::vector<FixedHeader>& fixed,
+std::optional<std::string> apply_connection_flags(const ConnectionFlags& flags, bool https,
+                                                  http::TransportOptions& transport, HeaderProvider& provider,
+                                                  const std::vector<FixedHeader>& fixed,
                                                   http::HeaderRule rule = &ds::check_extra_header);
+
+/// `message` — an error of a session or producer made with these flags — with the
+/// library's TLS option names put as the flags that set them ("session.tls.ca_file: cannot
+/// load ..." -> "--cacert: cannot load ..."), so the user reads the flag they gave.
+std::string in_flag_terms(std::string message);
 
 }  // namespace prodsm::tools

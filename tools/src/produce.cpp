@@ -101,7 +101,7 @@ int run_produce(const ProduceOptions& o) {
 
   auto producer = asio::Producer::create(io.get_executor(), options);
   if (!producer) {
-    std::fprintf(stderr, "prodsm produce: %s\n", producer.error().c_str());
+    std::fprintf(stderr, "prodsm produce: %s\n", in_flag_terms(producer.error()).c_str());
     return kExitBadInput;
   }
   ds::RequestOptions request_options;

@@ -79,7 +79,7 @@ int run_produce_s2(const S2ProduceArgs& a) {
 
   auto producer = asio::S2Producer::create(io.get_executor(), options);
   if (!producer) {
-    std::fprintf(stderr, "prodsm produce: %s\n", producer.error().c_str());
+    std::fprintf(stderr, "prodsm produce: %s\n", in_flag_terms(producer.error()).c_str());
     return kExitBadInput;
   }
   if (a.create) {

@@ -1,6 +1,8 @@
 // SPDX-License-Identifier: Apache-2.0
 #include "producer_flags.hpp"
 
+#include "prodsm/http/detail/text.hpp"
+
 #include <unistd.h>
 
 #include <cstdio>
@@ -122,7 +124,8 @@ std::optional<std::string> apply_producer_flags(const ProducerFlags& f, asio::Pr
   }
   std::vector<FixedHeader> fixed;
   for (const auto& h : options.extra_headers) fixed.push_back({h.name, "-H"});
-  return apply_connection_flags(f.connection, options.session, options.header_provider, fixed);
+  return apply_connection_flags(f.connection, http::detail::istarts_with(options.url, "https://"), options.session,
+                                options.header_provider, fixed);
 }
 
 tl::expected<ds::Header, std::string> parse_header_flag(const std::string& text, http::HeaderRule rule) {

@@ -143,7 +143,8 @@ int run_read(const ReadOptions& o) {
   asio::SessionOptions session_options;
   std::vector<FixedHeader> fixed;
   for (const auto& h : read.request.extra_headers) fixed.push_back({h.name, "-H"});
-  if (auto why = apply_connection_flags(o.connection, session_options, session_options.header_provider, fixed)) {
+  if (auto why =
+          apply_connection_flags(o.connection, url->tls, session_options, session_options.header_provider, fixed)) {
     std::fprintf(stderr, "prodsm read: %s\n", why->c_str());
     return kExitBadInput;
   }
@@ -161,7 +162,7 @@ int run_read(const ReadOptions& o) {
   auto session = asio::Session::create(io.get_executor(), *url, session_options);
   if (!session) {
     runner.join();
-    std::fprintf(stderr, "prodsm read: %s\n", session.error().c_str());
+    std::fprintf(stderr, "prodsm read: %s\n", in_flag_terms(session.error()).c_str());
     return kExitBadInput;
   }
   // JSON streams (--json, or a stream whose Content-Type is JSON: ReadChunk::json) print

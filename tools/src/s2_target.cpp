@@ -92,7 +92,7 @@ std::optional<std::string> apply_s2_flags(const S2Target& target, const S2Flags&
   std::vector<FixedHeader> fixed;
   for (const auto& h : options.extra_headers) fixed.push_back({h.name, "-H"});
   if (!options.access_token.empty()) fixed.push_back({"Authorization", "S2_ACCESS_TOKEN"});
-  return apply_connection_flags(f.connection, options.session, options.header_provider, fixed,
+  return apply_connection_flags(f.connection, options.endpoint.tls, options.session, options.header_provider, fixed,
                                 &s2::check_provided_header);
 }
 
