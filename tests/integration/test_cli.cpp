@@ -266,13 +266,20 @@ TEST_F(Cli, JsonConflictingWithANonJsonContentTypeIsRefused) {
 }
 
 // E2: a 404 is definite, and the CLI names the URL (the server's answer does not) and
-// the way out.
+// the way out, as --resume does when it reads the stream back.
 TEST_F(Cli, MissingStreamIsAServerFailure) {
   const std::string u = url("missing");
   const CliRun r = prodsm("produce " + u, "x\n");
   EXPECT_EQ(r.status, 3);
   EXPECT_NE(r.err.find("not_found (definite)"), std::string::npos) << r.err;
   EXPECT_NE(r.err.find("there is no stream at " + u + ": create it with --create"), std::string::npos) << r.err;
+  const CliRun resumed = prodsm("produce " + u + " --resume", "x\n");  // the read back finds no stream
+  EXPECT_EQ(resumed.status, 3);
+  EXPECT_NE(resumed.err.find("--resume: there is no stream at " + u + ": add --create"), std::string::npos)
+      << resumed.err;
+  const CliRun created = prodsm("produce " + u + " --resume --create -q", "x\n");  // the way out works
+  EXPECT_EQ(created.status, 0) << created.err;
+  EXPECT_EQ(client.read_all(u, false), "x\n");
 }
 
 // E1, S6: when the final flush fails after a bad line, the message says so and names

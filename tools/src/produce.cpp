@@ -160,6 +160,12 @@ int run_produce(const ProduceOptions& o) {
       }
       std::fprintf(stderr, "prodsm produce: --resume: reading the stream failed: %s\n",
                    r.outcome.error().describe().c_str());
+      if (r.outcome.error().code == ErrorCode::not_found) {  // as a 404 on append: which stream, the way out
+        std::fprintf(stderr,
+                     "prodsm produce: --resume: there is no stream at %s: add --create to start it (a created "
+                     "stream is resumed from its start), or check the URL's path; nothing was appended\n",
+                     o.url.c_str());
+      }
       return kExitServerError;
     }
     if (auto ready = p->finish_spool(); !ready) {
