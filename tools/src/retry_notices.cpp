@@ -100,7 +100,7 @@ std::string read_retry_text(std::string_view what, const ds::ReadRetry& retry) {
   const auto ms = std::chrono::duration_cast<std::chrono::milliseconds>(retry.delay_ns).count();
   std::string text = "warning retry: ";
   text += what;
-  text += " at offset " + std::string(retry.offset) + " failed and is sent again " +
+  text += " at offset " + retry.offset + " failed and is sent again " +
           (ms == 0 ? std::string{"at once"} : "in " + std::to_string(ms) + " ms") + " (E4, attempt " +
           std::to_string(retry.attempt) + "); cause: " + retry.failure.describe();
   return text;
