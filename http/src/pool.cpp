@@ -66,11 +66,18 @@ std::optional<std::string> TransportOptions::validate() const {
   if (!duration_in(stall.initial_ns, stall.min_ns, 10min)) {
     return duration_range_text("stall.initial_ns", "stall.min_ns..10 min", stall.initial_ns);
   }
-  if (response_limits.max_header_bytes < 256 || response_limits.max_headers < 8 ||
-      response_limits.max_body_bytes < 1024) {
-    return "response_limits: header bytes >= 256, headers >= 8, body bytes >= 1024 (got " +
-           std::to_string(response_limits.max_header_bytes) + ", " + std::to_string(response_limits.max_headers) +
-           ", " + std::to_string(response_limits.max_body_bytes) + ")";
+  const ResponseLimits& r = response_limits;
+  if (r.max_header_bytes < ResponseLimits::kMinHeaderBytes || r.max_header_bytes > ResponseLimits::kMaxHeaderBytes) {
+    return in_range_text("response_limits.max_header_bytes", ResponseLimits::kMinHeaderBytes,
+                         ResponseLimits::kMaxHeaderBytes, r.max_header_bytes);
+  }
+  if (r.max_headers < ResponseLimits::kMinHeaders || r.max_headers > ResponseLimits::kMaxHeaders) {
+    return in_range_text("response_limits.max_headers", ResponseLimits::kMinHeaders, ResponseLimits::kMaxHeaders,
+                         r.max_headers);
+  }
+  if (r.max_body_bytes < ResponseLimits::kMinBodyBytes || r.max_body_bytes > ResponseLimits::kMaxBodyBytes) {
+    return in_range_text("response_limits.max_body_bytes", ResponseLimits::kMinBodyBytes, ResponseLimits::kMaxBodyBytes,
+                         r.max_body_bytes);
   }
   if (max_queued_requests < 1 || max_queued_requests > 65536) {
     return in_range_text("max_queued_requests", 1, 65536, max_queued_requests);

@@ -502,8 +502,21 @@ TEST(HttpPool, ValidateNamesTheBadField) {
   EXPECT_EQ(bad([](PoolOptions& o) { o.transport.idle_reuse_limit_ns = -1ns; }).rfind("idle_reuse_limit_ns: ", 0), 0U);
   EXPECT_EQ(bad([](PoolOptions& o) { o.transport.stall.min_ns = 50us; }).rfind("stall.min_ns: ", 0), 0U);
   EXPECT_EQ(bad([](PoolOptions& o) { o.transport.stall.initial_ns = 1ms; }).rfind("stall.initial_ns: ", 0), 0U);
-  EXPECT_EQ(
-      bad([](PoolOptions& o) { o.transport.response_limits.max_header_bytes = 10; }).rfind("response_limits: ", 0), 0U);
+  EXPECT_EQ(bad([](PoolOptions& o) { o.transport.response_limits.max_header_bytes = 10; }),
+            "response_limits.max_header_bytes: must be in 256..1048576 (got 10)");
+  EXPECT_EQ(bad([](PoolOptions& o) { o.transport.response_limits.max_headers = 1025; }),
+            "response_limits.max_headers: must be in 8..1024 (got 1025)");
+  EXPECT_EQ(bad([](PoolOptions& o) {
+              o.transport.response_limits.max_body_bytes = SIZE_MAX;
+            }).rfind("response_limits.max_body_bytes: must be in 1024..1073741824 (got ", 0),
+            0U);
+  EXPECT_EQ(bad([](PoolOptions& o) {
+              o.transport.response_limits.max_header_bytes = ResponseLimits::kMaxHeaderBytes;
+              o.transport.response_limits.max_headers = ResponseLimits::kMinHeaders;
+              o.transport.response_limits.max_body_bytes = ResponseLimits::kMaxBodyBytes;
+            }),
+            "")
+      << "the ends of the ranges are valid";
   EXPECT_EQ(bad([](PoolOptions& o) { o.transport.max_queued_requests = 0; }),
             "max_queued_requests: must be in 1..65536 (got 0)");
   EXPECT_EQ(bad([](PoolOptions& o) { o.transport.mode = static_cast<ConnectionMode>(7); }).rfind("mode: ", 0), 0U);

@@ -25,11 +25,20 @@ struct Header {
 /// Header fields in order; duplicates are kept.
 using Headers = std::vector<Header>;
 
-/// Bounds on what one response may use (R3). Exceeding one is a protocol_error.
+/// Bounds on what one response may use (R3). Exceeding one is a protocol_error. A Pool
+/// (PoolOptions::validate) takes each within the k-ranges below and names the field that
+/// is not ("response_limits.max_body_bytes: must be in 1024..1073741824 (got 0)"); the
+/// parser alone takes any values.
 struct ResponseLimits {
-  std::size_t max_header_bytes = 16 * 1024;          ///< status line + all headers, bytes
-  std::size_t max_headers = 64;                      ///< header fields
-  std::size_t max_body_bytes = 64ULL * 1024 * 1024;  ///< decoded body, bytes
+  std::size_t max_header_bytes = 16 * 1024;            ///< status line + all headers, bytes; 256..1 MiB
+  std::size_t max_headers = 64;                        ///< header fields; 8..1024
+  std::size_t max_body_bytes = 64ULL * 1024 * 1024;    ///< decoded body, bytes; 1 KiB..1 GiB (a streamed body: none)
+  static constexpr std::size_t kMinHeaderBytes = 256;  ///< smallest max_header_bytes, bytes
+  static constexpr std::size_t kMaxHeaderBytes = 1024 * 1024;          ///< largest max_header_bytes, bytes
+  static constexpr std::size_t kMinHeaders = 8;                        ///< smallest max_headers
+  static constexpr std::size_t kMaxHeaders = 1024;                     ///< largest max_headers
+  static constexpr std::size_t kMinBodyBytes = 1024;                   ///< smallest max_body_bytes, bytes
+  static constexpr std::size_t kMaxBodyBytes = 1024ULL * 1024 * 1024;  ///< largest max_body_bytes, bytes
 };
 
 /// One parsed response.

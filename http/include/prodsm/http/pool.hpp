@@ -108,7 +108,7 @@ struct TransportOptions {
   Duration idle_reuse_limit_ns = std::chrono::seconds{4};
   /// Stall detection for retry_safe requests.
   StallDetection stall{};
-  /// Bounds on each response (R3).
+  /// Bounds on each response (R3), each within its range (ResponseLimits::kMin*/kMax*).
   ResponseLimits response_limits{};
   /// Most requests waiting in the pool for a connection (R3), 1..65536. Default 4096.
   std::uint32_t max_queued_requests = 4096;
