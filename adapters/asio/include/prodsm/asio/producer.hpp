@@ -113,6 +113,11 @@ class Producer {
                                                                   ProducerOptions options);
   /// Creates a producer attached to `session` (C4: close() leaves it open). The
   /// session must talk to the URL's host and port.
+  /// Errors: "session: null"; "session: it is closed ..." (attach to an open one);
+  /// "header_provider: ..." (set: an attached producer uses its session's); an invalid
+  /// option as create() names it, checked against the session's transport (its mode and
+  /// stall detection, e.g. plain appends with more than one in flight over pooled
+  /// connections, E4); "url: HOST:PORT is not the session's server ...".
   [[nodiscard]] static tl::expected<Producer, std::string> attach(std::shared_ptr<Session> session,
                                                                   ProducerOptions options);
 

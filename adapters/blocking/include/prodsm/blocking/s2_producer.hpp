@@ -90,6 +90,12 @@ class S2Producer {
   [[nodiscard]] static tl::expected<S2Producer, std::string> create(S2ProducerOptions options);
   /// Creates a producer attached to `session` (C4: close() leaves it open). The session
   /// must talk to the endpoint's host and port.
+  /// Errors: "session: null"; "session: it is closed ..." (attach to an open one);
+  /// "header_provider: ..." (set: an attached producer uses its session's); an invalid
+  /// option as create() names it, checked against the session's transport
+  /// (s2::validate_attached: "session.<field>: ...", e.g. more than one append in flight
+  /// outside pipelined mode, or stall detection with match_seq_num);
+  /// "endpoint: HOST:PORT is not the session's server ...".
   [[nodiscard]] static tl::expected<S2Producer, std::string> attach(std::shared_ptr<Session> session,
                                                                     S2ProducerOptions options);
 
