@@ -161,6 +161,30 @@ TEST_F(CliProduction, TlsFlagsAreNamedAsGivenAndNeedHttps) {
   EXPECT_EQ(client.read_all(p_named, false), "over tls\n");
 }
 
+// An http:// URL at a port that speaks TLS: the TLS server closes each connection without
+// answering (Node's does), which alone reads as a flaky server retried until the delivery
+// timeout. A run that had no answer at all says what to check. A refused connection (no
+// server) gets no such hint.
+TEST_F(CliProduction, PlainHttpAtATlsPortIsHinted) {
+  const std::string p_hint = url("hint");
+  TlsEndpoint endpoint;
+  std::string plain = endpoint.secure(p_hint);
+  plain.replace(0, 5, "http");  // https://... -> http://...
+  const std::string hint = "the server closed the connection without answering: if it speaks TLS at this port";
+  const std::string bounds = " --delivery-timeout-ms 2000 --max-attempts 3 ";
+  for (const auto& command :
+       std::vector<std::string>{"produce " + plain + " -q --create" + bounds, "produce " + plain + " -q" + bounds,
+                                "read " + plain + " --max-attempts 3"}) {
+    const CliRun r = prodsm(command, "x\n");
+    EXPECT_EQ(r.status, 3) << command << ": " << r.err;
+    EXPECT_NE(r.err.find(hint), std::string::npos) << command << ": " << r.err;
+  }
+  const CliRun refused = prodsm("produce http://127.0.0.1:9/none -q" + bounds, "x\n");
+  EXPECT_EQ(refused.status, 3) << refused.err;
+  EXPECT_NE(refused.err.find("unavailable"), std::string::npos) << refused.err;
+  EXPECT_EQ(refused.err.find(hint), std::string::npos) << refused.err;
+}
+
 /// `prodsm produce URL <args>` reading a FIFO, driven line batch by line batch.
 class FifoRun {
  public:

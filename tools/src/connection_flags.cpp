@@ -99,4 +99,17 @@ std::string in_flag_terms(std::string message) {
   return message;
 }
 
+std::string plain_http_at_tls_port_hint(std::string_view url, const Error& error) {
+  // A delivery timeout names the last failure it retried.
+  const bool lost =
+      error.code == ErrorCode::connection_lost ||
+      (error.code == ErrorCode::delivery_timeout && error.message.find("connection_lost") != std::string::npos);
+  if (!http::detail::istarts_with(url, "http://") || !lost ||
+      error.message.find("the server closed the connection") == std::string::npos ||
+      error.message.find("after an earlier response") != std::string::npos) {
+    return {};
+  }
+  return "the server closed the connection without answering: if it speaks TLS at this port, use https://";
+}
+
 }  // namespace prodsm::tools

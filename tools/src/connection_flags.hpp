@@ -60,4 +60,12 @@ std::optional<std::string> apply_connection_flags(const ConnectionFlags& flags, 
 /// load ..." -> "--cacert: cannot load ..."), so the user reads the flag they gave.
 std::string in_flag_terms(std::string message);
 
+/// "the server closed the connection without answering: if it speaks TLS at this port,
+/// use https://" when `error` — the last of a run that had no response at all — is a
+/// connection the server closed before answering (or a delivery timeout whose last retried
+/// failure was) and `url` is a plain http:// one (a TLS
+/// server closes a connection that starts with a plain HTTP request; Node's answers
+/// nothing, where nginx and Go answer 400); otherwise empty.
+std::string plain_http_at_tls_port_hint(std::string_view url, const Error& error);
+
 }  // namespace prodsm::tools

@@ -5,6 +5,7 @@
 #include <string>
 
 #include "commands.hpp"
+#include "connection_flags.hpp"
 #include "figures.hpp"
 #include "input.hpp"
 #include "interrupt.hpp"
@@ -115,6 +116,11 @@ int report_produce_end(ProduceEnd& end, const ProducerAdapterStats& stats) {
   if (end.failure) {
     name_retry_flags(*end.failure, f);
     std::fprintf(stderr, "prodsm produce: %s\n", end.failure->describe().c_str());
+    if (stats.core.records_succeeded == 0) {  // nothing was ever answered
+      if (const auto hint = plain_http_at_tls_port_hint(end.url, *end.failure); !hint.empty()) {
+        std::fprintf(stderr, "prodsm produce: %s\n", hint.c_str());
+      }
+    }
     if (end.failure->certainty == Certainty::indefinite && end.records > stats.core.records_succeeded) {
       // E2: sent, outcome unknown. Sending the unacknowledged tail again could double it;
       // --resume reads what the stream holds and appends exactly the rest, and the same

@@ -208,6 +208,9 @@ int run_read(const ReadOptions& o) {
   if (!r.outcome) {
     const ds::ReadError& e = r.outcome.error();
     std::fprintf(stderr, "prodsm read: %s\n", e.describe().c_str());
+    if (const auto hint = plain_http_at_tls_port_hint(o.url, e); !hint.empty() && out.written() == 0) {
+      std::fprintf(stderr, "prodsm read: %s\n", hint.c_str());
+    }
     if (e.failure == ds::ReadFailure::timeout) {
       std::fprintf(stderr, "prodsm read: the read did not finish within --timeout-ms (%llu ms)\n",
                    static_cast<unsigned long long>(o.timeout_ms));

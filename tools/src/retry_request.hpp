@@ -22,6 +22,7 @@
 #include <tl/expected.hpp>
 
 #include "commands.hpp"
+#include "connection_flags.hpp"
 #include "interrupt.hpp"
 #include "prodsm/config.hpp"
 #include "prodsm/detail/backoff.hpp"
@@ -82,6 +83,9 @@ inline int report_create_failure(const std::string& target, const Error& error) 
   }
   std::fprintf(stderr, "prodsm produce: creating %s failed: %s; nothing was appended\n", target.c_str(),
                error.describe().c_str());
+  if (const auto hint = plain_http_at_tls_port_hint(target, error); !hint.empty()) {
+    std::fprintf(stderr, "prodsm produce: %s\n", hint.c_str());
+  }
   return kExitServerError;
 }
 
