@@ -3,8 +3,10 @@
 // a hang or a sanitizer finding, and:
 //  - mode 0: bytes as HTTP/1.1 responses (arbitrary chunking, pipelined), each complete
 //    one classified as an append, read, tail check and stream creation; every error has a
-//    message and its HTTP status; a 412 is always a definite condition_failed (E3); a
-//    retryable error is unavailable or, at a 408, request_timeout; an ack always has start and end;
+//    message and its HTTP status; a 412 is always a definite condition_failed (E3), or,
+//    classified with the append's match_seq_num, a definite sequence_gap whose tail is
+//    below it (S4); a retryable error is unavailable or, at a 408, request_timeout; an ack
+//    always has start and end;
 //  - mode 1: bytes as protobuf AppendAck / ReadBatch / AppendInput under random limits;
 //    a decoded AppendInput re-encodes to bytes that decode to the same input, and a
 //    decoded AppendAck re-encodes to bytes that decode to the same ack;
@@ -12,6 +14,9 @@
 //    accepts is rebuilt byte for byte by frame_record from its parts, and its meter is
 //    S2's (7 + size).
 #include <fuzzer/FuzzedDataProvider.h>
+
+#include <cstdint>
+#include <optional>
 
 #include "prodsm/http/response_parser.hpp"
 #include "prodsm/s2/http_codec.hpp"
@@ -24,12 +29,16 @@ using prodsm::ErrorCode;
 
 namespace {
 
-void check_error(const Error& e, const prodsm::http::Response& r) {
+/// `match`: the match_seq_num the append was told it carried (classify_append), or none.
+void check_error(const Error& e, const prodsm::http::Response& r, std::optional<std::uint64_t> match = std::nullopt) {
   if (e.message.empty()) __builtin_trap();  // an error always says why
   if (e.code != ErrorCode::internal && e.http_status != r.status && r.status >= 0 && r.status <= 0xFFFF) {
     __builtin_trap();
   }
-  if (r.status == 412 && (e.code != ErrorCode::condition_failed || e.certainty != Certainty::definite)) {
+  // A 412 is a condition failure, or (S4) a gap: a tail below the append's match_seq_num.
+  const bool gap = e.code == ErrorCode::sequence_gap;
+  if (gap && (!match || r.status != 412 || e.expected_seq >= *match || e.received_seq != *match)) __builtin_trap();
+  if (r.status == 412 && ((e.code != ErrorCode::condition_failed && !gap) || e.certainty != Certainty::definite)) {
     __builtin_trap();
   }
   // Retryable: unavailable, or request_timeout (only for a 408).
@@ -38,13 +47,16 @@ void check_error(const Error& e, const prodsm::http::Response& r) {
   if (e.retry_after_ns && (!e.retryable || e.retry_after_ns->count() < 0)) __builtin_trap();
 }
 
-void classify_all(const prodsm::http::Response& r) {
+void classify_all(const prodsm::http::Response& r, std::uint64_t match) {
   const auto ack = s2::classify_append(r);
   if (ack) {
     if (r.status != 200) __builtin_trap();
   } else {
     check_error(ack.error(), r);
   }
+  const auto stamped = s2::classify_append(r, match);  // the same, or a gap (S4)
+  if (stamped.has_value() != ack.has_value()) __builtin_trap();
+  if (!stamped) check_error(stamped.error(), r, match);
   const auto read = s2::classify_read(r);
   if (!read) check_error(read.error(), r);
   const auto tail = s2::classify_check_tail(r);
@@ -57,6 +69,7 @@ void responses(FuzzedDataProvider& in) {
   prodsm::http::ResponseLimits limits;
   limits.max_body_bytes = 1 << 16;
   const std::size_t chunk = in.ConsumeIntegralInRange<std::size_t>(1, 64);
+  const auto match = in.ConsumeIntegral<std::uint64_t>();  // the match_seq_num an append carried
   const std::string bytes = in.ConsumeRemainingBytesAsString();
   prodsm::http::ResponseParser parser(limits);
   parser.reset(false);
@@ -67,7 +80,7 @@ void responses(FuzzedDataProvider& in) {
     const std::size_t used = parser.feed(std::span<const char>(bytes.data() + offset, n));
     offset += used;
     if (parser.state() == prodsm::http::ResponseParser::State::complete) {
-      classify_all(parser.take_response());
+      classify_all(parser.take_response(), match);
       ++count;
       parser.reset(false);
     } else if (parser.state() == prodsm::http::ResponseParser::State::failed || used == 0) {
@@ -75,7 +88,7 @@ void responses(FuzzedDataProvider& in) {
     }
   }
   parser.finish_eof();
-  if (parser.state() == prodsm::http::ResponseParser::State::complete) classify_all(parser.take_response());
+  if (parser.state() == prodsm::http::ResponseParser::State::complete) classify_all(parser.take_response(), match);
 }
 
 void messages(FuzzedDataProvider& in) {

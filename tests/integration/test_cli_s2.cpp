@@ -168,6 +168,36 @@ TEST_F(CliS2, AStaleMatchSeqNumExits3WithTheStreamsTail) {  // E3
   EXPECT_EQ(bodies(stream), (std::vector<std::string>{"a", "b", "c", "d"}));
 }
 
+// S4 on S2: with --match-seq-num and appends pipelined, each refused append (429, 503,
+// a dropped connection, nothing applied) makes the appends behind it meet
+// seq_num_mismatch with a tail below their start; they wait and are resent after it, so
+// the run ends with every line once and in order instead of exit 3 at the first 429.
+TEST_F(CliS2, PipelinedAppendsBehindARefusedOneAreResentInOrder) {
+  std::string stream;
+  const std::string t = target("gaps", stream);
+  ASSERT_TRUE(test::create_s2_stream(control_, server().endpoint(), stream));
+  const std::string spacer = R"({"kind":"delay","delay_ms":0,"count":7,"stream":")" + stream + R"("})";
+  const std::string on = R"(,"stream":")" + stream + R"("})";
+  std::string faults = "[" + spacer;
+  for (const std::string fault :
+       {R"({"kind":"error_before_commit","status":429,"code":"rate_limited")",
+        R"({"kind":"error_before_commit","status":503,"code":"unavailable")", R"({"kind":"drop_before_commit")",
+        R"({"kind":"error_before_commit","status":429,"code":"rate_limited","count":2)"}) {
+    faults += "," + fault + on + "," + spacer;
+  }
+  faults += "]";
+  ASSERT_TRUE(test::inject_s2_faults(control_, server().endpoint(), faults));
+  std::string input;
+  std::vector<std::string> lines;
+  for (int i = 1; i <= 3000; ++i) {
+    lines.push_back(std::to_string(i));
+    input += lines.back() + "\n";
+  }
+  const CliRun r = prodsm("produce " + t + " --match-seq-num 0 --max-in-flight 4 --max-batch-bytes 256", input);
+  EXPECT_EQ(r.status, 0) << r.err;
+  EXPECT_EQ(bodies(stream), lines);
+}
+
 TEST_F(CliS2, AStreamFencedWithAnotherTokenExits3) {  // E3
   std::string stream;
   const std::string t = target("fence", stream);

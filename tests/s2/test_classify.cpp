@@ -84,6 +84,33 @@ TEST(E3, SeqNumMismatchIsConditionFailedDefiniteWithTheServersSeqNum) {
             18446744073709551615ULL);
 }
 
+// S4 on S2: told the append's match_seq_num, a seq_num_mismatch whose tail is below it
+// (an append sent before this one did not land) is a gap, with both positions; a tail at
+// or above it, a fencing mismatch, or no match_seq_num stay condition_failed (E3).
+TEST(S4, ASeqNumMismatchBelowTheAppendsMatchSeqNumIsASequenceGap) {
+  const auto gap = s2::classify_append(response(412, R"({"seq_num_mismatch":17})", json_type()), 20);
+  ASSERT_FALSE(gap);
+  EXPECT_EQ(gap.error().code, ErrorCode::sequence_gap);
+  EXPECT_EQ(gap.error().certainty, Certainty::definite);
+  EXPECT_FALSE(gap.error().retryable);
+  EXPECT_EQ(gap.error().expected_seq, 17U);
+  EXPECT_EQ(gap.error().received_seq, 20U);
+  EXPECT_EQ(gap.error().message,
+            "append: HTTP 412 Precondition Failed: seq_num_mismatch: match_seq_num did not match; the stream's next "
+            "seq_num is 17, below this append's match_seq_num 20: an append sent before it did not land");
+  for (const std::uint64_t match : {17U, 16U, 0U}) {  // the tail at or above the append's start
+    EXPECT_EQ(s2::classify_append(response(412, R"({"seq_num_mismatch":17})"), match).error().code,
+              ErrorCode::condition_failed)
+        << match;
+  }
+  EXPECT_EQ(s2::classify_append(response(412, R"({"seq_num_mismatch":17})")).error().code, ErrorCode::condition_failed);
+  EXPECT_EQ(s2::classify_append(response(412, R"({"fencing_token_mismatch":"t"})"), 20).error().code,
+            ErrorCode::condition_failed);
+  EXPECT_EQ(s2::classify_append(response(412, R"({"seq_num_mismatch":"x"})"), 20).error().code,
+            ErrorCode::condition_failed)
+      << "a tail that is no number proves nothing";
+}
+
 TEST(E3, FencingTokenMismatchIsConditionFailedDefiniteNamingTheToken) {
   const auto e = s2::classify_append(response(412, R"({"fencing_token_mismatch":"writer-2"})", json_type()));
   ASSERT_FALSE(e);

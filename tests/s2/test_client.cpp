@@ -152,6 +152,67 @@ TEST(E3, SeqNumMismatchIsADefiniteConditionFailureWithTheServersValue) {
   EXPECT_FALSE(c.submit(Instant{}, std::string_view{"b"}));
 }
 
+// S4 on S2: appends pipelined behind one the server refused (a 429: nothing applied) meet
+// seq_num_mismatch with the stream's tail below their match_seq_num — a gap, not a
+// conflict. Each waits for the appends before it and is resent with its own
+// match_seq_num, so one throttled append no longer fails the run.
+TEST(S4, AppendsPipelinedBehindARefusedOneAreResentAfterIt) {
+  auto o = options(0);
+  o.producer.max_in_flight = 3;
+  auto c = make(o);
+  const Instant t0{};
+  std::vector<s2::ClientRequest> sent;
+  for (const char* record : {"a", "b", "c"}) {
+    auto one = send(c, t0, {record});
+    ASSERT_EQ(one.size(), 1U) << "pipelined: each goes out at once";
+    sent.push_back(std::move(one[0]));
+  }
+  c.handle_outcome(
+      t0, sent[0].tag,
+      s2test::response(429, R"({"code":"rate_limited","message":"slow down"})", {{"retry-after-ms", "10"}}));
+  c.handle_outcome(t0, sent[1].tag, s2test::response(412, R"({"seq_num_mismatch":0})"));
+  c.handle_outcome(t0, sent[2].tag, s2test::response(412, R"({"seq_num_mismatch":0})"));
+  EXPECT_TRUE(records_of(events(c)).empty()) << "a gap fails nothing";
+  EXPECT_TRUE(requests(c).empty()) << "the appends behind wait for the refused one";
+  // Resent in order, each with its own match_seq_num, as the one before it is acknowledged.
+  Instant now = t0 + 10ms;
+  c.handle_timeout(now);
+  std::vector<std::uint64_t> resent_matches;
+  std::vector<std::string> resent_records;
+  for (auto out = requests(c); !out.empty(); out = requests(c)) {
+    for (const auto& r : out) {
+      const auto input = body_of(r);
+      resent_matches.push_back(input.match_seq_num.value_or(999));
+      resent_records.push_back(input.records.at(0).body);
+      c.handle_outcome(now, r.tag, ack(resent_matches.back(), resent_matches.back() + 1));
+    }
+  }
+  EXPECT_EQ(resent_matches, (std::vector<std::uint64_t>{0, 1, 2}));
+  EXPECT_EQ(resent_records, (std::vector<std::string>{"a", "b", "c"}));
+  const auto done = records_of(events(c));
+  ASSERT_EQ(done.size(), 3U);
+  for (const auto& d : done) EXPECT_TRUE(d.result) << d.result.error().describe();
+  EXPECT_EQ(c.core().stats().records_failed, 0U);
+}
+
+// S4 on S2, the negative space: an append that went out with none before it cannot be
+// behind a lost predecessor, so a tail below its match_seq_num fails it (the stream lost
+// records it had acknowledged, or another writer's match_seq_num arithmetic is off).
+TEST(S4, AGapWithNoAppendBeforeItIsTerminal) {
+  auto c = make(options(5));
+  auto sent = send(c, Instant{}, {"a"});
+  ASSERT_EQ(sent.size(), 1U);
+  c.handle_outcome(Instant{}, sent[0].tag, s2test::response(412, R"({"seq_num_mismatch":3})"));
+  const auto done = records_of(events(c));
+  ASSERT_EQ(done.size(), 1U);
+  ASSERT_FALSE(done[0].result);
+  EXPECT_EQ(done[0].result.error().code, ErrorCode::sequence_gap);
+  EXPECT_EQ(done[0].result.error().certainty, Certainty::definite);
+  EXPECT_EQ(done[0].result.error().expected_seq, 3U);
+  EXPECT_EQ(done[0].result.error().received_seq, 5U);
+  EXPECT_TRUE(requests(c).empty());
+}
+
 TEST(E3, FencingTokenMismatchIsADefiniteConditionFailureNamingTheServersToken) {
   auto c = make(options(std::nullopt, "mine"));
   auto sent = send(c, Instant{}, {"a"});

@@ -33,8 +33,8 @@ void add_s2_flags(CLI::App& cmd, S2Flags& flags) {
                  "with another token fails");
   add_decimal_option(cmd, "--match-seq-num", flags.match_seq_num, 0, UINT64_MAX,
                      "s2:// targets: the seq_num the first append must start at, advancing by each batch's records; "
-                     "makes resends safe and allows --max-in-flight above 1 (a retryable failure of one append then "
-                     "fails the appends pipelined behind it)");
+                     "makes resends safe and allows --max-in-flight above 1 (the appends pipelined behind one the "
+                     "server refused are resent after it)");
 }
 
 std::optional<std::string> apply_s2_flags(const S2Target& target, const S2Flags& s2f, const ProducerFlags& f,

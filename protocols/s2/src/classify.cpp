@@ -376,7 +376,8 @@ Error classify_error(const http::Response& response, std::string_view operation)
   }
 }
 
-tl::expected<AppendAck, Error> classify_append(const http::Response& response) {
+tl::expected<AppendAck, Error> classify_append(const http::Response& response,
+                                               std::optional<std::uint64_t> match_seq_num) {
   return guarded(response, "append", [&]() -> tl::expected<AppendAck, Error> {
     const int s = response.status;
     if (s == 200) {
@@ -396,7 +397,18 @@ tl::expected<AppendAck, Error> classify_append(const http::Response& response) {
     if ((s >= 100 && s < 200) || (s >= 201 && s < 400)) {
       return Fail{protocol_error(response, "append", "unexpected status; the batch may have been appended")};
     }
-    return Fail{classify_error(response, "append")};
+    Error e = classify_error(response, "append");
+    if (s == 412 && match_seq_num) {  // S4: the stream ends before this append's start
+      const Body body = parse_body(response.body);
+      if (body.seq_num_mismatch && *body.seq_num_mismatch < *match_seq_num) {
+        e.code = ErrorCode::sequence_gap;
+        e.received_seq = *match_seq_num;
+        e.message += ", below this append's match_seq_num ";
+        text::append_decimal(e.message, *match_seq_num);
+        e.message += ": an append sent before it did not land";
+      }
+    }
+    return Fail{std::move(e)};
   });
 }
 

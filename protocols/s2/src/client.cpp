@@ -153,7 +153,7 @@ void ProducerClient::drive(Instant now) {
               return;
             }
             const std::uint64_t tag = next_tag_++;
-            outstanding_.emplace(tag, Outstanding{a.batch, a.attempt});
+            outstanding_.emplace(tag, Outstanding{a.batch, a.attempt, a.stamp.match_seq_num});
             request->id = http::RequestId{tag};  // an http::Pool echoes it: the outcome finds its tag
             requests_.push_back(ClientRequest{tag, std::move(*request)});
           } else if constexpr (std::is_same_v<T, TicketsCompleted<S2Policy>>) {
@@ -204,7 +204,7 @@ void ProducerClient::handle_outcome(Instant now, std::uint64_t tag, tl::expected
   if (!result) {
     last_failure_ = result.error();
     core_.handle_failure(now, o.batch, o.attempt, std::move(result.error()));
-  } else if (auto ack = classify_append(*result)) {  // S7: status, body and headers
+  } else if (auto ack = classify_append(*result, o.match_seq_num)) {  // S7: status, body and headers
     core_.handle_ack(now, o.batch, o.attempt, to_policy_ack(*ack));
   } else {
     last_failure_ = ack.error();

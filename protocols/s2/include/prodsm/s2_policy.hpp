@@ -150,10 +150,11 @@ class S2Policy {
     (void)server_epoch;
     return std::string{"S2 has no producer epochs"};
   }
-  /// S2 has no per-batch sequence gaps (S4 does not apply).
+  /// The batch's match_seq_num (nullopt without one), which a `sequence_gap` compares with
+  /// the stream's next seq_num (S4: s2::classify_append gives a seq_num_mismatch below the
+  /// batch's start as a gap).
   [[nodiscard]] static std::optional<std::uint64_t> sequence_of(const Stamp& stamp) noexcept {
-    (void)stamp;
-    return std::nullopt;
+    return stamp.match_seq_num;
   }
   /// Count and position checks (E5): end - start == record_count; start ==
   /// match_seq_num when stamped.

@@ -209,6 +209,7 @@ class ProducerClient {
   struct Outstanding {
     BatchId batch{};
     std::uint32_t attempt = 0;
+    std::optional<std::uint64_t> match_seq_num;  ///< the append's (classify_append: S4)
   };
 
   ProducerClient(ProducerOptions options, S2Producer core);

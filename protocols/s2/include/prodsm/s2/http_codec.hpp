@@ -187,8 +187,14 @@ tl::expected<http::Request, std::string> encode_read(const Endpoint& endpoint, s
 /// when Content-Type says JSON) -> the ack; a 200 whose body does not decode, an
 /// unrequested Content-Encoding, or another 2xx/1xx/3xx -> protocol_error, indefinite
 /// (the batch may have been appended); anything else -> classify_error(response,
-/// "append").
-tl::expected<AppendAck, Error> classify_append(const http::Response& response);
+/// "append"), with one exception that needs the request: `match_seq_num` is the one the
+/// append carried (nullopt: none), and a 412 `{"seq_num_mismatch": N}` with N below it —
+/// the stream ends before this append's start, so an append sent before it did not land —
+/// is `sequence_gap` (S4), definite, not retryable, `expected_seq` = N, `received_seq` =
+/// match_seq_num: the producer resends it once the appends before it resolve. N at or
+/// above it stays `condition_failed` (E3).
+tl::expected<AppendAck, Error> classify_append(const http::Response& response,
+                                               std::optional<std::uint64_t> match_seq_num = std::nullopt);
 /// The policy's view of an ack: the batch occupies [start.seq_num, end.seq_num) (P4).
 [[nodiscard]] constexpr S2Policy::Ack to_policy_ack(const AppendAck& ack) noexcept {
   return S2Policy::Ack{ack.start.seq_num, ack.end.seq_num};
