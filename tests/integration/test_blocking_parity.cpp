@@ -247,7 +247,7 @@ TEST(StreamOps, BlockingCreateHeadReadCloseDelete) {
   EXPECT_EQ(read->body, "hello world");
   EXPECT_EQ(read->next_offset, head->next_offset);
   auto closed = blocking::close_stream(*session, url, "text/plain", {}, kWait);
-  ASSERT_TRUE(closed.has_value());
+  ASSERT_TRUE(closed.has_value()) << closed.error().describe();
   EXPECT_EQ(closed->final_offset, head->next_offset);
   auto again = blocking::close_stream(*session, url, "text/plain", {}, kWait);
   ASSERT_TRUE(again.has_value()) << "a plain close is idempotent";
