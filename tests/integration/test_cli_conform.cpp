@@ -205,6 +205,27 @@ TEST(ConformDriver, ClosedReportedTwiceFailsC1) {
   EXPECT_NE(r.out.find("Closed was emitted twice"), std::string::npos) << r.out;
 }
 
+// Verdicts: a vector's failed expectation is evidence whatever the target's capabilities.
+// ds-ts has no per-record completion, so the trace checker does not judge E1 on it; it
+// takes a submit after a terminal invalid_ack, which the vector expects refused. That run
+// used to print "0/1 vectors passed" and then "conformant: no clause failed", exit 0.
+TEST(ConformDriver, AVectorsFailedExpectationIsAFailWhereTheTraceCheckerDoesNotApply) {
+  const std::string dir = temp_path("expectation-stands");
+  std::filesystem::create_directories(dir);
+  std::filesystem::copy_file(
+      std::string(PRODSM_SOURCE_DIR) + "/conformance/vectors/peers/peer-ds-client-340-next-offset-goes-backwards.json",
+      dir + "/v.json", std::filesystem::copy_options::overwrite_existing);
+  const CliRun r = prodsm("conform --target ds-ts --skip-properties --vectors " + dir);
+  std::filesystem::remove_all(dir);
+  EXPECT_EQ(r.status, 1) << r.out << r.err;
+  EXPECT_NE(r.out.find("| E1 | FAIL | terminal errors are sticky — vector expectations (the trace checker does not "
+                       "apply: "),
+            std::string::npos)
+      << r.out;
+  EXPECT_NE(r.out.find("expected refused:failed, got ticket"), std::string::npos) << r.out;
+  EXPECT_EQ(r.out.find("conformant"), std::string::npos) << r.out;
+}
+
 // Verdicts: a driver that refuses every vector and property (or answers `{"ok": true}` to
 // everything, hello included) was reported "conformant: no clause failed" with
 // "0/0 vectors passed": nothing was judged, which is the target's failure (exit 3).

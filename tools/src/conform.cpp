@@ -85,6 +85,10 @@ struct Verdict {
   std::vector<std::string> failures;  // counterexamples
   std::vector<std::string> notes;     // why vectors about it could not run
   bool exercised = false;
+  /// A vector's own expectation failed it (an expected refusal, outcome or barrier): that is
+  /// evidence whatever the target's capabilities, so the FAIL stands where the trace
+  /// checker does not apply.
+  bool failed_by_expectation = false;
 };
 
 /// Why `clause` cannot be checked on a target with `caps`: each capability the clause
@@ -284,6 +288,7 @@ int run_conform(const ConformOptions& o) {
       const std::string& c = i < r.failed_clauses.size() ? r.failed_clauses[i] : std::string{};
       if (!verdicts.count(c)) continue;
       verdicts[c].kind = Verdict::Kind::fail;
+      verdicts[c].failed_by_expectation = true;
       verdicts[c].failures.push_back("vector " + r.name + ": " + r.failures[i]);
     }
     for (const auto& v : r.violations) {
@@ -400,7 +405,11 @@ int run_conform(const ConformOptions& o) {
     switch (clause.coverage) {
       case cf::Coverage::trace:
         how = "trace checker";
-        if (!clause.applies(caps)) {
+        if (!clause.applies(caps) && v.failed_by_expectation) {  // the vectors' evidence stands
+          how =
+              "vector expectations (the trace checker does not apply: " + capability_reason(clause, caps, info.notes) +
+              ")";
+        } else if (!clause.applies(caps)) {
           v.kind = Verdict::Kind::not_applicable;
           how = capability_reason(clause, caps, info.notes);
         }
