@@ -7,6 +7,7 @@
 #include <cstdint>
 #include <filesystem>
 #include <nlohmann/json.hpp>
+#include <optional>
 #include <stdexcept>
 
 #include "driver_json.hpp"
@@ -431,6 +432,7 @@ namespace detail {
 
 Capabilities capabilities_from(const json& c) {
   Capabilities caps;
+  if (!c.is_object()) return caps;  // hello() refuses such a reply before it gets here
   caps.per_record_completions = c.value("per_record_completions", false);
   caps.flush_barrier = c.value("flush_barrier", false);
   caps.abort = c.value("abort", false);
@@ -449,10 +451,35 @@ namespace {
 
 using detail::capabilities_from;
 
+/// Why the hello reply `h` does not follow the driver protocol's types (docs/conformance.md,
+/// "hello"), or nullopt: `driver`, `sdk` strings; `capabilities` an object of booleans;
+/// `protocols` an array; `notes` an object. (Read as they were, a wrong type threw out
+/// of the harness: `"capabilities": []` ended it with SIGABRT.)
+std::optional<std::string> hello_type_error(const json& h) {
+  for (const char* key : {"driver", "sdk"}) {
+    if (h.contains(key) && !h.at(key).is_string()) return "\"" + std::string(key) + "\" must be a string";
+  }
+  if (h.contains("capabilities")) {
+    const json& c = h.at("capabilities");
+    if (!c.is_object()) return std::string{"\"capabilities\" must be an object of booleans"};
+    for (const auto& [k, v] : c.items()) {
+      if (!v.is_boolean()) return "\"capabilities\"." + k + " must be true or false";
+    }
+  }
+  if (h.contains("protocols") && !h.at("protocols").is_array()) return std::string{"\"protocols\" must be an array"};
+  if (h.contains("notes") && !h.at("notes").is_object()) return std::string{"\"notes\" must be an object"};
+  return std::nullopt;
+}
+
 bool hello(Shared& s, detail::DriverProcess& process) {
   const json h = process.request({{"op", "hello"}});
-  if (!h.value("ok", false)) {
+  if (!h.is_object() || !h.contains("ok") || h.at("ok") != true) {
     s.hello_error = "driver " + s.target.name + " did not answer hello: " + h.dump();
+    return false;
+  }
+  if (auto why = hello_type_error(h)) {
+    s.hello_error =
+        "driver " + s.target.name + "'s hello does not follow the driver protocol: " + *why + " (got " + h.dump() + ")";
     return false;
   }
   s.info.driver = h.value("driver", s.target.name);
@@ -520,11 +547,26 @@ DriverFactory external_driver_factory(const ExternalTarget& target, TargetInfo* 
         if (!process->alive()) {  // died, hung or answered garbage: not a refusal of the config
           *err = std::string(kTargetFailedPrefix) + "start: " + process->error();
         } else if (reply.contains("unsupported")) {
-          *err = std::string(kUnsupportedPrefix) + reply.at("unsupported").get<std::string>();
+          if (reply.at("unsupported").is_string()) {
+            *err = std::string(kUnsupportedPrefix) + reply.at("unsupported").get<std::string>();
+          } else {  // the driver's fault, not the vector's (it would have marked every vector malformed)
+            *err =
+                std::string(kTargetFailedPrefix) + "start: \"unsupported\" must be a string (got " + reply.dump() + ")";
+          }
         } else {
-          const json e = reply.value("error", json::object());
-          *err = e.value("field", std::string{}) + ": " + e.value("message", e.dump());
-          if (e.contains("key") && e.at("key").is_string()) *err += " [key " + e.at("key").get<std::string>() + "]";
+          const json e = reply.contains("error") ? reply.at("error") : json::object();
+          const auto text = [&](const char* key) { return e.contains(key) && e.at(key).is_string(); };
+          if (!e.is_object() || (e.contains("field") && !text("field")) ||
+              (e.contains("message") && !text("message"))) {
+            *err = std::string(kTargetFailedPrefix) +
+                   "start: \"error\" must be an object whose field and message "
+                   "are strings (got " +
+                   reply.dump() + ")";
+          } else {
+            *err = (text("field") ? e.at("field").get<std::string>() : std::string{}) + ": " +
+                   (text("message") ? e.at("message").get<std::string>() : e.dump());
+            if (text("key")) *err += " [key " + e.at("key").get<std::string>() + "]";
+          }
         }
       }
       return nullptr;

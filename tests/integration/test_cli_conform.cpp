@@ -205,6 +205,31 @@ TEST(ConformDriver, ClosedReportedTwiceFailsC1) {
   EXPECT_NE(r.out.find("Closed was emitted twice"), std::string::npos) << r.out;
 }
 
+// The driver protocol: a hello or start reply whose fields have the wrong type is the
+// driver's failure, named (exit 3). A hello with `"capabilities": []` or `"driver": 5`
+// ended the harness with SIGABRT (an uncaught JSON type error), and a start reply with
+// `"unsupported": 42` had every shipped vector reported malformed (exit 2).
+TEST(ConformDriver, RepliesOfTheWrongTypeAreTheDriversFailureNeverACrash) {
+  const std::string ok = R"("ok":true,"protocols":["durable_streams"])";
+  struct Case {
+    std::string mode;
+    const char* gist;
+  };
+  for (const Case& c : {Case{"hello={" + ok + R"(,"capabilities":[]})", "\"capabilities\" must be an object"},
+                        Case{"hello={" + ok + R"(,"driver":5})", "\"driver\" must be a string"},
+                        Case{"hello={" + ok + R"(,"capabilities":{"abort":1}})", "capabilities\".abort must be"},
+                        Case{"hello=[1]", "did not answer hello"},
+                        Case{R"(start={"ok":false,"unsupported":42})", "\"unsupported\" must be a string"},
+                        Case{R"(start={"ok":false,"error":{"field":3}})", "\"error\" must be an object whose"},
+                        Case{R"(start={"ok":false,"error":"no"})", "\"error\" must be an object whose"}}) {
+    SCOPED_TRACE(c.mode);
+    const CliRun r = prodsm("conform --skip-properties --target typed --driver '" + faulty_driver(c.mode) + "'");
+    EXPECT_EQ(r.status, 3) << r.out << r.err;
+    EXPECT_NE((r.out + r.err).find(c.gist), std::string::npos) << r.out << r.err;
+    EXPECT_EQ((r.out + r.err).find("malformed"), std::string::npos) << r.out << r.err;
+  }
+}
+
 // Verdicts: a vector's failed expectation is evidence whatever the target's capabilities.
 // ds-ts has no per-record completion, so the trace checker does not judge E1 on it; it
 // takes a submit after a terminal invalid_ack, which the vector expects refused. That run

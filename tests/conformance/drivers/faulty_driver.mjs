@@ -14,6 +14,8 @@
 //   observe=RAW        the first producer operation observes the JSON text RAW, as is
 //   closed-twice       a producer that never sends: tickets and barriers from 0, and the
 //                      first close or abort reports `closed` twice in one reply (C1)
+//   hello=RAW          hello is answered with the JSON text RAW, as is
+//   start=RAW          every start is answered with the JSON text RAW, as is
 import { createInterface } from "node:readline"
 
 const mode = process.argv[2] ?? ""
@@ -55,8 +57,12 @@ for await (const line of createInterface({ input: process.stdin })) {
     if (op === "stop") process.exit(0)
   } else if (mode === "refuse-everything" && op !== "hello" && op !== "stop") {
     reply({ ok: false, unsupported: `${op}: this SDK does nothing` })
+  } else if (op === "hello" && mode.startsWith("hello=")) {
+    process.stdout.write(mode.slice(6) + "\n")
   } else if (op === "hello") {
     reply(hello)
+  } else if (op === "start" && mode.startsWith("start=")) {
+    process.stdout.write(mode.slice(6) + "\n")
   } else if (op === "start") {
     if (mode === "exit-at-start") process.exit(1)
     tickets = barriers = 0
