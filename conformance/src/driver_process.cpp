@@ -55,6 +55,9 @@ DriverProcess::DriverProcess(const std::vector<std::string>& argv, Duration repl
   ::close(out[1]);
   to_child_ = in[1];
   from_child_ = out[0];
+  // Writes never block: a driver that stops reading its stdin fails within the reply
+  // timeout (request()), instead of hanging the harness on a full pipe.
+  if (const int flags = ::fcntl(to_child_, F_GETFL); flags >= 0) ::fcntl(to_child_, F_SETFL, flags | O_NONBLOCK);
   if (rc != 0) {
     fail("cannot start " + argv[0] + ": " + std::strerror(rc));
     return;
@@ -135,10 +138,25 @@ nlohmann::json DriverProcess::request(const nlohmann::json& message) {
   auto failed = [this] { return nlohmann::json{{"ok", false}, {"error", {{"message", error_}}}}; };
   if (!alive()) return failed();
   const std::string line = message.dump() + "\n";
+  const auto deadline = std::chrono::steady_clock::now() + reply_timeout_ns_;
   std::size_t written = 0;
   while (written < line.size()) {
     const ssize_t n = ::write(to_child_, line.data() + written, line.size() - written);
     if (n < 0 && errno == EINTR) continue;
+    if (n < 0 && (errno == EAGAIN || errno == EWOULDBLOCK)) {  // the pipe is full: wait until the driver reads
+      const auto left =
+          std::chrono::duration_cast<std::chrono::milliseconds>(deadline - std::chrono::steady_clock::now());
+      if (left.count() <= 0) {
+        fail("the driver did not read its request within the reply timeout (" +
+             std::to_string(std::chrono::duration_cast<std::chrono::milliseconds>(reply_timeout_ns_).count()) +
+             " ms; " + std::to_string(written) + " of " + std::to_string(line.size()) + " bytes written)");
+        if (pid_ > 0) ::kill(pid_, SIGKILL);  // as a driver that does not answer (reaped by the destructor)
+        return failed();
+      }
+      pollfd p{to_child_, POLLOUT, 0};
+      (void)::poll(&p, 1, static_cast<int>(left.count()));
+      continue;
+    }
     if (n <= 0) {
       fail("writing to the driver failed");
       return failed();
