@@ -66,6 +66,52 @@ std::string result_text(const SyncResult& r) {
   return "none";
 }
 
+namespace {
+
+/// Every text `make(code)` gives for an ErrorCode, and `also`.
+template <class Make>
+std::vector<std::string> for_each_code(Make make, std::vector<std::string> also) {
+  for (int c = 0; c <= static_cast<int>(kLastErrorCode); ++c) also.push_back(make(static_cast<ErrorCode>(c)));
+  return also;
+}
+
+bool matches_any(const std::string& expected, const std::vector<std::string>& texts) {
+  for (const auto& t : texts) {
+    if (matches(expected, t)) return true;
+  }
+  return false;
+}
+
+}  // namespace
+
+bool is_result_text(const std::string& expected) {
+  static const std::vector<std::string> texts = [] {
+    auto t = for_each_code([](ErrorCode c) { return "closed:" + std::string(to_string(c)); },
+                           {"ticket", "barrier", "none", "stream_close", "closed:ok", "closed:error", "refused:error"});
+    for (int c = 0; c <= static_cast<int>(kLastErrorCode); ++c) {
+      t.push_back("refused:" + std::string(to_string(static_cast<ErrorCode>(c))));
+    }
+    for (int r = 0; r <= static_cast<int>(RejectReason::sequence_exhausted); ++r) {
+      t.push_back("refused:" + std::string(to_string(static_cast<RejectReason>(r))));
+    }
+    return t;
+  }();
+  return matches_any(expected, texts);
+}
+
+bool is_outcome_text(const std::string& expected) {
+  static const std::vector<std::string> texts = [] {
+    std::vector<std::string> t{"ok", "ok:duplicate", "pending"};
+    for (int c = 0; c <= static_cast<int>(kLastErrorCode); ++c) {
+      for (const char* certainty : {"definite", "indefinite"}) {
+        t.push_back("failed:" + std::string(to_string(static_cast<ErrorCode>(c))) + ":" + certainty);
+      }
+    }
+    return t;
+  }();
+  return matches_any(expected, texts);
+}
+
 std::string completion_text(const Observation& o) {
   return std::to_string(o.first_ticket) + "-" + std::to_string(o.last_ticket) + ":" +
          (o.ok ? std::string("ok") : "failed:" + std::string(to_string(o.error.code)));

@@ -25,5 +25,11 @@ bool matches(const std::string& expected, const std::string& actual);
 std::string result_text(const SyncResult& r);
 /// "<first>-<last>:ok" or "<first>-<last>:failed:<code>".
 std::string completion_text(const Observation& o);
+/// Whether `expected` can match (matches()) some text result_text() gives: a step's
+/// "expect" that cannot ("tickt", "refused:banana") is a malformed vector, not a failure
+/// of whatever target runs it.
+bool is_result_text(const std::string& expected);
+/// Whether `expected` can match some text outcome_of() gives ("okay" cannot).
+bool is_outcome_text(const std::string& expected);
 
 }  // namespace prodsm::conformance::detail

@@ -93,6 +93,15 @@ std::optional<std::string> check_vector_shape(const json& v) {
         : k == "clauses" ? e.is_object() && std::all_of(e.begin(), e.end(), known_clause)
                          : string_array(e);
     if (!ok) return "expect." + k + ": wrong type";
+    if (k == "outcomes") {
+      for (const auto& o : e) {
+        if (!is_outcome_text(o.get<std::string>())) {
+          return "expect.outcomes: " + o.dump() +
+                 " is no outcome a record can have (ok, ok:duplicate, "
+                 "failed:<code>[:<certainty>], pending)";
+        }
+      }
+    }
   }
   const json steps = v.value("steps", json::array());
   if (!steps.is_array()) return "steps: must be an array";
@@ -118,6 +127,11 @@ std::optional<std::string> check_vector_shape(const json& v) {
       return where + ".which: an S2 append session answers in order; \"newest\" is for durable_streams only";
     }
     if (s.contains("expect") && !s.at("expect").is_string()) return where + ".expect: must be a string";
+    if (s.contains("expect") && !is_result_text(s.at("expect").get<std::string>())) {
+      return where + ".expect: " + s.at("expect").dump() +
+             " is no result a step can have (ticket, barrier, refused:<reason>, closed:<ok or code>, stream_close, "
+             "none)";
+    }
     if (s.contains("expect_sends") && !s.at("expect_sends").is_number_unsigned()) {
       return where + ".expect_sends: must be a count";
     }

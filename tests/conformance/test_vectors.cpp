@@ -58,5 +58,31 @@ TEST(ConformanceVectors, EveryClauseWithTraceCoverageHasAVector) {
   }
 }
 
+// A vector's expectation that no target could ever meet — a typo such as "tickt" or
+// "okay" — is a malformed vector (exit 2), named, never a FAIL charged to the target
+// that ran it (prodsm's own core was reported failing B1 on such a vector).
+TEST(Vectors, AnExpectationNoResultCanMeetIsAMalformedVector) {
+  const auto step_vector = [](const std::string& expect) {
+    return nlohmann::json{{"protocol", "durable_streams"},
+                          {"steps", nlohmann::json::array({{{"do", "submit"}, {"record", "a"}, {"expect", expect}}})}};
+  };
+  for (const std::string bad : {"tickt", "refused:banana", "closed:nonsense", "refused:failed:x"}) {
+    const auto why = check_vector_shape(step_vector(bad));
+    ASSERT_TRUE(why.has_value()) << bad;
+    EXPECT_NE(why->find("steps[0].expect: \"" + bad + "\" is no result a step can have"), std::string::npos) << *why;
+  }
+  for (const std::string good : {"ticket", "refused", "refused:failed", "refused:stream_closed", "closed:ok",
+                                 "closed:stream_closed", "barrier", "none"}) {
+    EXPECT_EQ(check_vector_shape(step_vector(good)), std::nullopt) << good;
+  }
+  nlohmann::json outcomes = step_vector("ticket");
+  outcomes["expect"] = {{"outcomes", {"ok", "okay"}}};
+  const auto why = check_vector_shape(outcomes);
+  ASSERT_TRUE(why.has_value());
+  EXPECT_NE(why->find("expect.outcomes: \"okay\" is no outcome a record can have"), std::string::npos) << *why;
+  outcomes["expect"] = {{"outcomes", {"ok", "ok:duplicate", "failed", "failed:stream_closed:indefinite", "pending"}}};
+  EXPECT_EQ(check_vector_shape(outcomes), std::nullopt);
+}
+
 }  // namespace
 }  // namespace prodsm::conformance
