@@ -202,9 +202,13 @@ SyncResult result_from(const json& r) {
   } else if (r.contains("rejected")) {
     out.kind = SyncResult::Kind::rejected;
     const std::string reason = r.at("rejected").get<std::string>();
-    for (auto rr : {RejectReason::closed, RejectReason::failed, RejectReason::record_too_large,
-                    RejectReason::invalid_record, RejectReason::would_block}) {
-      if (to_string(rr) == reason) out.reason = rr;
+    bool known = false;
+    for (int i = 0; i <= static_cast<int>(RejectReason::sequence_exhausted); ++i) {
+      const auto rr = static_cast<RejectReason>(i);
+      if (to_string(rr) == reason) out.reason = rr, known = true;
+    }
+    if (!known) {  // read as some other reason, it would be judged as the SDK's behaviour
+      throw std::invalid_argument("\"rejected\": unknown reason \"" + reason + "\"");
     }
     if (r.contains("error")) out.error = error_from(r.at("error"));
   } else if (r.contains("closed")) {
@@ -212,7 +216,10 @@ SyncResult result_from(const json& r) {
     out.ok = r.at("closed") == "ok";
     if (!out.ok) {
       Error e;
-      e.code = code_from(r.at("closed").get<std::string>()).value_or(ErrorCode::internal);
+      const std::string code = r.at("closed").get<std::string>();
+      const auto known = code_from(code);
+      if (!known) throw std::invalid_argument("\"closed\": unknown error code \"" + code + "\"");
+      e.code = *known;
       out.error = e;
     }
   }

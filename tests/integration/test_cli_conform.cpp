@@ -207,8 +207,9 @@ TEST(ConformDriver, ClosedReportedTwiceFailsC1) {
 
 // The driver protocol: a hello or start reply whose fields have the wrong type is the
 // driver's failure, named (exit 3). A hello with `"capabilities": []` or `"driver": 5`
-// ended the harness with SIGABRT (an uncaught JSON type error), and a start reply with
-// `"unsupported": 42` had every shipped vector reported malformed (exit 2).
+// ended the harness with SIGABRT (an uncaught JSON type error), a start reply with
+// `"unsupported": 42` had every shipped vector reported malformed (exit 2), and an unknown
+// refusal reason or close code was read silently as another one.
 TEST(ConformDriver, RepliesOfTheWrongTypeAreTheDriversFailureNeverACrash) {
   const std::string ok = R"("ok":true,"protocols":["durable_streams"])";
   struct Case {
@@ -221,7 +222,9 @@ TEST(ConformDriver, RepliesOfTheWrongTypeAreTheDriversFailureNeverACrash) {
                         Case{"hello=[1]", "did not answer hello"},
                         Case{R"(start={"ok":false,"unsupported":42})", "\"unsupported\" must be a string"},
                         Case{R"(start={"ok":false,"error":{"field":3}})", "\"error\" must be an object whose"},
-                        Case{R"(start={"ok":false,"error":"no"})", "\"error\" must be an object whose"}}) {
+                        Case{R"(start={"ok":false,"error":"no"})", "\"error\" must be an object whose"},
+                        Case{R"(result={"rejected":"banana"})", "\"rejected\": unknown reason \"banana\""},
+                        Case{R"(result={"closed":"nonsense"})", "\"closed\": unknown error code \"nonsense\""}}) {
     SCOPED_TRACE(c.mode);
     const CliRun r = prodsm("conform --skip-properties --target typed --driver '" + faulty_driver(c.mode) + "'");
     EXPECT_EQ(r.status, 3) << r.out << r.err;
