@@ -39,7 +39,8 @@ enum class ErrorCode : std::uint8_t {
   conflict,                ///< remote: a 409 that is not a sequence gap or a closed stream: Durable
                            ///< Streams content-type or Stream-Seq conflict (E3); S2
                            ///< resource_already_exists or an unknown 409.
-  sequence_gap,            ///< remote: Durable Streams 409 with Producer-Expected-Seq (S4).
+  sequence_gap,            ///< remote: Durable Streams 409 with Producer-Expected-Seq, or S2 412
+                           ///< seq_num_mismatch below the append's match_seq_num (S4).
   stale_epoch,             ///< remote: Durable Streams 403 with the server's Producer-Epoch (S5).
   stream_closed,           ///< remote: the stream is closed (S6); final_offset set when known.
   not_found,               ///< remote: the stream does not exist (404) or is gone (410).
@@ -88,10 +89,10 @@ struct Error {
   bool retryable = false;
   /// Human-readable detail, e.g. "HTTP 503 after 10 attempts". May be empty.
   std::string message;
-  /// sequence_gap: the server's Producer-Expected-Seq (S4); S2 condition_failed
-  /// (seq_num_mismatch): the stream's next seq_num (E3).
+  /// sequence_gap: the server's Producer-Expected-Seq, or on S2 the stream's next seq_num
+  /// (S4); S2 condition_failed (seq_num_mismatch): the stream's next seq_num (E3).
   std::uint64_t expected_seq = 0;
-  /// sequence_gap: the server's Producer-Received-Seq (S4).
+  /// sequence_gap: the server's Producer-Received-Seq, or on S2 the append's match_seq_num (S4).
   std::uint64_t received_seq = 0;
   /// stale_epoch: the server's current Producer-Epoch (S5).
   std::uint64_t server_epoch = 0;
