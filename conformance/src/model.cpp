@@ -35,7 +35,7 @@ Prediction predict(const Trace& trace) {
   p.effective_answer.assign(trace.steps.size(), false);
   std::map<std::uint64_t, ModelBatch> batches;
   std::map<std::size_t, std::uint64_t> batch_of_send;
-  std::map<std::size_t, std::uint64_t> seq_of_send;  // Durable Streams Producer-Seq per send
+  std::map<std::size_t, std::uint64_t> seq_of_send;  // Producer-Seq (S2: match_seq_num) per send
   std::vector<Instant> submitted_at;
   std::size_t sends_seen = 0;
   bool closed = false;  // Closed was observed: the producer is finished (C1)
@@ -95,7 +95,7 @@ Prediction predict(const Trace& trace) {
           if (id < o.batch && !other.acked) b.had_unacked_before_latest = true;
         }
         batch_of_send[o.send_index] = o.batch;
-        seq_of_send[o.send_index] = o.stamp.seq;
+        seq_of_send[o.send_index] = o.stamp.match_seq_num.value_or(o.stamp.seq);  // S2: the batch's start
         sends_seen = o.send_index + 1;
       }
     };
@@ -166,8 +166,11 @@ Prediction predict(const Trace& trace) {
         const bool budget = b.retries + 1 < cfg.max_attempts;
         const bool oldest = oldest_unacked() == found->second;
         if (e.code == ErrorCode::sequence_gap) {  // S4
-          const bool resolvable = cfg.sequencing == Sequencing::ds_idempotent &&
-                                  e.expected_seq < seq_of_send[in.send_index] && b.had_unacked_before_latest;
+          // Durable Streams seqs, or S2 match_seq_nums (a tail below the append's start).
+          const bool sequenced =
+              cfg.sequencing == Sequencing::ds_idempotent || cfg.sequencing == Sequencing::s2_match_seq_num;
+          const bool resolvable =
+              sequenced && e.expected_seq < seq_of_send[in.send_index] && b.had_unacked_before_latest;
           if (!resolvable) terminal(e.code, i);
           break;
         }
