@@ -3,9 +3,12 @@
 // Each checker reads the trace through the index and the reference model's prediction
 // and names the steps that show a violation.
 #include <algorithm>
+#include <optional>
+#include <span>
 #include <string>
 
 #include "checker_support.hpp"
+#include "prodsm/durable_streams_policy.hpp"
 
 namespace prodsm::conformance::detail {
 
@@ -179,6 +182,25 @@ Result check_b4(const Checked& c) {
 
 Result check_b5(const Checked& c) {
   const auto& x = c.index;
+  // The refusal half: a record the protocol cannot carry is refused at submit. Durable
+  // Streams cannot carry an empty record, nor in JSON mode one that is not exactly one
+  // JSON value (judged as prodsm's policy judges it); S2 carries any record, empty too.
+  if (x.config.protocol == Protocol::durable_streams) {
+    DurableStreamsOptions options;
+    options.body_format = x.config.json ? DurableStreamsBodyFormat::json : DurableStreamsBodyFormat::bytes;
+    const DurableStreamsPolicy policy(options);
+    for (std::size_t i = 0; i < x.trace.steps.size(); ++i) {
+      const Step& step = x.trace.steps[i];
+      if (step.input.kind != Input::Kind::submit || step.result.kind != SyncResult::Kind::ticket) continue;
+      const auto& record = step.input.record;
+      if (auto why = policy.check_record(std::as_bytes(std::span(record.data(), record.size())))) {
+        return violation("B5",
+                         t(step.result.value) + " was accepted although Durable Streams cannot carry it (" +
+                             std::string(*why) + "): it must be refused with invalid_record",
+                         {i});
+      }
+    }
+  }
   for (const auto& s : x.sends) {
     if (s.obs && s.obs->count == 0) return violation("B5", "an empty batch was sent", {s.step});
   }

@@ -63,20 +63,30 @@ Result check_f1(const Checked& c) {
   return std::nullopt;
 }
 
+/// The step in which record `k` was known durable: its own successful completion, or on a
+/// target that reports no per-record outcomes (virtual time only, F2's applicability) the
+/// step in which a send carrying it was acknowledged. Nothing when it was not (yet), or
+/// failed.
+std::optional<std::size_t> durable_at(const Checked& c, std::uint64_t k) {
+  const auto& tk = c.index.tickets[k];
+  if (c.caps.per_record_completions) {
+    if (tk.completions == 0 || !tk.ok) return std::nullopt;
+    return tk.done_step;
+  }
+  if (!tk.batch) return std::nullopt;
+  return acked_at(c.index, c.index.batches.at(*tk.batch));
+}
+
 Result check_f2(const Checked& c) {
   const auto& x = c.index;
   for (const auto& f : x.flushes) {
     if (!f.accepted) continue;
     std::size_t ready = f.step;
     bool all_ok = true;
-    for (std::uint64_t k = 0; k < f.cutoff; ++k) {
-      const auto& tk = x.tickets[k];
-      if (tk.completions == 0) {
-        all_ok = false;
-        break;
-      }
-      all_ok = all_ok && tk.ok;
-      ready = std::max(ready, tk.done_step);
+    for (std::uint64_t k = 0; k < f.cutoff && all_ok; ++k) {
+      const auto at = durable_at(c, k);
+      all_ok = at.has_value();
+      if (at) ready = std::max(ready, *at);
     }
     if (!all_ok) continue;
     const auto* bd = barrier_done(x, f.barrier);

@@ -70,6 +70,16 @@ std::optional<std::string> check_vector_shape(const json& v) {
         why.compare(why.size() - kUnknown.size(), kUnknown.size(), kUnknown) == 0) {
       return why;
     }
+    // A config the contract itself refuses (B3) can only be what the vector is about: it
+    // says so with expect.config_error. Otherwise every target would be charged with the
+    // vector's mistake (the reference core as a B1 failure).
+    const bool expects_refusal =
+        v.contains("expect") && v.at("expect").is_object() && v.at("expect").contains("config_error");
+    if (!expects_refusal && !core_driver_factory()(p, v.at("config"), &why) && why.rfind(kUnsupportedPrefix, 0) != 0 &&
+        why.rfind(kTargetFailedPrefix, 0) != 0) {
+      return "config: the contract refuses it (" + why +
+             "); a vector about that refusal says so with expect.config_error";
+    }
   }
   if (v.contains("clauses")) {
     const json& c = v.at("clauses");

@@ -4,6 +4,7 @@
 // forbids it to be reported. A checker that never fires would fail here.
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <nlohmann/json.hpp>
 
 #include "prodsm/conformance/checkers.hpp"
@@ -188,6 +189,24 @@ TEST(Checkers, B5BatchSpansBarrier) {
   EXPECT_TRUE(reports(t, "B5")) << reported(t);
 }
 
+// B5's refusal half: a record Durable Streams cannot carry (empty; in JSON mode not
+// exactly one JSON value) must be refused at submit. An SDK that took one passed B5
+// (conformance red team, A3: ds-ts takes an empty record).
+TEST(Checkers, B5AcceptedRecordTheProtocolCannotCarry) {
+  Trace empty = run(Protocol::durable_streams, kLong, {submit("a"), simple("flush")});
+  empty.steps[0].input.record.clear();  // accepted as ticket 0
+  EXPECT_TRUE(reports(empty, "B5")) << reported(empty);
+
+  Trace json = run(Protocol::durable_streams, with(kLong, {{"json", true}}), {submit("12"), simple("flush")});
+  EXPECT_FALSE(reports(json, "B5")) << reported(json);
+  json.steps[0].input.record = "1 2";  // two JSON values
+  EXPECT_TRUE(reports(json, "B5")) << reported(json);
+
+  Trace s2 = run(Protocol::s2, kLong, {submit("a"), simple("flush")});
+  s2.steps[0].input.record.clear();  // S2 carries an empty record
+  EXPECT_FALSE(reports(s2, "B5")) << reported(s2);
+}
+
 TEST(Checkers, F1FlushDidNotSealAtOnce) {
   Trace t = run(Protocol::durable_streams, kLong, {submit("a"), simple("flush"), {{"do", "advance"}, {"ms", 1}}});
   Observation send = t.steps[1].observed.at(0);
@@ -225,6 +244,43 @@ TEST(Checkers, F2BarrierWaitedLonger) {
   obs.pop_back();
   t.steps[5].observed.insert(t.steps[5].observed.begin(), barrier);
   EXPECT_TRUE(reports(t, "F2")) << reported(t);
+}
+
+// F2 on a target that reports no per-record outcomes (ds-ts): when its records were
+// durable is known from the step their sends were acknowledged in, on virtual time. Such a
+// target passed F2 whatever its barrier waited for (conformance red team, A2).
+std::vector<Violation> checked_without_record_outcomes(Trace t, bool virtual_time) {
+  for (auto& step : t.steps) {
+    std::erase_if(step.observed, [](const Observation& o) { return o.kind == Observation::Kind::done; });
+  }
+  Capabilities caps;
+  caps.per_record_completions = false;
+  caps.virtual_time = virtual_time;
+  caps.measured_time = !virtual_time;
+  return check_trace(t, caps);
+}
+
+bool has_clause(const std::vector<Violation>& vs, const std::string& clause) {
+  return std::any_of(vs.begin(), vs.end(), [&](const Violation& v) { return v.clause == clause; });
+}
+
+TEST(Checkers, F2BarrierWaitedForALaterBatchWithoutRecordOutcomes) {
+  Trace t = run(Protocol::durable_streams, kLong,
+                {submit("a"), simple("flush"), submit("b"), simple("flush"), answer("ack"), answer("ack")});
+  EXPECT_FALSE(has_clause(checked_without_record_outcomes(t, true), "F2")) << "the unbroken trace passes";
+  auto& obs = t.steps[4].observed;  // done t0, barrier 0
+  ASSERT_EQ(obs.back().kind, Observation::Kind::barrier);
+  Observation barrier = obs.back();
+  obs.pop_back();
+  t.steps[5].observed.insert(t.steps[5].observed.begin(), barrier);  // waited for batch 1's ack
+  const auto vs = checked_without_record_outcomes(t, true);
+  ASSERT_TRUE(has_clause(vs, "F2"));
+  for (const auto& v : vs) {
+    if (v.clause != "F2") continue;
+    EXPECT_NE(v.message.find("completed later than"), std::string::npos) << v.message;
+  }
+  // On real time a barrier may be observed a step after the ack that resolved it: not judged.
+  EXPECT_FALSE(has_clause(checked_without_record_outcomes(t, false), "F2"));
 }
 
 TEST(Checkers, F3EmptyFlushSent) {

@@ -84,5 +84,25 @@ TEST(Vectors, AnExpectationNoResultCanMeetIsAMalformedVector) {
   EXPECT_EQ(check_vector_shape(outcomes), std::nullopt);
 }
 
+// B3: a config the contract refuses (linger_ms -5) is the vector's mistake unless the
+// vector is about that refusal (expect.config_error). It used to run, and the reference
+// core was charged with a B1 failure (conformance red team).
+TEST(Vectors, AConfigTheContractRefusesIsMalformedUnlessTheVectorExpectsTheRefusal) {
+  nlohmann::json v = {{"clauses", {"B1"}},
+                      {"protocol", "durable_streams"},
+                      {"config", {{"linger_ms", -5}}},
+                      {"steps", nlohmann::json::array({{{"do", "submit"}, {"record", "a"}}})}};
+  const auto why = check_vector_shape(v);
+  ASSERT_TRUE(why.has_value());
+  EXPECT_NE(why->find("config: the contract refuses it ("), std::string::npos) << *why;
+  EXPECT_NE(why->find("linger"), std::string::npos) << "names the field: " << *why;
+  EXPECT_NE(why->find("expect.config_error"), std::string::npos) << *why;
+  v["expect"] = {{"config_error", "linger"}};
+  EXPECT_EQ(check_vector_shape(v), std::nullopt);
+  v.erase("expect");
+  v["config"] = {{"linger_ms", 5}};
+  EXPECT_EQ(check_vector_shape(v), std::nullopt);
+}
+
 }  // namespace
 }  // namespace prodsm::conformance

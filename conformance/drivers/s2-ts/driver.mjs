@@ -160,6 +160,11 @@ function mapConfig(protocol, config) {
     batch.lingerDurationMillis = v;
     applied.lingerDurationMillis = v;
   }
+  if (has("match_seq_num") && typeof config.match_seq_num === "number" && config.match_seq_num > Number.MAX_SAFE_INTEGER) {
+    // JSON.parse has already rounded it: the SDK's matchSeqNum is a JS number, which holds
+    // integers exactly only up to 2^53 - 1, so the SDK cannot be given this start.
+    throw unsupported("match_seq_num", "above 2^53 - 1: the SDK's matchSeqNum is a JS number and cannot hold it exactly");
+  }
   // Contract keys that are one SDK option each: [key, option group, SDK option].
   const direct = [
     ["max_batch_records", batch, "maxBatchRecords"],
@@ -447,7 +452,10 @@ function renderFailure(r, call, error) {
   const message = error?.message ? String(error.message) : `conformance harness: ${code}`;
   switch (code) {
     case "unavailable":
-      return makeServerError({ status: 503 }, { message, code: "unavailable" });
+      // The contract's unavailable is definite (nothing applied) and retryable: S2's
+      // side-effect-free 429 rate_limited. (S2's 503 "unavailable" may have been applied:
+      // rendered so, a definite failure would read as indefinite to the SDK.)
+      return makeServerError({ status: 429 }, { message, code: "rate_limited" });
     case "connection_lost": {
       // What the s2s transport reports when the HTTP/2 stream errors (s2Error of a
       // socket error): "Connection failed: ECONNRESET", status 502, origin sdk.

@@ -121,6 +121,7 @@ describe("s2-ts driver", () => {
       [{ max_unacked_batches: 16 }, "max_unacked_batches: "],
       [{ max_pending_barriers: 1024 }, "max_pending_barriers: "],
       [{ json: false }, "json: "],
+      [{ match_seq_num: 2 ** 53 }, "match_seq_num: "], // a JS number cannot hold it exactly
     ];
     for (const [config, prefix] of notExpressible) {
       const r = await d.start(config);
@@ -343,6 +344,23 @@ describe("s2-ts driver", () => {
     assert.equal(dones(r).length, 1);
     assert.equal(dones(r)[0].error.code, "unavailable");
     assert.equal(dones(r)[0].error.retryable, true);
+    // Rendered as S2's side-effect-free refusal: the contract's unavailable is definite.
+    assert.deepEqual(
+      { status: dones(r)[0].error.sdk.status, code: dones(r)[0].error.sdk.code },
+      { status: 429, code: "rate_limited" },
+    );
+    await d.stop();
+  });
+
+  it("a definite unavailable is retried under no_side_effects, as S2's rate_limited is (E2, E4)", async () => {
+    const d = driver();
+    await d.start({ linger_ms: 1, retry_mode: "no_side_effects", backoff_initial_ms: 1, backoff_max_ms: 1 });
+    await d.submit("a");
+    await d.advance(1);
+    assert.deepEqual(dones(await d.fail(0, "unavailable")), []);
+    const resent = sends(await d.advance(5));
+    assert.equal(resent.length, 1);
+    assert.deepEqual(kinds(await d.ack(1, 0, 1)), ["done"]);
     await d.stop();
   });
 
