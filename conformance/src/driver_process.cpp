@@ -38,7 +38,9 @@ DriverProcess::DriverProcess(const std::vector<std::string>& argv, Duration repl
   posix_spawn_file_actions_adddup2(&actions, out[1], 1);
   if (!inherit_stderr) {
     char path[] = "/tmp/prodsm-driver-log-XXXXXX";
-    stderr_file_ = ::mkostemp(path, O_CLOEXEC);
+    // O_APPEND: the driver's writes always land at the end, also after trim_log()
+    // truncated the file under it.
+    stderr_file_ = ::mkostemp(path, O_CLOEXEC | O_APPEND);
     if (stderr_file_ >= 0) {
       ::unlink(path);
       posix_spawn_file_actions_adddup2(&actions, stderr_file_, 2);
@@ -70,13 +72,48 @@ void DriverProcess::fail(std::string why) {
   if (stderr_file_ < 0) return;
   const off_t end = ::lseek(stderr_file_, 0, SEEK_END);
   if (end <= 0) return;
-  const off_t from = end > 4096 ? end - 4096 : 0;
+  const off_t from = end > static_cast<off_t>(kLogTailBytes) ? end - static_cast<off_t>(kLogTailBytes) : 0;
   std::string tail(static_cast<std::size_t>(end - from), '\0');
   const ssize_t got = ::pread(stderr_file_, tail.data(), tail.size(), from);
   if (got > 0) {
     tail.resize(static_cast<std::size_t>(got));
     error_ += "; the driver's log ends with:\n" + tail;
   }
+}
+
+std::size_t DriverProcess::log_bytes() const {
+  if (stderr_file_ < 0) return 0;
+  const off_t end = ::lseek(stderr_file_, 0, SEEK_END);
+  return end > 0 ? static_cast<std::size_t>(end) : 0;
+}
+
+void DriverProcess::trim_log() {
+  if (stderr_file_ < 0) return;
+  const off_t end = ::lseek(stderr_file_, 0, SEEK_END);
+  if (end <= static_cast<off_t>(kMaxLogBytes)) return;
+  std::string tail(kLogTailBytes, '\0');
+  const ssize_t got = ::pread(stderr_file_, tail.data(), tail.size(), end - static_cast<off_t>(tail.size()));
+  tail.resize(got > 0 ? static_cast<std::size_t>(got) : 0);
+  const std::string kept =
+      "[prodsm conform: " + std::to_string(end - static_cast<off_t>(tail.size())) + " bytes of this log dropped]\n" + tail;
+  if (::ftruncate(stderr_file_, 0) == 0) (void)!::write(stderr_file_, kept.data(), kept.size());
+}
+
+bool DriverProcess::extra_output() {
+  while (true) {  // what the driver wrote since its last reply, without waiting
+    pollfd p{from_child_, POLLIN, 0};
+    if (::poll(&p, 1, 0) <= 0 || (p.revents & POLLIN) == 0) break;
+    char chunk[4096];
+    const ssize_t got = ::read(from_child_, chunk, sizeof chunk);
+    if (got <= 0) break;  // EOF: the next read says the driver exited
+    buffer_.append(chunk, static_cast<std::size_t>(got));
+    if (buffer_.size() > 4096) break;
+  }
+  if (buffer_.empty()) return false;
+  fail("the driver wrote more than one line for one request (each request has exactly one reply line; "
+       "logs go to stderr); the extra output begins: " +
+       buffer_.substr(0, 200));
+  return true;
 }
 
 DriverProcess::~DriverProcess() {
@@ -137,6 +174,10 @@ std::string DriverProcess::failure_at(const std::string& what, const nlohmann::j
 nlohmann::json DriverProcess::request(const nlohmann::json& message) {
   auto failed = [this] { return nlohmann::json{{"ok", false}, {"error", {{"message", error_}}}}; };
   if (!alive()) return failed();
+  trim_log();
+  // A second line for the last request would be read as the reply to this one, and every
+  // reply after it would answer the request before: the run is no longer judged.
+  if (extra_output()) return failed();
   const std::string line = message.dump() + "\n";
   const auto deadline = std::chrono::steady_clock::now() + reply_timeout_ns_;
   std::size_t written = 0;

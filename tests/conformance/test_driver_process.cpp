@@ -41,4 +41,47 @@ TEST(DriverProtocol, ARequestLargerThanThePipeReachesADriverThatReads) {
   EXPECT_EQ(reply.value("record", std::string{}).size(), std::size_t{1} << 20);
 }
 
+// A driver that writes two lines for one request: the second used to be read as the reply
+// to the next request, and every later reply answered the request before it, unnoticed.
+TEST(DriverProtocol, TwoLinesForOneRequestAreTheDriversFailure) {
+  DriverProcess driver({"node", "-e",
+                        "require('readline').createInterface({input: process.stdin})"
+                        ".on('line', (l) => process.stdout.write('{\"ok\": true}\\n{\"ok\": true, \"extra\": 1}\\n'))"},
+                       std::chrono::seconds{10}, false);
+  ASSERT_TRUE(driver.alive()) << driver.error();
+  EXPECT_EQ(driver.request({{"op", "hello"}}).value("ok", false), true) << driver.error();
+  // The extra line may still be on its way: give it the time a reply would take.
+  const auto give_up = std::chrono::steady_clock::now() + std::chrono::seconds{10};
+  nlohmann::json reply;
+  do {
+    reply = driver.request({{"op", "poll"}});
+  } while (driver.alive() && !reply.contains("extra") && std::chrono::steady_clock::now() < give_up);
+  EXPECT_FALSE(reply.contains("extra")) << "the extra line was taken as a reply: " << reply.dump();
+  EXPECT_FALSE(driver.alive());
+  EXPECT_NE(driver.error().find("the driver wrote more than one line for one request"), std::string::npos)
+      << driver.error();
+  EXPECT_NE(driver.error().find("\"extra\""), std::string::npos) << "shows what it wrote: " << driver.error();
+}
+
+// A driver that logs without end keeps at most about kMaxLogBytes of log on disk, and its
+// failure still shows the log's last lines.
+TEST(DriverProtocol, AnEndlessLogIsCutBackToItsTail) {
+  // 4 MiB of log for every request, then the reply; the last request's log ends "last".
+  DriverProcess driver({"node", "-e",
+                        "const big = 'x'.repeat(1 << 22) + '\\n'; let n = 0;"
+                        "require('readline').createInterface({input: process.stdin}).on('line', (l) => {"
+                        "  process.stderr.write(big); if (++n === 3) { process.stderr.write('last\\n'); process.exit(1); }"
+                        "  else process.stdout.write('{\"ok\": true}\\n'); })"},
+                       std::chrono::seconds{20}, false);
+  ASSERT_TRUE(driver.alive()) << driver.error();
+  EXPECT_EQ(driver.request({{"op", "a"}}).value("ok", false), true) << driver.error();
+  EXPECT_EQ(driver.request({{"op", "b"}}).value("ok", false), true) << driver.error();
+  // Cut back before "b" was sent: b's 4 MiB and the tail, not both requests' 8 MiB.
+  EXPECT_LT(driver.log_bytes(), (std::size_t{1} << 22) + DriverProcess::kLogTailBytes + 1024);
+  EXPECT_EQ(driver.request({{"op", "c"}}).value("ok", true), false);
+  EXPECT_NE(driver.error().find("the driver exited"), std::string::npos) << driver.error().substr(0, 300);
+  EXPECT_NE(driver.error().find("last\n"), std::string::npos) << "the log's tail is kept";
+  EXPECT_LT(driver.error().size(), DriverProcess::kLogTailBytes + 1024) << "only the tail is shown";
+}
+
 }  // namespace
