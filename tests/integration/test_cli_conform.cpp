@@ -254,6 +254,26 @@ TEST(ConformDriver, AVectorsFailedExpectationIsAFailWhereTheTraceCheckerDoesNotA
   EXPECT_EQ(r.out.find("conformant"), std::string::npos) << r.out;
 }
 
+// A property on real time takes minutes (a served run with properties, about 37 min, used
+// to print nothing until its table): each property says on stderr when it starts, on a
+// wire target only; the table stays on stdout.
+TEST(ConformOutput, ARealTimeTargetSaysWhichPropertyIsRunning) {
+  const std::string none = temp_path("no-vectors-progress");
+  std::filesystem::create_directories(none);
+  const CliRun wire = prodsm("conform --target prodsm-blocking --tests 1 --seed 1 --vectors " + none);
+  EXPECT_EQ(wire.status, 0) << wire.out << wire.err;
+  for (const char* name : {"durable_streams/plain", "durable_streams/idempotent", "durable_streams/auto_claim"}) {
+    EXPECT_NE(wire.err.find(std::string("prodsm conform: property ") + name + ": up to 1 sequences on real time"),
+              std::string::npos)
+        << wire.err;
+  }
+  EXPECT_EQ(wire.out.find("sequences on real time"), std::string::npos) << "progress is not part of the table";
+  const CliRun core = prodsm("conform --tests 1 --seed 1 --vectors " + none);
+  EXPECT_EQ(core.status, 0) << core.err;
+  EXPECT_EQ(core.err.find("prodsm conform: property"), std::string::npos) << "virtual time is quick: " << core.err;
+  std::filesystem::remove_all(none);
+}
+
 // Verdicts: a driver that refuses every vector and property (or answers `{"ok": true}` to
 // everything, hello included) was reported "conformant: no clause failed" with
 // "0/0 vectors passed": nothing was judged, which is the target's failure (exit 3).

@@ -317,6 +317,12 @@ int run_conform(const ConformOptions& o) {
       // property runs again, so one run lists every divergence it can reach (up to 12).
       cf::PropertyOptions each = po;
       for (int round = 0; round < 12; ++round) {
+        // On real time a property takes minutes (each sequence waits for its timers): say
+        // what is running, so a long run is seen to progress.
+        if (caps.measured_time) {
+          std::fprintf(stderr, "prodsm conform: property %s%s: up to %d sequences on real time\n", spec.name.c_str(),
+                       round > 0 ? " (again, with the clauses it failed set aside)" : "", each.tests);
+        }
         auto r = cf::run_property(spec, factory, each);
         if (!r.target_failure.empty()) {
           std::fprintf(stderr, "prodsm conform: target %s failed running property %s: %s\n", o.target.c_str(),
