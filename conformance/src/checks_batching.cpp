@@ -5,6 +5,7 @@
 #include <algorithm>
 #include <optional>
 #include <span>
+#include <sstream>
 #include <string>
 
 #include "checker_support.hpp"
@@ -114,12 +115,15 @@ Result check_b2_late(const Checked& c) {
     if (tk.submit_step >= s) continue;
     const Instant due = saturating_add(tk.at, *cfg.linger_ns);
     if (in.at >= due) {
-      return violation(
-          "B2",
-          t(next_unsent) + "'s linger ended at " +
-              std::to_string(std::chrono::duration_cast<std::chrono::milliseconds>(due - tk.at).count()) +
-              " ms after its submit, time moved past it with nothing in flight, and its batch was not sent",
-          {tk.submit_step, s});
+      std::ostringstream linger_ms;
+      linger_ms << std::chrono::duration<double, std::milli>(due - tk.at).count();
+      // A timer event at the very instant the linger ends (linger 0, `advance 0`) is as
+      // much a deadline reached as one after it: the producer must send then (D3).
+      return violation("B2",
+                       t(next_unsent) + "'s linger of " + linger_ms.str() + " ms ended " +
+                           (in.at == due ? "at this timer event" : "before this timer event") +
+                           ", with nothing in flight, and its batch was not sent",
+                       {tk.submit_step, s});
     }
   }
   return std::nullopt;

@@ -94,8 +94,8 @@ void DriverProcess::trim_log() {
   std::string tail(kLogTailBytes, '\0');
   const ssize_t got = ::pread(stderr_file_, tail.data(), tail.size(), end - static_cast<off_t>(tail.size()));
   tail.resize(got > 0 ? static_cast<std::size_t>(got) : 0);
-  const std::string kept =
-      "[prodsm conform: " + std::to_string(end - static_cast<off_t>(tail.size())) + " bytes of this log dropped]\n" + tail;
+  const std::string kept = "[prodsm conform: " + std::to_string(end - static_cast<off_t>(tail.size())) +
+                           " bytes of this log dropped]\n" + tail;
   if (::ftruncate(stderr_file_, 0) == 0) (void)!::write(stderr_file_, kept.data(), kept.size());
 }
 
@@ -110,9 +110,10 @@ bool DriverProcess::extra_output() {
     if (buffer_.size() > 4096) break;
   }
   if (buffer_.empty()) return false;
-  fail("the driver wrote more than one line for one request (each request has exactly one reply line; "
-       "logs go to stderr); the extra output begins: " +
-       buffer_.substr(0, 200));
+  fail(
+      "the driver wrote more than one line for one request (each request has exactly one reply line; "
+      "logs go to stderr); the extra output begins: " +
+      buffer_.substr(0, 200));
   return true;
 }
 

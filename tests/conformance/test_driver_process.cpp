@@ -67,12 +67,13 @@ TEST(DriverProtocol, TwoLinesForOneRequestAreTheDriversFailure) {
 // failure still shows the log's last lines.
 TEST(DriverProtocol, AnEndlessLogIsCutBackToItsTail) {
   // 4 MiB of log for every request, then the reply; the last request's log ends "last".
-  DriverProcess driver({"node", "-e",
-                        "const big = 'x'.repeat(1 << 22) + '\\n'; let n = 0;"
-                        "require('readline').createInterface({input: process.stdin}).on('line', (l) => {"
-                        "  process.stderr.write(big); if (++n === 3) { process.stderr.write('last\\n'); process.exit(1); }"
-                        "  else process.stdout.write('{\"ok\": true}\\n'); })"},
-                       std::chrono::seconds{20}, false);
+  DriverProcess driver(
+      {"node", "-e",
+       "const big = 'x'.repeat(1 << 22) + '\\n'; let n = 0;"
+       "require('readline').createInterface({input: process.stdin}).on('line', (l) => {"
+       "  process.stderr.write(big); if (++n === 3) { process.stderr.write('last\\n'); process.exit(1); }"
+       "  else process.stdout.write('{\"ok\": true}\\n'); })"},
+      std::chrono::seconds{20}, false);
   ASSERT_TRUE(driver.alive()) << driver.error();
   EXPECT_EQ(driver.request({{"op", "a"}}).value("ok", false), true) << driver.error();
   EXPECT_EQ(driver.request({{"op", "b"}}).value("ok", false), true) << driver.error();

@@ -436,10 +436,18 @@ class Session {
       shouldAdvanceTime: false,
     });
     // Wrap the fake setTimeout so a timer callback (the SDK's linger) is followed at once
-    // by seal detection, before anything else runs.
+    // by seal detection, before anything else runs. Node's rule for timer delays applies
+    // on the fake clock as on the real one (lib/internal/timers.js, Timeout): below 1 ms
+    // (0 included) or above 2^31-1 ms is 1 ms, so the SDK's `setTimeout(..., 0)` linger
+    // waits 1 ms, as it does on Node (the s2-ts driver applies the same rule).
     const clock = this.clock;
     const session = this;
-    globalThis.setTimeout = function setTimeout(fn, ms, ...args) {
+    const nodeDelay = (delay) => {
+      const d = Number(delay);
+      return d >= 1 && d <= 2147483647 ? d : 1;
+    };
+    globalThis.setTimeout = function setTimeout(fn, delay, ...args) {
+      const ms = nodeDelay(delay);
       if (typeof fn !== "function") return clock.setTimeout(fn, ms, ...args);
       return clock.setTimeout(function wrappedTimer(...a) {
         const seqBefore = session.producer?.nextSeq;
