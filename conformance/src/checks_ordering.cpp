@@ -128,7 +128,15 @@ Result check_p3(const Checked& c) {
     }
   }
   if (!x.closeds.empty() && x.closeds.front().seq + 1 != x.producer_observations_end) {  // C4: stream closes aside
-    return violation("P3", "something was observed after Closed (Closed must be last)", {x.closeds.front().step});
+    // The evidence shows the step of the last thing observed too (the flush or record
+    // reported after Closed), not only the Closed.
+    const std::size_t last_seq = x.producer_observations_end - 1;
+    std::size_t last_step = x.closeds.front().step;
+    for (std::size_t s = 0; s < x.trace.steps.size(); ++s) {
+      if (x.step_first_seq[s] <= last_seq) last_step = s;
+    }
+    return violation("P3", "something was observed after Closed (Closed must be last)",
+                     {x.closeds.front().step, last_step});
   }
   return std::nullopt;
 }

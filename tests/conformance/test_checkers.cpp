@@ -326,6 +326,26 @@ TEST(Checkers, C3BarrierAfterClosed) {
   EXPECT_TRUE(reports(t, "C3")) << reported(t);
 }
 
+// P3: Closed is the last thing a producer reports. The evidence names the step of what
+// came after it as well: it used to show only the Closed, and the flush that broke the
+// rule was missing from the counterexample (conformance red team, s2-ts).
+TEST(Checkers, P3SomethingAfterClosedIsShownWithIt) {
+  Trace t = run(Protocol::s2, kLong, {simple("close"), submit("a"), simple("flush")});
+  ASSERT_FALSE(t.steps[0].observed.empty());
+  Observation barrier;
+  barrier.kind = Observation::Kind::barrier;
+  barrier.barrier = 0;
+  barrier.ok = true;
+  t.steps[2].observed.push_back(barrier);  // a barrier reported after Closed
+  bool p3 = false;
+  for (const auto& v : check_trace(t, {})) {
+    if (v.clause != "P3" || v.message.find("after Closed") == std::string::npos) continue;
+    p3 = true;
+    EXPECT_EQ(v.evidence, (std::vector<std::size_t>{0, 2})) << "the Closed and what came after it";
+  }
+  EXPECT_TRUE(p3) << reported(t);
+}
+
 TEST(Checkers, C5AbortWithAnotherCode) {
   Trace t = run(Protocol::s2, kLong, {submit("a"), simple("abort")});
   find(t, Observation::Kind::done)->error.code = ErrorCode::closed;
