@@ -368,6 +368,21 @@ int run_conform(const ConformOptions& o) {
             findings_unsaved = true;
           } else {
             note += "\n    saved as vector " + (dir / file).string();
+            // The raw sequence answers the SDK's sends: the core may send at other steps,
+            // and then cannot replay it. Said here, so it is reduced by hand before it
+            // goes into conformance/findings/<sdk>/, where it must pass on the core.
+            if (o.target != "core") {
+              const auto on_core = cf::run_vector(r.counterexample, (dir / file).string(), cf::core_driver_factory());
+              if (!on_core.passed && !on_core.not_applicable) {
+                const std::string why = !on_core.malformed.empty()    ? on_core.malformed
+                                        : !on_core.failures.empty()   ? on_core.failures.front()
+                                        : !on_core.violations.empty() ? on_core.violations.front().clause + ": " +
+                                                                            on_core.violations.front().message
+                                                                      : std::string("it fails");
+                note += " (as saved it does not pass on the core: " + why +
+                        "; reduce it by hand and add the contract's expectations, docs/conformance.md)";
+              }
+            }
           }
         }
         v.failures.push_back(note);
