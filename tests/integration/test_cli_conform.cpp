@@ -351,6 +351,42 @@ TEST(ConformOutput, AFindingThatCannotBeSavedIsExit4) {
   EXPECT_NE(r.out.find("FAIL"), std::string::npos) << "the table comes first: " << r.out;
 }
 
+// --save-findings from another SDK's run: a raw counterexample answers that SDK's sends
+// and lacks the config keys it refused, so it may not replay on the core, where a
+// committed finding must pass. The report says which do not, and it is right both ways.
+TEST(ConformOutput, ASavedFindingThatDoesNotPassOnTheCoreIsSaidSo) {
+  const std::string none = temp_path("save-findings-none");
+  const std::string saved = temp_path("save-findings-out");
+  std::filesystem::create_directories(none);
+  const CliRun r = prodsm("conform --target s2-ts --seed 1 --vectors " + none + " --save-findings " + saved);
+  ASSERT_EQ(r.status, 1) << r.err;
+  const std::string marker = "saved as vector ";
+  const std::string note = " (as saved it does not pass on the core: ";
+  int with_note = 0;
+  int without_note = 0;
+  for (std::size_t at = r.out.find(marker); at != std::string::npos; at = r.out.find(marker, at + 1)) {
+    const std::string line = r.out.substr(at + marker.size(), r.out.find('\n', at) - at - marker.size());
+    const std::string file = line.substr(0, line.find(' '));
+    const bool noted = line.find(note) != std::string::npos;
+    if ((noted ? with_note : without_note) >= 1) continue;  // one of each is replayed
+    ++(noted ? with_note : without_note);
+    const std::string one = temp_path("save-findings-one");
+    std::filesystem::create_directories(one);
+    std::filesystem::copy_file(file, one + "/finding.json");
+    const CliRun core = prodsm("conform --skip-properties --vectors " + one);
+    std::filesystem::remove_all(one);
+    if (noted) {
+      EXPECT_NE(core.status, 0) << file << " is said not to pass on the core: " << core.out << core.err;
+    } else {
+      EXPECT_EQ(core.status, 0) << file << " is not said to fail on the core: " << core.out << core.err;
+    }
+  }
+  std::filesystem::remove_all(none);
+  std::filesystem::remove_all(saved);
+  EXPECT_EQ(with_note, 1) << "seed 1 saves findings the core cannot replay: " << r.out.substr(0, 2000);
+  EXPECT_EQ(without_note, 1) << r.out.substr(0, 2000);
+}
+
 // D2 (replay): RC_PARAMS="reproduce=..." as a failure prints it replays that property's
 // case only. The other properties are not run (they showed "pass (0 sequences)", and their
 // clauses passed on nothing), and a replayed case that passes now is a pass, not a D2 FAIL
