@@ -217,8 +217,11 @@ bool retryable_status(int s) noexcept {
   return s == 408 || s == 429 || s == 500 || s == 502 || s == 503 || s == 504;
 }
 
-/// A 412: the append's condition failed; nothing was appended (E3).
-Error condition_failed(const http::Response& r, std::string_view operation, const Body& body) {
+/// A 412: the append's condition failed; nothing was appended (E3). With the append's
+/// `match_seq_num` and a stream that ends below it, an append sent before this one did
+/// not land: a sequence gap (S4), resolvable behind the appends before it.
+Error condition_failed(const http::Response& r, std::string_view operation, const Body& body,
+                       std::optional<std::uint64_t> match_seq_num) {
   if (body.has_seq_num_mismatch) {
     std::string what = "seq_num_mismatch: match_seq_num did not match; the stream's next seq_num is ";
     if (body.seq_num_mismatch) {
@@ -226,8 +229,16 @@ Error condition_failed(const http::Response& r, std::string_view operation, cons
     } else {
       what += "(not an unsigned integer)";
     }
-    Error e = make(ErrorCode::condition_failed, Certainty::definite, false, r, operation, what);
+    const bool gap = body.seq_num_mismatch && match_seq_num && *body.seq_num_mismatch < *match_seq_num;
+    if (gap) {
+      what += ", below this append's match_seq_num ";
+      text::append_decimal(what, *match_seq_num);
+      what += ": an append sent before it did not land";
+    }
+    Error e = make(gap ? ErrorCode::sequence_gap : ErrorCode::condition_failed, Certainty::definite, false, r,
+                   operation, what);
     if (body.seq_num_mismatch) e.expected_seq = *body.seq_num_mismatch;
+    if (gap) e.received_seq = *match_seq_num;
     return e;
   }
   if (body.has_fencing_token_mismatch) {
@@ -266,9 +277,10 @@ Error by_status(const http::Response& r, std::string_view operation, std::string
               std::string{what} + "; unexpected status");
 }
 
-Error classify_error_impl(const http::Response& r, std::string_view operation) {
+Error classify_error_impl(const http::Response& r, std::string_view operation,
+                          std::optional<std::uint64_t> match_seq_num) {
   const Body body = parse_body(r.body);
-  if (r.status == 412) return condition_failed(r, operation, body);
+  if (r.status == 412) return condition_failed(r, operation, body, match_seq_num);
   Error e;
   if (body.code) {
     std::string what = *body.code;
@@ -361,11 +373,11 @@ auto guarded(const http::Response& r, std::string_view operation, F&& f) noexcep
   }
 }
 
-}  // namespace
-
-Error classify_error(const http::Response& response, std::string_view operation) {
+/// classify_error, with the append's match_seq_num when there is one (S4 on a 412).
+Error classify_error_for(const http::Response& response, std::string_view operation,
+                         std::optional<std::uint64_t> match_seq_num) {
   try {
-    return classify_error_impl(response, operation);
+    return classify_error_impl(response, operation, match_seq_num);
   } catch (...) {
     Error e;  // no memory for a message: the bare classification by status
     e.code = retryable_status(response.status) ? ErrorCode::unavailable : ErrorCode::rejected;
@@ -374,6 +386,12 @@ Error classify_error(const http::Response& response, std::string_view operation)
     e.http_status = status_field(response.status);
     return e;
   }
+}
+
+}  // namespace
+
+Error classify_error(const http::Response& response, std::string_view operation) {
+  return classify_error_for(response, operation, std::nullopt);
 }
 
 tl::expected<AppendAck, Error> classify_append(const http::Response& response,
@@ -397,18 +415,7 @@ tl::expected<AppendAck, Error> classify_append(const http::Response& response,
     if ((s >= 100 && s < 200) || (s >= 201 && s < 400)) {
       return Fail{protocol_error(response, "append", "unexpected status; the batch may have been appended")};
     }
-    Error e = classify_error(response, "append");
-    if (s == 412 && match_seq_num) {  // S4: the stream ends before this append's start
-      const Body body = parse_body(response.body);
-      if (body.seq_num_mismatch && *body.seq_num_mismatch < *match_seq_num) {
-        e.code = ErrorCode::sequence_gap;
-        e.received_seq = *match_seq_num;
-        e.message += ", below this append's match_seq_num ";
-        text::append_decimal(e.message, *match_seq_num);
-        e.message += ": an append sent before it did not land";
-      }
-    }
-    return Fail{std::move(e)};
+    return Fail{classify_error_for(response, "append", match_seq_num)};  // a 412 below match_seq_num: S4
   });
 }
 
