@@ -78,22 +78,18 @@ std::optional<std::string> apply_connection_flags(const ConnectionFlags& f, bool
 }
 
 std::string in_flag_terms(std::string message) {
-  // The longer names first: "session.tls.ca_file" before "tls.ca_file".
   static constexpr std::pair<std::string_view, std::string_view> kNames[] = {
-      {"session.tls.ca_file", "--cacert"},
-      {"session.tls.ca_dir", "--capath"},
-      {"session.tls.cert_file", "--cert"},
-      {"session.tls.key_file", "--key"},
-      {"session.tls.insecure", "--insecure"},
-      {"tls.ca_file", "--cacert"},
-      {"tls.ca_dir", "--capath"},
-      {"tls.cert_file", "--cert"},
-      {"tls.key_file", "--key"},
-      {"tls.insecure", "--insecure"},
+      {"tls.ca_file", "--cacert"}, {"tls.ca_dir", "--capath"},     {"tls.cert_file", "--cert"},
+      {"tls.key_file", "--key"},   {"tls.insecure", "--insecure"},
   };
+  constexpr std::string_view kSession = "session.";  // the producer's options name it session.tls.*
   for (const auto& [name, flag] : kNames) {
     for (auto at = message.find(name); at != std::string::npos; at = message.find(name, at + flag.size())) {
-      message.replace(at, name.size(), flag);
+      const bool in_session =
+          at >= kSession.size() && message.compare(at - kSession.size(), kSession.size(), kSession) == 0;
+      const auto from = in_session ? at - kSession.size() : at;
+      message.replace(from, name.size() + (at - from), flag);
+      at = from;
     }
   }
   return message;
