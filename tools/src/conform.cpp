@@ -320,7 +320,8 @@ int run_conform(const ConformOptions& o) {
         // On real time a property takes minutes (each sequence waits for its timers): say
         // what is running, so a long run is seen to progress.
         if (caps.measured_time) {
-          std::fprintf(stderr, "prodsm conform: property %s%s: up to %d sequences on real time\n", spec.name.c_str(),
+          std::fprintf(stderr, "%s%s%s: up to %d sequences on real time\n",
+                       std::string(kPropertyProgressPrefix).c_str(), spec.name.c_str(),
                        round > 0 ? " (again, with the clauses it failed set aside)" : "", each.tests);
         }
         auto r = cf::run_property(spec, factory, each);

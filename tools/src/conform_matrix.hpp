@@ -6,6 +6,7 @@
 #include <cstdint>
 #include <optional>
 #include <string>
+#include <string_view>
 #include <vector>
 
 namespace prodsm::tools {
@@ -21,6 +22,11 @@ struct MatrixOptions {
   bool skip_properties = false;       ///< --skip-properties
   bool json = false;                  ///< --json: one JSON object instead of markdown
 };
+
+/// How a run's progress lines on stderr begin ("prodsm conform: property NAME: up to N
+/// sequences on real time"): the matrix does not take one for the reason a target was
+/// unavailable.
+inline constexpr std::string_view kPropertyProgressPrefix = "prodsm conform: property ";
 
 /// The targets `--matrix` tries, in column order.
 const std::vector<std::string>& matrix_targets();

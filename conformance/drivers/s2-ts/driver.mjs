@@ -766,9 +766,11 @@ async function opRespond(req) {
       return reply(null, r, extra);
     }
   }
-  // `with`: the other in-flight appends of the same session, failed in the same instant
-  // (a real session that fails one append fails them all): all are settled before the
-  // SDK can react to the first.
+  // `with`: the other in-flight appends failed in the same instant — the rest of the
+  // session (a real session that fails one append fails them all), or on a server restart
+  // every pending append of every session (an abandoned session's too: the SDK may have
+  // opened a new one after an ack timeout). All are settled, each on its own session,
+  // before the SDK can react to the first.
   const also = [];
   if (req.with !== undefined) {
     if (!Array.isArray(req.with)) throw new Error("respond.with must be an array");
@@ -780,7 +782,6 @@ async function opRespond(req) {
       if (other.settled || also.some((a) => a.call === other) || other === call) {
         throw new Error(`send ${i} was already answered`);
       }
-      if (other.session !== call.session) throw new Error(`send ${i} is not on the session of send ${call.send}`);
       if (w.response?.kind !== "fail" || !S2_FAILURES.includes(w.response?.error?.code)) {
         throw new Error(`respond.with: send ${i} needs a fail response with an S2 error code`);
       }

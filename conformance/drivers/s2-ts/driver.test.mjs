@@ -333,6 +333,24 @@ describe("s2-ts driver", () => {
     await d.stop();
   });
 
+  it("a server restart fails the calls of every session at once, an abandoned session's too", async () => {
+    const d = driver();
+    await d.start({ linger_ms: 1 });
+    await d.submit("a");
+    await d.advance(1);
+    const resent = sends(await d.advance(5300)); // ack timeout: a new session carries attempt 2
+    assert.equal(resent.length, 1);
+    assert.notEqual(resent[0].session, 0, "the resend is on a session of its own");
+    const restart = await d.request({
+      op: "respond",
+      send: 1,
+      response: { kind: "fail", error: { code: "connection_lost" } },
+      with: [{ send: 0, response: { kind: "fail", error: { code: "connection_lost" } } }],
+    });
+    assert.equal(restart.ok, true, JSON.stringify(restart));
+    await d.stop();
+  });
+
   it("retries are bounded: the SDK gives up after max_attempts with its last error", async () => {
     const d = driver();
     await d.start({ linger_ms: 1, max_attempts: 2, backoff_initial_ms: 1, backoff_max_ms: 1 });
