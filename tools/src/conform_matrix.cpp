@@ -120,19 +120,10 @@ int run_child(const std::vector<std::string>& args, const fs::path& err) {
 }
 
 /// The first line of `file` (the child's message), or `fallback`.
-/// Why a child's run judged nothing: its first own message on stderr ("prodsm conform: ..."),
-/// not a progress line nor another library's (RapidCheck's "Using configuration: ..."),
-/// else its first line, else `fallback`.
 std::string first_line(const fs::path& file, const std::string& fallback) {
   std::ifstream in(file);
-  constexpr std::string_view prefix = "prodsm conform: ";
-  std::string first;
-  for (std::string line; std::getline(in, line);) {
-    if (line.empty()) continue;
-    if (first.empty()) first = line;
-    if (line.rfind(prefix, 0) == 0 && line.rfind(kPropertyProgressPrefix, 0) != 0) return line.substr(prefix.size());
-  }
-  return first.empty() ? fallback : first;
+  const std::string text((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+  return unavailable_reason(text, fallback);
 }
 
 Column judge(const MatrixOptions& o, const std::string& target, const fs::path& scratch) {

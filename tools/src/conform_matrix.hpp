@@ -28,6 +28,26 @@ struct MatrixOptions {
 /// unavailable.
 inline constexpr std::string_view kPropertyProgressPrefix = "prodsm conform: property ";
 
+/// Why a target's child run judged nothing, from its stderr: its first own message
+/// ("prodsm conform: X" gives X), not a progress line nor another library's line
+/// (RapidCheck's "Using configuration: seed=1" comes first), else its first non-empty
+/// line, else `fallback`.
+inline std::string unavailable_reason(std::string_view stderr_text, const std::string& fallback) {
+  constexpr std::string_view prefix = "prodsm conform: ";
+  std::string_view first;
+  while (!stderr_text.empty()) {
+    const auto nl = stderr_text.find('\n');
+    const std::string_view line = stderr_text.substr(0, nl);
+    stderr_text.remove_prefix(nl == std::string_view::npos ? stderr_text.size() : nl + 1);
+    if (line.empty()) continue;
+    if (first.empty()) first = line;
+    if (line.rfind(prefix, 0) == 0 && line.rfind(kPropertyProgressPrefix, 0) != 0) {
+      return std::string(line.substr(prefix.size()));
+    }
+  }
+  return first.empty() ? fallback : std::string(first);
+}
+
 /// The targets `--matrix` tries, in column order.
 const std::vector<std::string>& matrix_targets();
 
