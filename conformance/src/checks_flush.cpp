@@ -11,12 +11,37 @@ namespace prodsm::conformance::detail {
 
 namespace {
 
+/// F1's second half on a target without per-record outcomes, on virtual time (as F2 is
+/// judged there): a barrier that reports success arrives no earlier than the step in which
+/// the send of every record before it was acknowledged. A record whose send is never
+/// acknowledged is F5's to judge (the barrier may have succeeded over its failure).
+Result check_f1_waits_for_the_acks(const Checked& c) {
+  const auto& x = c.index;
+  if (!c.caps.virtual_time || c.caps.measured_time) return std::nullopt;
+  for (const auto& f : x.flushes) {
+    if (!f.accepted) continue;
+    const auto* bd = barrier_done(x, f.barrier);
+    if (bd == nullptr || !bd->obs->ok) continue;
+    for (std::uint64_t k = 0; k < f.cutoff && k < x.tickets.size(); ++k) {
+      const auto& tk = x.tickets[k];
+      if (!tk.batch) continue;
+      const auto acked = acked_at(x, x.batches.at(*tk.batch));
+      if (!acked || *acked <= bd->step) continue;
+      return violation("F1",
+                       "flush " + std::to_string(f.barrier) + " completed before " + t(k) +
+                           " it covers was acknowledged (its send was acknowledged later)",
+                       {f.step, bd->step, *acked});
+    }
+  }
+  return std::nullopt;
+}
+
 /// F1's second half: a barrier that reports success arrives only once every record ordered
 /// before it was acknowledged (judged on per-record outcomes; blocking calls' returns, in
 /// the scheduler's order, by step). A failed barrier's timing is F5's to judge.
 Result check_f1_waits_for_the_prefix(const Checked& c) {
   const auto& x = c.index;
-  if (!c.caps.per_record_completions) return std::nullopt;
+  if (!c.caps.per_record_completions) return check_f1_waits_for_the_acks(c);
   for (const auto& f : x.flushes) {
     if (!f.accepted) continue;
     const auto* bd = barrier_done(x, f.barrier);

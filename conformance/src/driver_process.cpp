@@ -110,10 +110,9 @@ bool DriverProcess::extra_output() {
     if (buffer_.size() > 4096) break;
   }
   if (buffer_.empty()) return false;
-  fail(
-      "the driver wrote more than one line for one request (each request has exactly one reply line; "
-      "logs go to stderr); the extra output begins: " +
-      buffer_.substr(0, 200));
+  fail("the driver wrote more than one line for one request (after its reply to \"" + last_op_ +
+       "\"; each request has exactly one reply line, logs go to stderr); the extra output begins: " +
+       buffer_.substr(0, 200));
   return true;
 }
 
@@ -179,6 +178,9 @@ nlohmann::json DriverProcess::request(const nlohmann::json& message) {
   // A second line for the last request would be read as the reply to this one, and every
   // reply after it would answer the request before: the run is no longer judged.
   if (extra_output()) return failed();
+  last_op_ = message.is_object() && message.contains("op") && message.at("op").is_string()
+                 ? message.at("op").get<std::string>()
+                 : std::string("?");
   const std::string line = message.dump() + "\n";
   const auto deadline = std::chrono::steady_clock::now() + reply_timeout_ns_;
   std::size_t written = 0;
@@ -207,6 +209,12 @@ nlohmann::json DriverProcess::request(const nlohmann::json& message) {
   }
   std::string reply;
   if (!read_line(reply)) return failed();
+  if (reply.empty() || reply == "\r") {  // a stray line break, likely after the previous reply
+    fail("the driver answered \"" + last_op_ +
+         "\" with an empty line (each request has exactly one reply line, a JSON object; a line written after "
+         "the previous reply is read as this one's)");
+    return failed();
+  }
   auto parsed = parse_json_limited(reply);  // bounded nesting (R3)
   if (!parsed || !parsed->is_object()) {
     fail("the driver answered something that is not a JSON object (" +

@@ -55,6 +55,7 @@ class DriverProcess {
   int from_child_ = -1;
   std::string buffer_;
   std::string error_;
+  std::string last_op_;  ///< the "op" of the request last sent, for messages
   Duration reply_timeout_ns_;
 };
 

@@ -226,9 +226,9 @@ std::optional<CoreConfig> core_config_from_json(Protocol protocol, const json& j
     if (j.contains("fencing_token") && !j.at("fencing_token").is_null()) {
       c.s2.protocol.fencing_token = j.at("fencing_token").get<std::string>();
     }
-    if (j.contains("json") || j.contains("idempotent") || j.contains("stream_operations")) {
-      fail(error, std::string("config.") + (j.contains("stream_operations") ? "stream_operations" : "idempotent") +
-                      ": Durable Streams only");
+    for (const char* key : {"json", "idempotent", "stream_operations"}) {  // named as given
+      if (!j.contains(key)) continue;
+      fail(error, std::string("config.") + key + ": Durable Streams only");
       return std::nullopt;
     }
   }

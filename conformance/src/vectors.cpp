@@ -103,6 +103,9 @@ std::optional<std::string> check_vector_shape(const json& v) {
         : k == "clauses" ? e.is_object() && std::all_of(e.begin(), e.end(), known_clause)
                          : string_array(e);
     if (!ok) return "expect." + k + ": wrong type";
+    if (k == "config_error" && e.get<std::string>().empty()) {  // "" would be found in every refusal
+      return "expect.config_error: must name the field the refusal names (linger, max_in_flight, ...), not \"\"";
+    }
     if (k == "outcomes") {
       for (const auto& o : e) {
         if (!is_outcome_text(o.get<std::string>())) {

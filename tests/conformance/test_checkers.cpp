@@ -283,6 +283,26 @@ TEST(Checkers, F2BarrierWaitedForALaterBatchWithoutRecordOutcomes) {
   EXPECT_FALSE(has_clause(checked_without_record_outcomes(t, false), "F2"));
 }
 
+// F1 on such a target: a barrier that succeeds before its records' sends are acknowledged
+// passed F1, F2 and F5 alike (conformance red team: a driver completing every flush at once
+// was "conformant").
+TEST(Checkers, F1BarrierBeforeTheAcksWithoutRecordOutcomes) {
+  Trace t = run(Protocol::durable_streams, kLong, {submit("a"), simple("flush"), answer("ack")});
+  EXPECT_FALSE(has_clause(checked_without_record_outcomes(t, true), "F1")) << "the unbroken trace passes";
+  auto& acked = t.steps[2].observed;  // done t0, barrier 0
+  ASSERT_EQ(acked.back().kind, Observation::Kind::barrier);
+  t.steps[1].observed.push_back(acked.back());  // reported with the flush, before the ack
+  acked.pop_back();
+  const auto vs = checked_without_record_outcomes(t, true);
+  ASSERT_TRUE(has_clause(vs, "F1"));
+  for (const auto& v : vs) {
+    if (v.clause != "F1") continue;
+    EXPECT_NE(v.message.find("completed before ticket 0 it covers was acknowledged"), std::string::npos) << v.message;
+    EXPECT_EQ(v.evidence, (std::vector<std::size_t>{1, 2})) << "the flush with its barrier, then the ack";
+  }
+  EXPECT_FALSE(has_clause(checked_without_record_outcomes(t, false), "F1")) << "real time: not judged this way";
+}
+
 TEST(Checkers, F3EmptyFlushSent) {
   Trace t = run(Protocol::s2, {}, {simple("flush")});
   Observation send;

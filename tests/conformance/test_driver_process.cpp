@@ -61,6 +61,20 @@ TEST(DriverProtocol, TwoLinesForOneRequestAreTheDriversFailure) {
   EXPECT_NE(driver.error().find("the driver wrote more than one line for one request"), std::string::npos)
       << driver.error();
   EXPECT_NE(driver.error().find("\"extra\""), std::string::npos) << "shows what it wrote: " << driver.error();
+  EXPECT_NE(driver.error().find("after its reply to \""), std::string::npos) << "names the request: " << driver.error();
+}
+
+// A stray line break read as a reply is named as such: it was "not a JSON object".
+TEST(DriverProtocol, AnEmptyLineForAReplyIsNamed) {
+  DriverProcess driver({"node", "-e",
+                        "let n = 0; require('readline').createInterface({input: process.stdin})"
+                        ".on('line', (l) => process.stdout.write((++n === 2 ? '\\n' : '') + '{\"ok\": true}\\n'))"},
+                       std::chrono::seconds{10}, false);
+  ASSERT_TRUE(driver.alive()) << driver.error();
+  EXPECT_EQ(driver.request({{"op", "hello"}}).value("ok", false), true) << driver.error();
+  EXPECT_EQ(driver.request({{"op", "start"}}).value("ok", true), false);
+  EXPECT_NE(driver.error().find("the driver answered \"start\" with an empty line"), std::string::npos)
+      << driver.error();
 }
 
 // A driver that logs without end keeps at most about kMaxLogBytes of log on disk, and its

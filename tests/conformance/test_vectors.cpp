@@ -99,9 +99,20 @@ TEST(Vectors, AConfigTheContractRefusesIsMalformedUnlessTheVectorExpectsTheRefus
   EXPECT_NE(why->find("expect.config_error"), std::string::npos) << *why;
   v["expect"] = {{"config_error", "linger"}};
   EXPECT_EQ(check_vector_shape(v), std::nullopt);
+  v["expect"] = {{"config_error", ""}};  // found in every refusal: it passed whatever was refused
+  const auto empty = check_vector_shape(v);
+  ASSERT_TRUE(empty.has_value());
+  EXPECT_NE(empty->find("expect.config_error: must name the field"), std::string::npos) << *empty;
   v.erase("expect");
   v["config"] = {{"linger_ms", 5}};
   EXPECT_EQ(check_vector_shape(v), std::nullopt);
+  // A Durable Streams key on S2 is named as given (it used to be called `idempotent`).
+  for (const char* key : {"json", "idempotent", "stream_operations"}) {
+    const nlohmann::json s2 = {{"protocol", "s2"}, {"config", {{key, true}}}};
+    const auto named = check_vector_shape(s2);
+    ASSERT_TRUE(named.has_value()) << key;
+    EXPECT_NE(named->find(std::string("config.") + key + ": Durable Streams only"), std::string::npos) << *named;
+  }
 }
 
 }  // namespace

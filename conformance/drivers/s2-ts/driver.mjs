@@ -743,8 +743,11 @@ async function opRespond(req) {
   let result;
   if (response.kind === "ack") {
     const ack = response.ack ?? {};
-    if (!Number.isSafeInteger(ack.start) || !Number.isSafeInteger(ack.end)) {
-      throw new Error("an S2 ack needs integer start and end");
+    // Past 2^53 - 1 JSON.parse has rounded them, as the SDK's own decoding of S2's u64
+    // seq nums into JS numbers would: the SDK is given what the wire would give it.
+    const seqNum = (v) => Number.isInteger(v) && v >= 0;
+    if (!seqNum(ack.start) || !seqNum(ack.end)) {
+      throw new Error("an S2 ack needs non-negative integer start and end");
     }
     result = { ok: true, value: makeAck(ack.start, ack.end) };
   } else if (response.kind === "fail") {

@@ -333,6 +333,17 @@ describe("s2-ts driver", () => {
     await d.stop();
   });
 
+  it("an ack reaching 2^53 is given to the SDK as the wire would give it (the last safe start is accepted)", async () => {
+    const d = driver();
+    assert.equal((await d.start({ linger_ms: 1, match_seq_num: 2 ** 53 - 1 })).ok, true);
+    await d.submit("a");
+    assert.equal(sends(await d.advance(1)).length, 1);
+    const r = await d.ack(0, 2 ** 53 - 1, 2 ** 53);
+    assert.equal(r.ok, true, JSON.stringify(r));
+    assert.deepEqual(kinds(r), ["done"]);
+    await d.stop();
+  });
+
   it("a server restart fails the calls of every session at once, an abandoned session's too", async () => {
     const d = driver();
     await d.start({ linger_ms: 1 });
