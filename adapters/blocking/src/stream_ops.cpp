@@ -12,7 +12,10 @@ Result run(Session& session, std::string bytes, bool head, std::optional<Duratio
   http::Request request;
   request.bytes = std::move(bytes);
   request.head = head;
-  request.retry_safe = true;  // each of these is idempotent at the server
+  // Not retry_safe, though each is idempotent at the server: stall detection would give up
+  // on a slow answer (connection_lost), and nothing here sends it again. One request is
+  // bounded by timeout_ns and the session's request timeout, as on the Asio session.
+  request.retry_safe = false;
   auto r = session.exchange_and_wait(std::move(request), timeout_ns);
   if (!r) return tl::unexpected(std::move(r.error()));
   return classify(*r);
